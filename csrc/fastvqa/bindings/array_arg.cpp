@@ -1,0 +1,142 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "fastvqa/bindings/array_arg.h"
+
+#include <Python.h>
+
+#include "fastvqa/common/dlpack.h"
+
+namespace py = pybind11;
+
+namespace fastvqa {
+
+namespace {
+
+DType dtype_from_format(const std::string& raw, py::ssize_t itemsize, std::string* name) {
+  std::string fmt = raw;
+  if (!fmt.empty() && (fmt[0] == '@' || fmt[0] == '=' || fmt[0] == '<')) fmt = fmt.substr(1);
+  *name = "buffer format '" + raw + "'";
+  if (fmt == "f" && itemsize == 4) return *name = "float32", DType::kFloat32;
+  if (fmt == "d" && itemsize == 8) return *name = "float64", DType::kFloat64;
+  if ((fmt == "q" || fmt == "l") && itemsize == 8) return *name = "int64", DType::kInt64;
+  if (fmt == "e") *name = "float16";
+  if (fmt == "i" || fmt == "l" || fmt == "h" || fmt == "b") *name = "int" + std::to_string(itemsize * 8);
+  return DType::kOther;
+}
+
+DType dtype_from_dlpack(const DLDataType& t, std::string* name) {
+  if (t.lanes != 1) return *name = "vector dtype", DType::kOther;
+  switch (t.code) {
+    case kDLFloat:
+      *name = "float" + std::to_string(t.bits);
+      if (t.bits == 32) return DType::kFloat32;
+      if (t.bits == 64) return DType::kFloat64;
+      return DType::kOther;
+    case kDLInt:
+      *name = "int" + std::to_string(t.bits);
+      return t.bits == 64 ? DType::kInt64 : DType::kOther;
+    case kDLUInt: *name = "uint" + std::to_string(t.bits); return DType::kOther;
+    case kDLBfloat: *name = "bfloat16"; return DType::kOther;
+    default: *name = "dlpack type code " + std::to_string(t.code); return DType::kOther;
+  }
+}
+
+}  // namespace
+
+ArrayArg::ArrayArg(py::handle obj, const char* op, const char* name, std::uintptr_t stream,
+                   bool writable)
+    : owner_(py::reinterpret_borrow<py::object>(obj)) {
+  if (PyObject_CheckBuffer(obj.ptr())) {
+    from_buffer(op, name, writable);
+  } else if (py::hasattr(obj, "__dlpack__")) {
+    from_dlpack(op, name, stream);
+  } else {
+    throw TypeError(detail::concat(op, ": ", name,
+                                   " must be an array (NumPy array, torch tensor or an object "
+                                   "with __dlpack__), got ",
+                                   std::string(py::str(py::type::of(obj).attr("__name__")))));
+  }
+  FASTVQA_CHECK(view_.ndim <= kMaxDims, op, ": ", name, " has ", view_.ndim,
+                " dimensions, at most ", kMaxDims, " are supported");
+}
+
+ArrayArg::~ArrayArg() = default;
+
+void ArrayArg::from_buffer(const char* op, const char* name, bool writable) {
+  try {
+    buffer_ = std::make_unique<py::buffer_info>(
+        py::reinterpret_borrow<py::buffer>(owner_).request(writable));
+  } catch (py::error_already_set& e) {
+    throw ValueError(detail::concat(op, ": ", name, " could not be read as a ",
+                                    writable ? "writable " : "", "buffer: ", e.what()));
+  }
+  const py::buffer_info& info = *buffer_;
+  view_.data = info.ptr;
+  view_.dtype = dtype_from_format(info.format, info.itemsize, &view_.dtype_str);
+  view_.ndim = static_cast<int>(info.ndim);
+  FASTVQA_CHECK(view_.ndim <= kMaxDims, op, ": ", name, " has ", view_.ndim,
+                " dimensions, at most ", kMaxDims, " are supported");
+  for (int i = 0; i < view_.ndim; ++i) {
+    view_.shape[i] = info.shape[i];
+    // Buffer strides are in bytes; kernels index in elements.
+    FASTVQA_CHECK(info.strides[i] % info.itemsize == 0, op, ": ", name,
+                  " has a stride that is not a multiple of its item size (", info.strides[i],
+                  " bytes); pass a copy");
+    view_.strides[i] = info.strides[i] / info.itemsize;
+  }
+  view_.device = DeviceKind::kCPU;
+  view_.writable = !info.readonly;
+}
+
+void ArrayArg::from_dlpack(const char* op, const char* name, std::uintptr_t stream) {
+  py::tuple dev = owner_.attr("__dlpack_device__")();
+  const int dev_type = dev[0].cast<int>();
+  const int dev_id = dev[1].cast<int>();
+  if (dev_type == kDLCUDA) {
+    // DLPack reserves stream 0; the legacy default stream is spelled 1.
+    capsule_ = owner_.attr("__dlpack__")(py::arg("stream") = stream == 0 ? 1 : stream);
+  } else {
+    capsule_ = owner_.attr("__dlpack__")();
+  }
+  auto* managed =
+      static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule_.ptr(), "dltensor"));
+  if (managed == nullptr) {
+    PyErr_Clear();
+    throw TypeError(detail::concat(op, ": ", name,
+                                   " exported a DLPack capsule fastvqa cannot read (expected an "
+                                   "unconsumed 'dltensor' capsule)"));
+  }
+  const DLTensor& t = managed->dl_tensor;
+  if (t.device.device_type == kDLCUDA || t.device.device_type == kDLCUDAManaged) {
+    view_.device = DeviceKind::kCUDA;
+  } else if (t.device.device_type == kDLCPU || t.device.device_type == kDLCUDAHost) {
+    view_.device = DeviceKind::kCPU;
+  } else {
+    throw TypeError(detail::concat(op, ": ", name, " lives on DLPack device type ",
+                                   t.device.device_type, "; fastvqa runs on CPU and CUDA only"));
+  }
+  view_.device_index = t.device.device_id;
+  (void)dev_id;
+  view_.data = static_cast<char*>(t.data) + t.byte_offset;
+  view_.dtype = dtype_from_dlpack(t.dtype, &view_.dtype_str);
+  view_.ndim = t.ndim;
+  FASTVQA_CHECK(view_.ndim <= kMaxDims, op, ": ", name, " has ", view_.ndim,
+                " dimensions, at most ", kMaxDims, " are supported");
+  int64_t compact = 1;
+  for (int i = view_.ndim - 1; i >= 0; --i) {
+    view_.shape[i] = t.shape[i];
+    view_.strides[i] = t.strides ? t.strides[i] : compact;
+    compact *= t.shape[i];
+  }
+}
+
+ArrayArg allocate_output(const py::object& alloc, const std::vector<int64_t>& shape,
+                         const char* dtype, const char* op, std::uintptr_t stream) {
+  py::tuple py_shape(shape.size());
+  for (size_t i = 0; i < shape.size(); ++i) py_shape[i] = py::int_(shape[i]);
+  py::object out = alloc(py_shape, dtype);
+  ArrayArg arg(out, op, "output", stream, /*writable=*/true);
+  FASTVQA_ASSERT(arg.view().is_row_contiguous());
+  return arg;
+}
+
+}  // namespace fastvqa

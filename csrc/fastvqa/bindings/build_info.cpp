@@ -1,0 +1,64 @@
+// SPDX-License-Identifier: Apache-2.0
+// What this build contains; the values come from CMake as definitions.
+#include <pybind11/pybind11.h>
+
+#include "fastvqa/common/cuda_runtime_api.h"
+
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
+
+namespace py = pybind11;
+
+#ifndef FASTVQA_VERSION
+#define FASTVQA_VERSION "0+unknown"
+#endif
+#ifndef FASTVQA_CUDA_VERSION
+#define FASTVQA_CUDA_VERSION ""
+#endif
+#ifndef FASTVQA_CUDA_ARCHS
+#define FASTVQA_CUDA_ARCHS ""
+#endif
+#ifndef FASTVQA_COMPILER
+#define FASTVQA_COMPILER "unknown"
+#endif
+#ifndef FASTVQA_CUDA_HOST_COMPILER
+#define FASTVQA_CUDA_HOST_COMPILER ""
+#endif
+
+namespace fastvqa {
+
+py::dict build_info() {
+  py::dict d;
+  d["version"] = FASTVQA_VERSION;
+  d["cuda"] = built_with_cuda();
+  d["cuda_version"] = built_with_cuda() ? py::object(py::str(FASTVQA_CUDA_VERSION)) : py::none();
+  py::list archs;
+  if (built_with_cuda()) {
+    std::string s = FASTVQA_CUDA_ARCHS;
+    size_t pos = 0;
+    while (pos <= s.size()) {
+      size_t next = s.find(';', pos);
+      if (next == std::string::npos) next = s.size();
+      if (next > pos) archs.append(s.substr(pos, next - pos));
+      pos = next + 1;
+    }
+  }
+  d["cuda_archs"] = archs;
+#if defined(_OPENMP)
+  d["openmp"] = true;
+  d["openmp_version"] = static_cast<int>(_OPENMP);
+  d["openmp_max_threads"] = omp_get_max_threads();
+#else
+  d["openmp"] = false;
+  d["openmp_version"] = py::none();
+  d["openmp_max_threads"] = 1;
+#endif
+  d["compiler"] = FASTVQA_COMPILER;
+  d["cuda_host_compiler"] =
+      built_with_cuda() ? py::object(py::str(FASTVQA_CUDA_HOST_COMPILER)) : py::none();
+  d["cuda_runtime"] = built_with_cuda() ? py::object(py::str("static")) : py::none();
+  return d;
+}
+
+}  // namespace fastvqa

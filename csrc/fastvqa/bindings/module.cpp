@@ -1,0 +1,37 @@
+// SPDX-License-Identifier: Apache-2.0
+// The extension module: a list of registrations, one per op, plus build info.
+#include <pybind11/pybind11.h>
+
+#include "fastvqa/common/cuda_runtime_api.h"
+#include "fastvqa/common/macros.h"
+
+namespace py = pybind11;
+
+namespace fastvqa {
+namespace temporal_iou {
+void register_temporal_iou(py::module_& m);
+}
+namespace span_argmax {
+void register_span_argmax(py::module_& m);
+}
+py::dict build_info();
+}  // namespace fastvqa
+
+PYBIND11_MODULE(_C, m) {
+  m.doc() = "fastvqa compiled kernels (CPU and, in CUDA builds, CUDA).";
+  // fastvqa::ValueError derives from std::invalid_argument, which pybind11
+  // already maps to ValueError; TypeError needs its own translator.
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const fastvqa::TypeError& e) {
+      PyErr_SetString(PyExc_TypeError, e.what());
+    }
+  });
+  m.def("build_info", &fastvqa::build_info, "What this build contains.");
+  m.def("cuda_device_count", &fastvqa::cuda_device_count,
+        "CUDA devices visible to fastvqa's runtime (0 without a driver, GPU or CUDA build).");
+  m.def("cuda_driver_version", &fastvqa::cuda_driver_version);
+  fastvqa::temporal_iou::register_temporal_iou(m);
+  fastvqa::span_argmax::register_span_argmax(m);
+}

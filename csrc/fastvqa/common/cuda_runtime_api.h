@@ -1,0 +1,36 @@
+// SPDX-License-Identifier: Apache-2.0
+// Host-side view of the CUDA runtime that plain C++ translation units may
+// include: they see only these declarations, never the CUDA headers. The
+// definitions live in cuda_runtime_api.cu (CUDA builds) or report "not built".
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace fastvqa {
+
+// True when this build compiled the CUDA kernels.
+bool built_with_cuda();
+// Number of CUDA devices the runtime sees; 0 without a driver or a GPU, never throws.
+int cuda_device_count();
+// Driver version as reported by the runtime (e.g. 13000), 0 when unavailable.
+int cuda_driver_version();
+// Raises RuntimeError explaining how to get a CUDA build, if this build has none.
+void require_cuda_build(const char* op);
+// Copies `bytes` from device memory to host memory on `stream` and waits for it.
+void copy_device_to_host(void* dst, const void* src, std::size_t bytes, int device,
+                         std::uintptr_t stream);
+
+// Makes `device` current for the lifetime of the guard and restores the previous one.
+class DeviceGuard {
+ public:
+  explicit DeviceGuard(int device);
+  ~DeviceGuard();
+  DeviceGuard(const DeviceGuard&) = delete;
+  DeviceGuard& operator=(const DeviceGuard&) = delete;
+
+ private:
+  int previous_ = -1;
+};
+
+}  // namespace fastvqa

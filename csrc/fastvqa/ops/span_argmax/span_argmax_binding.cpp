@@ -1,0 +1,113 @@
+// SPDX-License-Identifier: Apache-2.0
+// Validation and dispatch for span_argmax.
+#include <pybind11/pybind11.h>
+
+#include <vector>
+
+#include "fastvqa/bindings/array_arg.h"
+#include "fastvqa/common/cuda_runtime_api.h"
+#include "fastvqa/common/dispatch.h"
+#include "fastvqa/ops/span_argmax/span_argmax.h"
+
+namespace py = pybind11;
+
+namespace fastvqa {
+namespace span_argmax {
+
+namespace {
+
+constexpr const char* kOp = "span_argmax";
+
+void check_lengths(const TensorView& lv, int64_t batch, int64_t steps, std::uintptr_t stream) {
+  check_int64(lv, kOp, "lengths");
+  FASTVQA_CHECK(lv.ndim == 1 && lv.shape[0] == batch, kOp, ": lengths must have shape (B,) = (",
+                batch, ",), got shape ", lv.shape_str());
+  std::vector<int64_t> h(batch);
+  if (lv.is_cuda()) {
+    FASTVQA_ASSERT(lv.strides[0] == 1 || batch <= 1);
+    copy_device_to_host(h.data(), lv.data, batch * sizeof(int64_t), lv.device_index, stream);
+  } else {
+    const int64_t* src = static_cast<const int64_t*>(lv.data);
+    for (int64_t b = 0; b < batch; ++b) h[b] = src[b * lv.strides[0]];
+  }
+  for (int64_t b = 0; b < batch; ++b)
+    FASTVQA_CHECK(0 <= h[b] && h[b] <= steps, kOp, ": lengths must lie in [0, T] = [0, ", steps,
+                  "], got lengths[", b, "] = ", h[b]);
+}
+
+py::tuple run(py::object start_obj, py::object end_obj, py::object max_len_obj, int64_t min_len,
+              int64_t topk, py::object lengths_obj, std::uintptr_t stream, py::object alloc) {
+  ArrayArg start(start_obj, kOp, "start", stream), end(end_obj, kOp, "end", stream);
+  const TensorView &sv = start.view(), &ev = end.view();
+  check_float(sv, kOp, "start");
+  check_float(ev, kOp, "end");
+  check_ndim(sv, 2, kOp, "start", "(B, T)");
+  check_ndim(ev, 2, kOp, "end", "(B, T)");
+  FASTVQA_CHECK(sv.shape[0] == ev.shape[0] && sv.shape[1] == ev.shape[1], kOp,
+                ": start and end must have the same shape, got ", sv.shape_str(), " and ",
+                ev.shape_str());
+  FASTVQA_CHECK_TYPE(sv.dtype == ev.dtype, kOp, ": start and end must have the same dtype, got ",
+                     sv.dtype_str, " and ", ev.dtype_str);
+  check_same_device(sv, ev, kOp, "start", "end");
+  FASTVQA_CHECK(topk >= 1, kOp, ": topk must be >= 1, got ", topk);
+  FASTVQA_CHECK(min_len >= 1, kOp, ": min_len must be >= 1, got ", min_len);
+  const int64_t batch = sv.shape[0], steps = sv.shape[1];
+  int64_t max_len = steps;
+  if (!max_len_obj.is_none()) {
+    max_len = max_len_obj.cast<int64_t>();
+    FASTVQA_CHECK(max_len >= 1, kOp, ": max_len must be >= 1 (or None for no limit), got ",
+                  max_len);
+    FASTVQA_CHECK(max_len >= min_len, kOp, ": max_len must be >= min_len, got max_len = ",
+                  max_len, " and min_len = ", min_len);
+    if (max_len > steps) max_len = steps;
+  }
+  if (sv.is_cuda()) require_cuda_build(kOp);
+
+  std::unique_ptr<ArrayArg> lengths;
+  if (!lengths_obj.is_none()) {
+    lengths = std::make_unique<ArrayArg>(lengths_obj, kOp, "lengths", stream);
+    check_same_device(sv, lengths->view(), kOp, "start", "lengths");
+    check_lengths(lengths->view(), batch, steps, stream);
+  }
+
+  ArrayArg spans = allocate_output(alloc, {batch, topk, 2}, "int64", kOp, stream);
+  ArrayArg scores = allocate_output(alloc, {batch, topk}, dtype_name(sv.dtype), kOp, stream);
+  if (batch == 0) return py::make_tuple(spans.object(), scores.object());
+
+  FASTVQA_DISPATCH_FLOAT(sv.dtype, scalar_t, [&] {
+    Params<scalar_t> p{static_cast<const scalar_t*>(sv.data),
+                       sv.strides[0],
+                       sv.strides[1],
+                       static_cast<const scalar_t*>(ev.data),
+                       ev.strides[0],
+                       ev.strides[1],
+                       lengths ? static_cast<const int64_t*>(lengths->view().data) : nullptr,
+                       lengths ? lengths->view().strides[0] : 0,
+                       batch,
+                       steps,
+                       min_len,
+                       max_len,
+                       topk,
+                       static_cast<int64_t*>(spans.view().data),
+                       static_cast<scalar_t*>(scores.view().data)};
+    py::gil_scoped_release release;
+    if (sv.is_cuda()) {
+      DeviceGuard guard(sv.device_index);
+      span_argmax_cuda(p, stream);
+    } else {
+      span_argmax_cpu(p);
+    }
+  });
+  return py::make_tuple(spans.object(), scores.object());
+}
+
+}  // namespace
+
+void register_span_argmax(py::module_& m) {
+  m.def("span_argmax", &run, py::arg("start"), py::arg("end"), py::arg("max_len"),
+        py::arg("min_len"), py::arg("topk"), py::arg("lengths"), py::arg("stream"),
+        py::arg("alloc"), "Best start/end spans per row; see fastvqa.ops.span_argmax.");
+}
+
+}  // namespace span_argmax
+}  // namespace fastvqa

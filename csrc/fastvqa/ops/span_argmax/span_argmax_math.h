@@ -1,0 +1,107 @@
+// SPDX-License-Identifier: Apache-2.0
+// Start/end span decoding semantics, written once for CPU and CUDA.
+//
+// A span is an inclusive pair of steps (i, j), i <= j, scored start[i] + end[j].
+// It is valid when min_len <= j - i + 1 <= max_len and j < length (the row's
+// unpadded length); a start (end) score that is NaN makes that step unusable as
+// a start (end), and a span whose sum is NaN is skipped.
+// Order: higher score first, then smaller start, then smaller end. This total
+// order is what makes CPU and CUDA results identical, ties included.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#include "fastvqa/common/macros.h"
+
+namespace fastvqa {
+namespace span_argmax {
+
+template <typename T>
+FASTVQA_HD bool is_nan(T x) { return x != x; }
+
+// True when span (sa, ia, ja) ranks strictly before span (sb, ib, jb).
+template <typename T>
+FASTVQA_HD bool ranks_before(T sa, int64_t ia, int64_t ja, T sb, int64_t ib, int64_t jb) {
+  if (sa != sb) return sa > sb;
+  if (ia != ib) return ia < ib;
+  return ja < jb;
+}
+
+// Inclusive range [lo, hi] of starts that may pair with end j; empty if lo > hi.
+FASTVQA_HD void start_window(int64_t j, int64_t min_len, int64_t max_len, int64_t* lo,
+                             int64_t* hi) {
+  const int64_t first = j - max_len + 1;
+  *lo = first > 0 ? first : 0;
+  *hi = j - min_len + 1;
+}
+
+template <typename T>
+struct RowView {
+  const T* start;     ///< start scores of this row, stride `ss`
+  int64_t ss;
+  const T* end;       ///< end scores of this row, stride `es`
+  int64_t es;
+  int64_t length;     ///< valid steps: ends j < length
+};
+
+// Exact top-k of one row by scanning every start window, keeping a sorted
+// list of the best k in `out_spans` (k x 2) / `out_scores` (k). `count` is
+// how many are filled. When `best_start` is given (CPU: the sliding-window
+// argmax per end), ends whose best span cannot enter a full list are skipped
+// without scanning their window.
+template <typename T>
+FASTVQA_HD int64_t topk_row(const RowView<T>& r, int64_t min_len, int64_t max_len, int64_t k,
+                            int64_t* out_spans, T* out_scores, const int64_t* best_start) {
+  int64_t count = 0;
+  for (int64_t j = 0; j < r.length; ++j) {
+    const T ej = r.end[j * r.es];
+    if (is_nan(ej)) continue;
+    int64_t lo, hi;
+    start_window(j, min_len, max_len, &lo, &hi);
+    if (lo > hi) continue;
+    if (best_start != nullptr && count == k) {
+      const int64_t b = best_start[j];
+      if (b < 0) continue;
+      const T bound = r.start[b * r.ss] + ej;
+      if (!ranks_before(bound, b, j, out_scores[k - 1], out_spans[2 * (k - 1)],
+                        out_spans[2 * (k - 1) + 1]))
+        continue;
+    }
+    for (int64_t i = lo; i <= hi; ++i) {
+      const T si = r.start[i * r.ss];
+      const T score = si + ej;
+      if (is_nan(score)) continue;
+      if (count == k && !ranks_before(score, i, j, out_scores[k - 1], out_spans[2 * (k - 1)],
+                                      out_spans[2 * (k - 1) + 1]))
+        continue;
+      // Insertion into the sorted list; k is small, so a shift beats a heap.
+      int64_t pos = count < k ? count : k - 1;
+      while (pos > 0 && ranks_before(score, i, j, out_scores[pos - 1], out_spans[2 * (pos - 1)],
+                                     out_spans[2 * (pos - 1) + 1])) {
+        out_scores[pos] = out_scores[pos - 1];
+        out_spans[2 * pos] = out_spans[2 * (pos - 1)];
+        out_spans[2 * pos + 1] = out_spans[2 * (pos - 1) + 1];
+        --pos;
+      }
+      out_scores[pos] = score;
+      out_spans[2 * pos] = i;
+      out_spans[2 * pos + 1] = j;
+      if (count < k) ++count;
+    }
+  }
+  return count;
+}
+
+// Marks the unfilled tail of a row's output: spans (-1, -1), score -inf.
+template <typename T>
+FASTVQA_HD void fill_missing(int64_t count, int64_t k, int64_t* out_spans, T* out_scores) {
+  for (int64_t t = count; t < k; ++t) {
+    out_spans[2 * t] = -1;
+    out_spans[2 * t + 1] = -1;
+    out_scores[t] = -INFINITY;
+  }
+}
+
+}  // namespace span_argmax
+}  // namespace fastvqa

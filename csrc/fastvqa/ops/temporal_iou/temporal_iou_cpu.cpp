@@ -1,0 +1,84 @@
+// SPDX-License-Identifier: Apache-2.0
+// CPU loops for the temporal IoU family; the math is in temporal_iou_math.h.
+#include <vector>
+
+#include "fastvqa/ops/temporal_iou/temporal_iou.h"
+
+namespace fastvqa {
+namespace temporal_iou {
+
+namespace {
+
+// Below this many pairs, starting OpenMP threads costs more than it saves.
+constexpr int64_t kParallelPairs = 1 << 15;
+
+template <Mode kMode, typename T>
+void pairwise(const OverlapParams<T>& p) {
+  // b is packed into contiguous columns once (O(m)) so the inner loop is a
+  // unit-stride, vectorisable sweep whatever the caller's strides were.
+  std::vector<T> bs(p.m), be(p.m);
+  for (int64_t j = 0; j < p.m; ++j) {
+    bs[j] = p.b[j * p.b_s0];
+    be[j] = p.b[j * p.b_s0 + p.b_s1];
+  }
+  const T* bs_ptr = bs.data();
+  const T* be_ptr = be.data();
+  const int64_t n = p.n, m = p.m;
+#pragma omp parallel for schedule(static) if (n * m >= kParallelPairs)
+  for (int64_t i = 0; i < n; ++i) {
+    const T as = p.a[i * p.a_s0];
+    const T ae = p.a[i * p.a_s0 + p.a_s1];
+    T* row = p.out + i * m;
+#pragma omp simd
+    for (int64_t j = 0; j < m; ++j) row[j] = pair_overlap<kMode>(as, ae, bs_ptr[j], be_ptr[j]);
+  }
+}
+
+template <Mode kMode, typename T>
+void paired(const OverlapParams<T>& p) {
+  const int64_t n = p.n;
+#pragma omp parallel for schedule(static) if (n >= kParallelPairs)
+  for (int64_t i = 0; i < n; ++i) {
+    p.out[i] = pair_overlap<kMode>(p.a[i * p.a_s0], p.a[i * p.a_s0 + p.a_s1], p.b[i * p.b_s0],
+                                   p.b[i * p.b_s0 + p.b_s1]);
+  }
+}
+
+template <Mode kMode, typename T>
+void run(const OverlapParams<T>& p) {
+  if (p.paired)
+    paired<kMode>(p);
+  else
+    pairwise<kMode>(p);
+}
+
+}  // namespace
+
+template <typename T>
+void overlap_cpu(const OverlapParams<T>& p) {
+  if (p.n == 0 || (!p.paired && p.m == 0)) return;
+  switch (p.mode) {
+    case Mode::kIoU: run<Mode::kIoU>(p); break;
+    case Mode::kIoP: run<Mode::kIoP>(p); break;
+    case Mode::kIoG: run<Mode::kIoG>(p); break;
+    case Mode::kGIoU: run<Mode::kGIoU>(p); break;
+  }
+}
+
+template <typename T>
+void grounding_cpu(const GroundingParams<T>& p) {
+  const int64_t n = p.n;
+#pragma omp parallel for schedule(static) if (n >= 4096)
+  for (int64_t i = 0; i < n; ++i) {
+    grounding_row(p.pred[i * p.p_s0], p.pred[i * p.p_s0 + p.p_s1], p.gt, p.g_s0, p.g_s1,
+                  p.offsets[i * p.off_s0], p.offsets[(i + 1) * p.off_s0], &p.iou[i], &p.iop[i]);
+  }
+}
+
+template void overlap_cpu<float>(const OverlapParams<float>&);
+template void overlap_cpu<double>(const OverlapParams<double>&);
+template void grounding_cpu<float>(const GroundingParams<float>&);
+template void grounding_cpu<double>(const GroundingParams<double>&);
+
+}  // namespace temporal_iou
+}  // namespace fastvqa

@@ -1,0 +1,86 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Array handling shared by the op wrappers: which framework an argument comes
+from, dtype normalisation, output allocation in the caller's framework.
+
+NumPy inputs stay NumPy (zero-copy through the buffer protocol); torch inputs
+go through the ``torch.library`` ops in :mod:`fastvqa.ops._torch` (zero-copy
+through DLPack). torch is never imported here.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, Callable
+
+import numpy as np
+
+_FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def is_torch(x: Any) -> bool:
+    """True for a ``torch.Tensor``, without importing torch."""
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(x, torch.Tensor)
+
+
+def any_torch(*xs: Any) -> bool:
+    return any(is_torch(x) for x in xs if x is not None)
+
+
+def require_all_torch(op: str, **named: Any) -> None:
+    """Mixing torch tensors with other arrays is a caller error, not a silent copy."""
+    for name, x in named.items():
+        if x is not None and not is_torch(x):
+            others = [n for n, v in named.items() if is_torch(v)]
+            raise TypeError(
+                f"{op}: {name} must be a torch tensor like {', '.join(others)}, got "
+                f"{type(x).__module__}.{type(x).__qualname__}; convert it with torch.as_tensor"
+            )
+
+
+def numpy_float(x: Any, op: str, name: str) -> np.ndarray:
+    """``x`` as a float32/float64 ndarray (no copy when it already is one).
+
+    Integer inputs become float64 (NumPy's promotion); float16 becomes float32.
+    Booleans, complex and non-numeric inputs raise TypeError.
+    """
+    arr = np.asarray(x)
+    kind = arr.dtype.kind
+    if arr.dtype in _FLOAT_DTYPES:
+        return arr
+    if kind == "f" and arr.dtype.itemsize < 4:
+        return arr.astype(np.float32)
+    if kind in "iu":
+        return arr.astype(np.float64)
+    raise TypeError(
+        f"{op}: {name} must hold real numbers (float32 or float64; integers are converted), "
+        f"got dtype {arr.dtype}"
+    )
+
+
+def numpy_common_float(op: str, **named: Any) -> tuple[list[np.ndarray], np.dtype]:
+    """Float arrays with one common dtype (float32 only when all inputs are)."""
+    arrays = [numpy_float(x, op, name) for name, x in named.items()]
+    dtype = np.result_type(*arrays)
+    if dtype not in _FLOAT_DTYPES:  # e.g. longdouble
+        raise TypeError(f"{op}: unsupported dtype {dtype}; use float32 or float64")
+    return [a if a.dtype == dtype else a.astype(dtype) for a in arrays], dtype
+
+
+def numpy_index(x: Any, op: str, name: str) -> np.ndarray:
+    """``x`` as an int64 ndarray; floats and booleans raise TypeError."""
+    arr = np.asarray(x)
+    if arr.dtype.kind not in "iu":
+        raise TypeError(f"{op}: {name} must hold integers, got dtype {arr.dtype}")
+    return arr.astype(np.int64, copy=False)
+
+
+def numpy_alloc(shape: tuple[int, ...], dtype: str) -> np.ndarray:
+    return np.empty(shape, dtype=dtype)
+
+
+def result_dtype_name(dtype: np.dtype) -> str:
+    return np.dtype(dtype).name
+
+
+AllocFn = Callable[[tuple, str], Any]

@@ -1,0 +1,126 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Temporal IoU family: pairwise, paired, and the NExT-GQA ragged overlap."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastvqa import _arrays
+from fastvqa._ext import _C
+
+_MODES_DOC = """
+    Spans are ``[start, end]`` in seconds (any unit, as long as both inputs share
+    it); ends are continuous, not step indices. With ``len(x) = max(end - start, 0)``
+    (a reversed span is empty), ``inter = max(min(a_end, b_end) - max(a_start,
+    b_start), 0)`` and ``union = len(a) + len(b) - inter``, the modes are:
+
+    - ``"iou"``: ``inter / union``;
+    - ``"iop"``: ``inter / len(a)``, intersection over the prediction (``a``);
+    - ``"iog"``: ``inter / len(b)``, intersection over the ground truth (``b``);
+    - ``"giou"``: generalised IoU ``iou - (hull - union) / hull`` with
+      ``hull = max(a_end, b_end) - min(a_start, b_start)`` from the raw
+      endpoints, in ``[-1, 1]``; for training losses.
+
+    Degenerate cases: a zero denominator gives 0 (two zero-length spans, a
+    zero-length ``a`` under ``"iop"``; ``"giou"`` with ``hull <= 0`` equals
+    ``"iou"``). Touching spans have IoU 0. A NaN endpoint in either span gives NaN.
+    Use :func:`grounding_overlap` for NExT-GQA's zero-length prediction rule.
+
+    dtypes: float32 and float64 are computed natively (mixed inputs promote to
+    float64); integers are converted to float64 (NumPy) or the default float
+    (torch); float16/bfloat16 torch tensors are computed in float32 and the
+    result is cast back."""
+
+
+def temporal_iou(a: Any, b: Any, mode: str = "iou") -> Any:
+    """Pairwise temporal overlap between every span of ``a`` and every span of ``b``.
+
+    Args:
+        a: ``[N, 2]`` spans (predictions), NumPy array or torch tensor.
+        b: ``[M, 2]`` spans (ground truth), same kind and device as ``a``.
+        mode: ``"iou"``, ``"iop"``, ``"iog"`` or ``"giou"``.
+
+    Returns:
+        ``[N, M]`` overlaps, same kind and device as the inputs; ``out[i, j]``
+        compares ``a[i]`` with ``b[j]``. ``N = 0`` or ``M = 0`` gives an empty
+        array without launching anything.
+    """
+    return _overlap(a, b, mode, paired=False)
+
+
+def paired_temporal_iou(a: Any, b: Any, mode: str = "iou") -> Any:
+    """Elementwise temporal overlap: ``out[i] = overlap(a[i], b[i])``.
+
+    Args:
+        a: ``[N, 2]`` spans (predictions).
+        b: ``[N, 2]`` spans (ground truth), same kind and device as ``a``.
+        mode: ``"iou"``, ``"iop"``, ``"iog"`` or ``"giou"``.
+
+    Returns:
+        ``[N]`` overlaps, same kind and device as the inputs.
+    """
+    return _overlap(a, b, mode, paired=True)
+
+
+temporal_iou.__doc__ += _MODES_DOC  # type: ignore[operator]
+paired_temporal_iou.__doc__ += _MODES_DOC  # type: ignore[operator]
+
+
+def _overlap(a: Any, b: Any, mode: str, paired: bool) -> Any:
+    op = "paired_temporal_iou" if paired else "temporal_iou"
+    if not isinstance(mode, str):
+        raise TypeError(f"{op}: mode must be a string, got {type(mode).__name__}")
+    if _arrays.any_torch(a, b):
+        _arrays.require_all_torch(op, a=a, b=b)
+        from fastvqa.ops import _torch
+
+        return _torch.temporal_iou(a, b, mode, paired)
+    (a_np, b_np), _ = _arrays.numpy_common_float(op, a=a, b=b)
+    return _C.temporal_iou(a_np, b_np, mode, paired, 0, _arrays.numpy_alloc)
+
+
+def grounding_overlap(pred: Any, gt: Any, gt_offsets: Any) -> tuple[Any, Any]:
+    """Per-prediction IoU and IoP against a ragged set of ground-truth spans,
+    exactly as the official NExT-GQA evaluator computes them.
+
+    Args:
+        pred: ``[N, 2]`` predicted spans ``[start, end]`` in seconds.
+        gt: ``[K, 2]`` ground-truth spans of all predictions, concatenated row
+            by row.
+        gt_offsets: ``[N + 1]`` integer CSR offsets: the ground truth of
+            prediction ``i`` is ``gt[gt_offsets[i]:gt_offsets[i + 1]]``. Must start
+            at 0, be non-decreasing and end at ``K``; rows may be empty.
+
+    Returns:
+        ``(iou, iop)``, each ``[N]``, same kind and device as ``pred``: the
+        maximum over the row's ground truth, taken independently for IoU and IoP
+        (they may come from different segments), starting from 0.
+
+    Semantics (per prediction ``p`` and ground-truth segment ``g``):
+
+    - zero-length prediction (``p_start == p_end``): IoU 0, and IoP 1 if
+      ``g_start <= p_start <= g_end`` (inclusive) else 0;
+    - otherwise ``inter = min(p_end, g_end) - max(p_start, g_start)`` (signed),
+      ``hull = max(p_end, g_end) - min(p_start, g_start)``; IoU is
+      ``inter / hull`` (0 if ``hull <= 0``) and IoP ``inter / (p_end - p_start)``
+      (0 if ``p_end < p_start``). The hull, not ``len + len - inter``, is the
+      denominator, as in the official code: the two agree for overlapping spans
+      but round differently at exact 0.5 boundaries.
+    - negative values (disjoint or reversed spans) lose to the starting 0, so a
+      reversed prediction scores 0; an empty row scores 0.
+    - NaN in the prediction, or in any of its ground-truth spans, gives NaN
+      (the metrics layer uses a NaN prediction row for "no prediction").
+
+    Values are computed in the inputs' dtype (float64 reproduces the official
+    Python evaluator bit for bit).
+    """
+    op = "grounding_overlap"
+    if _arrays.any_torch(pred, gt, gt_offsets):
+        _arrays.require_all_torch(op, pred=pred, gt=gt, gt_offsets=gt_offsets)
+        from fastvqa.ops import _torch
+
+        return _torch.grounding_overlap(pred, gt, gt_offsets)
+    (pred_np, gt_np), _ = _arrays.numpy_common_float(op, pred=pred, gt=gt)
+    offsets = _arrays.numpy_index(gt_offsets, op, "gt_offsets")
+    iou, iop = _C.grounding_overlap(pred_np, gt_np, offsets, 0, _arrays.numpy_alloc)
+    return iou, iop

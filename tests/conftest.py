@@ -1,0 +1,57 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Shared test setup: the device axis and the two CUDA skip reasons."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+import fastvqa
+
+
+def cuda_skip_reason() -> str | None:
+    """Why CUDA tests cannot run here, or None when they can.
+
+    "Not built with CUDA" and "no GPU" are different problems (a wrong wheel
+    versus a wrong machine), so they are reported differently. Queried lazily,
+    never at import time.
+    """
+    if not fastvqa.build_info()["cuda"]:
+        return "fastvqa was built without CUDA kernels (FASTVQA_ENABLE_CUDA=OFF or no nvcc)"
+    try:
+        import torch
+    except ImportError:
+        return "torch is not installed (CUDA tests allocate through torch)"
+    if not torch.cuda.is_available():
+        return "no CUDA device visible to torch (CUDA build, but no GPU or driver here)"
+    if fastvqa._C.cuda_device_count() == 0:
+        return "no CUDA device visible to fastvqa's runtime"
+    return None
+
+
+def pytest_collection_modifyitems(config, items):
+    reason = None
+    checked = False
+    for item in items:
+        if item.get_closest_marker("cuda") is None:
+            continue
+        if not checked:
+            reason, checked = cuda_skip_reason(), True
+        if reason is not None:
+            item.add_marker(pytest.mark.skip(reason=reason))
+
+
+#: Parametrize a test over devices: ``@pytest.mark.parametrize("device", DEVICES)``.
+DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.cuda)]
+
+
+@pytest.fixture(autouse=True)
+def _restore_rng_state():
+    """Tests may seed freely without leaking into each other."""
+    py_state = random.getstate()
+    np_state = np.random.get_state()
+    yield
+    random.setstate(py_state)
+    np.random.set_state(np_state)
