@@ -38,13 +38,20 @@ def require_all_torch(op: str, **named: Any) -> None:
             )
 
 
+def _native_order(arr: np.ndarray) -> np.ndarray:
+    """Byte-swapped (e.g. big-endian file) arrays are converted once; kernels read native order."""
+    if arr.dtype.byteorder not in ("=", "|") and arr.dtype.isnative is False:
+        return arr.astype(arr.dtype.newbyteorder("="))
+    return arr
+
+
 def numpy_float(x: Any, op: str, name: str) -> np.ndarray:
     """``x`` as a float32/float64 ndarray (no copy when it already is one).
 
     Integer inputs become float64 (NumPy's promotion); float16 becomes float32.
     Booleans, complex and non-numeric inputs raise TypeError.
     """
-    arr = np.asarray(x)
+    arr = _native_order(np.asarray(x))
     kind = arr.dtype.kind
     if arr.dtype in _FLOAT_DTYPES:
         return arr
@@ -69,7 +76,7 @@ def numpy_common_float(op: str, **named: Any) -> tuple[list[np.ndarray], np.dtyp
 
 def numpy_index(x: Any, op: str, name: str) -> np.ndarray:
     """``x`` as an int64 ndarray; floats and booleans raise TypeError."""
-    arr = np.asarray(x)
+    arr = _native_order(np.asarray(x))
     if arr.dtype.kind not in "iu":
         raise TypeError(f"{op}: {name} must hold integers, got dtype {arr.dtype}")
     return arr.astype(np.int64, copy=False)

@@ -22,7 +22,7 @@ namespace {
 bool built_with_cuda() { return false; }
 int cuda_device_count() { return 0; }
 int cuda_driver_version() { return 0; }
-void require_cuda_build(const char* op) { no_cuda(op); }
+void require_cuda(const char* op) { no_cuda(op); }
 void copy_device_to_host(void*, const void*, std::size_t, int, std::uintptr_t) {
   no_cuda("copy_device_to_host");
 }

@@ -27,7 +27,13 @@ int cuda_driver_version() {
   return version;
 }
 
-void require_cuda_build(const char*) {}
+void require_cuda(const char* op) {
+  if (cuda_device_count() == 0)
+    throw std::runtime_error(detail::concat(
+        op, ": got a CUDA array, but fastvqa's CUDA runtime sees no device (no GPU, no "
+            "driver, or CUDA_VISIBLE_DEVICES hides them); driver version reported: ",
+        cuda_driver_version()));
+}
 
 void copy_device_to_host(void* dst, const void* src, std::size_t bytes, int device,
                          std::uintptr_t stream) {

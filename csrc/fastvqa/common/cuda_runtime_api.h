@@ -15,8 +15,9 @@ bool built_with_cuda();
 int cuda_device_count();
 // Driver version as reported by the runtime (e.g. 13000), 0 when unavailable.
 int cuda_driver_version();
-// Raises RuntimeError explaining how to get a CUDA build, if this build has none.
-void require_cuda_build(const char* op);
+// Raises RuntimeError, saying how to fix it, when a CUDA array reaches a build
+// without CUDA kernels or a process that sees no CUDA device.
+void require_cuda(const char* op);
 // Copies `bytes` from device memory to host memory on `stream` and waits for it.
 void copy_device_to_host(void* dst, const void* src, std::size_t bytes, int device,
                          std::uintptr_t stream);

@@ -61,7 +61,7 @@ py::tuple run(py::object start_obj, py::object end_obj, py::object max_len_obj, 
                   max_len, " and min_len = ", min_len);
     if (max_len > steps) max_len = steps;
   }
-  if (sv.is_cuda()) require_cuda_build(kOp);
+  if (sv.is_cuda()) require_cuda(kOp);
 
   std::unique_ptr<ArrayArg> lengths;
   if (!lengths_obj.is_none()) {

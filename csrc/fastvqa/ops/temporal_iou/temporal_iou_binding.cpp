@@ -49,7 +49,7 @@ py::object overlap(py::object a_obj, py::object b_obj, const std::string& mode_n
                   ": a and b must have the same number of spans, got ", av.shape[0], " and ",
                   bv.shape[0]);
 
-  if (av.is_cuda()) require_cuda_build(op);
+  if (av.is_cuda()) require_cuda(op);
   std::vector<int64_t> out_shape = paired ? std::vector<int64_t>{av.shape[0]}
                                           : std::vector<int64_t>{av.shape[0], bv.shape[0]};
   ArrayArg out = allocate_output(alloc, out_shape, dtype_name(av.dtype), op, stream);
@@ -111,7 +111,7 @@ py::tuple grounding(py::object pred_obj, py::object gt_obj, py::object off_obj,
   FASTVQA_CHECK(ov.ndim == 1 && ov.shape[0] == n + 1, op,
                 ": gt_offsets must have shape (N + 1,) = (", n + 1, ",) for N = ", n,
                 " predictions, got shape ", ov.shape_str());
-  if (pv.is_cuda()) require_cuda_build(op);
+  if (pv.is_cuda()) require_cuda(op);
   const std::vector<int64_t> h = host_offsets(ov, stream);
   FASTVQA_CHECK(h[0] == 0, op, ": gt_offsets must start at 0, got ", h[0]);
   for (int64_t i = 0; i < n; ++i)

@@ -43,6 +43,16 @@ FASTVQA_HD bool any_nan(T a, T b, T c, T d) {
   return (a != a) | (b != b) | (c != c) | (d != d);
 }
 
+// x / den, or 0 when den <= 0. The division always runs on a safe
+// denominator so the compiler may evaluate both sides without a branch (a
+// guarded division would otherwise block vectorisation of the CPU loop).
+template <typename T>
+FASTVQA_HD T ratio_or_zero(T x, T den) {
+  const bool ok = den > T(0);
+  const T q = x / (ok ? den : T(1));
+  return ok ? q : T(0);
+}
+
 // The overlap of one pair in one mode. Branch-light so the pairwise CPU loop
 // vectorises; the mode is a template parameter so each loop holds one formula.
 template <Mode kMode, typename T>
@@ -53,17 +63,17 @@ FASTVQA_HD T pair_overlap(T as, T ae, T bs, T be) {
   const T inter = max2(min2(ae, be) - max2(as, bs), zero);
   T r;
   if constexpr (kMode == Mode::kIoP) {
-    r = len_a > zero ? inter / len_a : zero;
+    r = ratio_or_zero(inter, len_a);
   } else if constexpr (kMode == Mode::kIoG) {
-    r = len_b > zero ? inter / len_b : zero;
+    r = ratio_or_zero(inter, len_b);
   } else {
     const T uni = len_a + len_b - inter;
-    const T iou = uni > zero ? inter / uni : zero;
+    const T iou = ratio_or_zero(inter, uni);
     if constexpr (kMode == Mode::kIoU) {
       r = iou;
     } else {
       const T hull = max2(ae, be) - min2(as, bs);
-      r = hull > zero ? iou - (hull - uni) / hull : iou;
+      r = hull > zero ? iou - ratio_or_zero(hull - uni, hull) : iou;
     }
   }
   return any_nan(as, ae, bs, be) ? quiet_nan<T>() : r;

@@ -1,0 +1,196 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Benchmark fastvqa.ops.span_argmax against the usual start/end span decoders.
+
+Baselines, timed in the same run on the same inputs:
+
+- torch dense: the usual PyTorch decoding. Outer sum ``start[:, :, None] +
+  end[:, None, :]`` (a ``B x T x T`` tensor), band mask (``i <= j < i +
+  max_len``, precomputed once, outside the timing), ``masked_fill_`` with
+  ``-inf``, flatten, ``argmax`` (``topk`` for top-k), then ``(i, j)`` by divmod.
+- banded, O(T * max_len): for every offset ``d`` in ``0 .. max_len - 1`` add
+  ``start[:, :T-d] + end[:, d:]`` and keep a running best score and offset per
+  start (strict ``>``, so the smallest end wins), then an argmax over starts.
+  NumPy on ``--device cpu``; the same algorithm in torch on ``--device cuda``.
+
+Before timing, every implementation must return the same spans (and allclose
+scores) as fastvqa on the random, continuous inputs (no ties); otherwise the
+script exits 1 without timing. Targets (CPU, top-1): fastvqa >= 100x the torch
+dense decoder and >= 3x the NumPy banded decoder; they are reported as
+PASS/FAIL but never change the exit status.
+
+Usage: python benchmarks/bench_span_argmax.py [--device cuda] [--out DIR]
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+import _harness as H  # noqa: E402
+import fastvqa  # noqa: E402
+from fastvqa.ops import span_argmax  # noqa: E402
+
+NAME = "span_argmax"
+# Targets (baseline time / fastvqa time), defined for the CPU top-1 case.
+TARGETS = {"torch dense": 100.0, "banded": 3.0}
+
+
+# ------------------------------------------------------------------- baselines
+
+
+def band_invalid(T: int, max_len: int, device) -> torch.Tensor:
+    """True outside the valid band ``i <= j < i + max_len`` (min_len = 1)."""
+    band = torch.ones(T, T, device=device).triu().tril(max_len - 1).bool()
+    return ~band
+
+
+def torch_dense(start: torch.Tensor, end: torch.Tensor, invalid: torch.Tensor, k: int):
+    """The usual decoder: full outer sum, masked, flattened argmax / topk."""
+    B, T = start.shape
+    scores = start[:, :, None] + end[:, None, :]  # (B, T, T)
+    scores.masked_fill_(invalid, float("-inf"))
+    flat = scores.view(B, T * T)
+    if k == 1:
+        idx = flat.argmax(dim=1, keepdim=True)  # first maximum: smallest i, then j
+        best = flat.gather(1, idx)
+    else:
+        best, idx = flat.topk(k, dim=1)
+    spans = torch.stack((idx // T, idx % T), dim=-1)  # (B, k, 2)
+    return spans, best
+
+
+def numpy_banded(start: np.ndarray, end: np.ndarray, max_len: int):
+    """Vectorised O(T * max_len) top-1 decoding in NumPy (no B x T x T array)."""
+    B, T = start.shape
+    best = start + end  # offset d = 0, indexed by start i
+    best_d = np.zeros((B, T), dtype=np.int32)
+    cand = np.empty_like(best)
+    better = np.empty((B, T), dtype=bool)
+    for d in range(1, min(max_len, T)):
+        n = T - d
+        c, m, bv = cand[:, :n], better[:, :n], best[:, :n]
+        np.add(start[:, :n], end[:, d:], out=c)
+        np.greater(c, bv, out=m)  # strict: the smaller end keeps ties
+        np.copyto(bv, c, where=m)
+        np.copyto(best_d[:, :n], d, where=m)
+    i = best.argmax(axis=1)  # first maximum: smallest start
+    rows = np.arange(B)
+    spans = np.stack((i, i + best_d[rows, i]), axis=-1)[:, None, :]
+    return spans, best[rows, i][:, None]
+
+
+def torch_banded(start: torch.Tensor, end: torch.Tensor, max_len: int):
+    """The same O(T * max_len) algorithm in torch (the GPU baseline)."""
+    B, T = start.shape
+    best = start + end
+    best_d = torch.zeros((B, T), dtype=torch.int64, device=start.device)
+    for d in range(1, min(max_len, T)):
+        n = T - d
+        c = start[:, :n] + end[:, d:]
+        bv = best[:, :n]
+        m = c > bv
+        best[:, :n] = torch.where(m, c, bv)
+        best_d[:, :n].masked_fill_(m, d)
+    i = best.argmax(dim=1, keepdim=True)  # first maximum: smallest start
+    spans = torch.stack((i, i + best_d.gather(1, i)), dim=-1)
+    return spans, best.gather(1, i)
+
+
+# -------------------------------------------------------------------- the run
+
+
+def to_numpy(x):
+    return x.detach().cpu().numpy() if isinstance(x, torch.Tensor) else np.asarray(x)
+
+
+def main() -> int:
+    p = H.base_parser(__doc__.split("\n\n")[0])
+    p.add_argument("--batch", type=int, default=256, help="B: rows (questions) per call")
+    p.add_argument("--length", type=int, default=512, help="T: steps per row")
+    p.add_argument("--max-len", type=int, default=64, help="longest span in steps")
+    p.add_argument("--topk", type=int, default=5, help="k of the extra top-k row")
+    p.add_argument("--dtype", choices=("float32", "float64"), default="float32")
+    args = p.parse_args()
+    H.require_device(args.device)
+    dev, B, T, L, K = args.device, args.batch, args.length, args.max_len, args.topk
+    config = {"batch": B, "length": T, "max_len": L, "min_len": 1, "topk_extra": K,
+              "dtype": args.dtype, "seed": args.seed, "device": dev,
+              "repeats": args.repeats, "warmup": args.warmup}
+    env = H.environment(dev)
+    name = f"{NAME}_{dev}"
+
+    # One draw of continuous scores (no ties), shared by every implementation.
+    rng = np.random.default_rng(args.seed)
+    start_np = rng.standard_normal((B, T)).astype(args.dtype)
+    end_np = rng.standard_normal((B, T)).astype(args.dtype)
+    start_t = torch.from_numpy(start_np).to(dev)
+    end_t = torch.from_numpy(end_np).to(dev)
+    invalid = band_invalid(T, L, dev)
+
+    # Which fastvqa row a baseline is compared with: the same input framework.
+    cpu = dev == "cpu"
+    fv_np, fv_t = ("fastvqa", "numpy"), ("fastvqa", "torch" if cpu else "torch cuda")
+    topk = f"top-{K}"
+    impls = []
+    if cpu:
+        impls.append(H.Impl("top-1", *fv_np, lambda: span_argmax(start_np, end_np, max_len=L)))
+    impls += [
+        H.Impl("top-1", *fv_t, lambda: span_argmax(start_t, end_t, max_len=L)),
+        H.Impl("top-1", "torch dense", fv_t[1], lambda: torch_dense(start_t, end_t, invalid, 1),
+               ref=fv_t, target=TARGETS["torch dense"] if cpu else None),
+    ]
+    if cpu:
+        impls.append(H.Impl("top-1", "numpy banded", "numpy",
+                            lambda: numpy_banded(start_np, end_np, L),
+                            ref=fv_np, target=TARGETS["banded"]))
+    else:
+        impls.append(H.Impl("top-1", "torch banded", fv_t[1],
+                            lambda: torch_banded(start_t, end_t, L), ref=fv_t))
+    impls += [
+        H.Impl(topk, *fv_t, lambda: span_argmax(start_t, end_t, max_len=L, topk=K)),
+        H.Impl(topk, "torch dense", fv_t[1], lambda: torch_dense(start_t, end_t, invalid, K),
+               ref=fv_t),
+    ]
+
+    # ---- correctness first: same spans, allclose scores, or no timing at all.
+    outputs = {i.key: tuple(to_numpy(x) for x in i.fn()) for i in impls}
+    for i in impls:
+        ref_spans, ref_scores = outputs[(i.case, *fv_t)]
+        spans, scores = outputs[i.key]
+        k = ref_spans.shape[1]
+        label = f"{i.case} {i.impl} ({i.input})"
+
+        def fail(msg):
+            H.fail_check(args.out, name, config, env, f"{label}: {msg}")
+
+        if spans.shape != (B, k, 2) or scores.shape != (B, k):
+            fail(f"shapes {spans.shape}, {scores.shape}, expected ({B}, {k}, 2), ({B}, {k})")
+        bad = np.flatnonzero((spans != ref_spans).any(axis=(1, 2)))
+        if bad.size:
+            r = bad[0]
+            fail(f"spans differ from fastvqa's on {bad.size}/{B} rows; row {r}: "
+                 f"{spans[r].tolist()} {scores[r].tolist()} vs fastvqa "
+                 f"{ref_spans[r].tolist()} {ref_scores[r].tolist()}")
+        if not np.allclose(scores, ref_scores, rtol=1e-5, atol=1e-6):
+            fail(f"scores not allclose to fastvqa's (max abs diff "
+                 f"{np.abs(scores - ref_scores).max():.3g})")
+    del outputs
+    print(f"check: all {len(impls)} implementations agree with fastvqa "
+          f"(spans equal, scores allclose) on B={B}, T={T}, max_len={L}")
+
+    # ---- timing
+    timed = H.time_all(impls, args)
+    H.report(name, f"span_argmax: B={B}, T={T}, max_len={L}, {args.dtype}, device={dev}, "
+             f"median of {args.repeats} repeats (IQR); spans/s = B / median",
+             impls, timed, work=B, rate_unit="spans/s", config=config, env=env,
+             out_dir=args.out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
