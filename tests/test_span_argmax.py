@@ -10,6 +10,7 @@ pins down the tie rule (higher score, then smaller start, then smaller end).
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -19,6 +20,18 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from fastvqa.ops import span_argmax
+
+# When a hypothesis test fails, hypothesis' pytest plugin imports its patch
+# writer, which imports libcst -> mypy_extensions.TypedDict, which emits a
+# DeprecationWarning; under ``filterwarnings = error`` that turns a plain test
+# failure into a pytest INTERNALERROR. Import it once here, quietly, so a
+# failure is reported as a failure.
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore", DeprecationWarning)
+    try:
+        import hypothesis.extra._patching  # noqa: F401
+    except ImportError:  # pragma: no cover - libcst not installed
+        pass
 from tests.conftest import DEVICES
 from tests.reference.span_argmax import hf_style_best_span, log_softmax, span_argmax_ref
 
@@ -147,17 +160,12 @@ def problems(draw, values, max_B=5, max_T=40):
     return start, end, max_len, min_len, topk, lengths
 
 
-def tie_values():
-    """Small exact values; half of the problems also get NaN and -inf."""
-    return st.one_of(
-        st.sampled_from(TIE_VALUES),
-        st.sampled_from(TIE_VALUES + SPECIAL_VALUES),
-    )
-
-
+# Plain ties; ties with a sprinkling of NaN/-inf; and a tiny alphabet heavy in
+# -inf and NaN, so that whole stretches of spans tie at -inf.
 tie_problems = st.one_of(
     problems(st.sampled_from(TIE_VALUES)),
     problems(st.sampled_from(TIE_VALUES + SPECIAL_VALUES)),
+    problems(st.sampled_from([0.0, 1.0, -math.inf, -math.inf, math.nan])),
 )
 
 

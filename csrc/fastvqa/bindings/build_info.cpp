@@ -38,7 +38,7 @@ py::dict build_info() {
     std::string s = FASTVQA_CUDA_ARCHS;
     size_t pos = 0;
     while (pos <= s.size()) {
-      size_t next = s.find(';', pos);
+      size_t next = s.find(',', pos);  // CMake passes the list comma-separated
       if (next == std::string::npos) next = s.size();
       if (next > pos) archs.append(s.substr(pos, next - pos));
       pos = next + 1;

@@ -1,0 +1,155 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Benchmark fastvqa.ops.temporal_iou (pairwise N x M) against broadcasting code.
+
+Baselines, timed in the same run on the same inputs:
+
+- numpy broadcast (``--device cpu`` only), the usual NumPy code::
+
+      inter = np.maximum(0, np.minimum(a[:, None, 1], b[None, :, 1])
+                            - np.maximum(a[:, None, 0], b[None, :, 0]))
+      union = (a[:, 1] - a[:, 0])[:, None] + (b[:, 1] - b[:, 0])[None, :] - inter
+      iou = inter / union
+
+- torch broadcast: the same computation in torch, as Moment-DETR's
+  ``temporal_iou``; and for ``mode="giou"`` Moment-DETR's
+  ``generalized_temporal_iou`` (without its two input asserts).
+
+Spans have positive lengths, so every union is positive. Before timing, every
+baseline must be allclose to fastvqa (rtol 1e-5, atol 1e-6); otherwise the
+script exits 1 without timing. Target (CPU): fastvqa >= 3x the NumPy code; it
+is reported as PASS/FAIL but never changes the exit status.
+
+Usage: python benchmarks/bench_temporal_iou.py [--device cuda] [--out DIR]
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+import _harness as H  # noqa: E402
+from fastvqa.ops import temporal_iou  # noqa: E402
+
+NAME = "temporal_iou"
+TARGET_VS_NUMPY = 3.0
+RTOL, ATOL = 1e-5, 1e-6
+
+
+# ------------------------------------------------------------------- baselines
+
+
+def numpy_iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    inter = np.maximum(0, np.minimum(a[:, None, 1], b[None, :, 1])
+                       - np.maximum(a[:, None, 0], b[None, :, 0]))
+    union = (a[:, 1] - a[:, 0])[:, None] + (b[:, 1] - b[:, 0])[None, :] - inter
+    return inter / union
+
+
+def torch_iou(spans1: torch.Tensor, spans2: torch.Tensor):
+    """Moment-DETR's temporal_iou: returns (iou, union), both (N, M)."""
+    areas1 = spans1[:, 1] - spans1[:, 0]
+    areas2 = spans2[:, 1] - spans2[:, 0]
+    left = torch.max(spans1[:, None, 0], spans2[:, 0])
+    right = torch.min(spans1[:, None, 1], spans2[:, 1])
+    inter = (right - left).clamp(min=0)
+    union = areas1[:, None] + areas2 - inter
+    return inter / union, union
+
+
+def torch_giou(spans1: torch.Tensor, spans2: torch.Tensor) -> torch.Tensor:
+    """Moment-DETR's generalized_temporal_iou (input asserts dropped)."""
+    spans1, spans2 = spans1.float(), spans2.float()
+    iou, union = torch_iou(spans1, spans2)
+    left = torch.min(spans1[:, None, 0], spans2[:, 0])
+    right = torch.max(spans1[:, None, 1], spans2[:, 1])
+    enclosing = (right - left).clamp(min=0)
+    return iou - (enclosing - union) / enclosing
+
+
+# -------------------------------------------------------------------- the run
+
+
+def random_spans(rng: np.random.Generator, n: int, duration: float, dtype: str) -> np.ndarray:
+    """``n`` spans [start, end] inside a video of ``duration`` seconds, length >= 0.5 s."""
+    length = rng.uniform(0.5, 0.3 * duration, n)
+    start = rng.uniform(0.0, duration - length)
+    return np.stack((start, start + length), axis=1).astype(dtype)
+
+
+def to_numpy(x):
+    return x.detach().cpu().numpy() if isinstance(x, torch.Tensor) else np.asarray(x)
+
+
+def main() -> int:
+    p = H.base_parser(__doc__.split("\n\n")[0])
+    p.add_argument("--n", type=int, default=4096, help="N: spans in a (predictions)")
+    p.add_argument("--m", type=int, default=4096, help="M: spans in b (ground truth)")
+    p.add_argument("--duration", type=float, default=150.0, help="video length in seconds")
+    p.add_argument("--dtype", choices=("float32", "float64"), default="float32")
+    args = p.parse_args()
+    H.require_device(args.device)
+    dev, N, M = args.device, args.n, args.m
+    config = {"n": N, "m": M, "duration_s": args.duration, "dtype": args.dtype,
+              "seed": args.seed, "device": dev, "repeats": args.repeats, "warmup": args.warmup}
+    env = H.environment(dev)
+    name = f"{NAME}_{dev}"
+
+    # One draw of spans, shared by every implementation.
+    rng = np.random.default_rng(args.seed)
+    a_np = random_spans(rng, N, args.duration, args.dtype)
+    b_np = random_spans(rng, M, args.duration, args.dtype)
+    a_t, b_t = torch.from_numpy(a_np).to(dev), torch.from_numpy(b_np).to(dev)
+
+    cpu = dev == "cpu"
+    fv_np, fv_t = ("fastvqa", "numpy"), ("fastvqa", "torch" if cpu else "torch cuda")
+    impls = []
+    if cpu:
+        impls += [
+            H.Impl("iou", *fv_np, lambda: temporal_iou(a_np, b_np)),
+            H.Impl("iou", "numpy broadcast", "numpy", lambda: numpy_iou(a_np, b_np),
+                   ref=fv_np, target=TARGET_VS_NUMPY),
+        ]
+    impls += [
+        H.Impl("iou", *fv_t, lambda: temporal_iou(a_t, b_t)),
+        H.Impl("iou", "torch broadcast", fv_t[1], lambda: torch_iou(a_t, b_t)[0], ref=fv_t),
+        H.Impl("giou", *fv_t, lambda: temporal_iou(a_t, b_t, mode="giou")),
+        H.Impl("giou", "torch broadcast", fv_t[1], lambda: torch_giou(a_t, b_t), ref=fv_t),
+    ]
+
+    # ---- correctness first: every implementation allclose to fastvqa.
+    outputs = {i.key: to_numpy(i.fn()) for i in impls}
+    for i in impls:
+        ref = outputs[(i.case, *fv_t)]
+        got = outputs[i.key]
+        label = f"{i.case} {i.impl} ({i.input})"
+        if got.shape != (N, M):
+            H.fail_check(args.out, name, config, env, f"{label}: shape {got.shape} != ({N}, {M})")
+        close = np.isclose(got, ref, rtol=RTOL, atol=ATOL)
+        if not close.all():
+            r, c = np.argwhere(~close)[0]
+            H.fail_check(args.out, name, config, env,
+                         f"{label}: {np.count_nonzero(~close)}/{N * M} values not allclose to "
+                         f"fastvqa's; e.g. [{r}, {c}] a={a_np[r].tolist()} b={b_np[c].tolist()}: "
+                         f"{got[r, c]!r} vs fastvqa {ref[r, c]!r}")
+    overlapping = float(np.mean(outputs[("iou", *fv_t)] > 0))
+    del outputs
+    print(f"check: all {len(impls)} implementations allclose to fastvqa "
+          f"(rtol {RTOL:g}, atol {ATOL:g}) on {N} x {M} spans; "
+          f"{overlapping:.1%} of pairs overlap")
+
+    # ---- timing
+    timed = H.time_all(impls, args)
+    H.report(name, f"temporal_iou: {N} x {M} pairwise, {args.dtype}, device={dev}, "
+             f"median of {args.repeats} repeats (IQR); pairs/s = N*M / median",
+             impls, timed, work=N * M, rate_unit="pairs/s", config=config, env=env,
+             out_dir=args.out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
