@@ -3,6 +3,7 @@
 
 #include <Python.h>
 
+#include "fastvqa/common/cuda_runtime_api.h"
 #include "fastvqa/common/dlpack.h"
 
 namespace py = pybind11;
@@ -137,6 +138,21 @@ ArrayArg allocate_output(const py::object& alloc, const std::vector<int64_t>& sh
   ArrayArg arg(out, op, "output", stream, /*writable=*/true);
   FASTVQA_ASSERT(arg.view().is_row_contiguous());
   return arg;
+}
+
+std::vector<int64_t> int64_to_host(const TensorView& v, std::uintptr_t stream) {
+  FASTVQA_ASSERT(v.ndim == 1 && v.dtype == DType::kInt64);
+  const int64_t n = v.shape[0];
+  std::vector<int64_t> host(n);
+  if (v.is_cuda()) {
+    // The Python layer hands CUDA index arrays over contiguous.
+    FASTVQA_ASSERT(v.strides[0] == 1 || n <= 1);
+    copy_device_to_host(host.data(), v.data, n * sizeof(int64_t), v.device_index, stream);
+  } else {
+    const int64_t* src = static_cast<const int64_t*>(v.data);
+    for (int64_t i = 0; i < n; ++i) host[i] = src[i * v.strides[0]];
+  }
+  return host;
 }
 
 }  // namespace fastvqa

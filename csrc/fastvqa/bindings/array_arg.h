@@ -42,4 +42,8 @@ class ArrayArg {
 ArrayArg allocate_output(const pybind11::object& alloc, const std::vector<int64_t>& shape,
                          const char* dtype, const char* op, std::uintptr_t stream);
 
+// A 1-D int64 array (offsets, lengths) copied to the host, CPU or CUDA, so
+// the binding can validate it before a kernel trusts it as an index.
+std::vector<int64_t> int64_to_host(const TensorView& v, std::uintptr_t stream);
+
 }  // namespace fastvqa

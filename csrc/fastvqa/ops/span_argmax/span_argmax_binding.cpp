@@ -22,14 +22,7 @@ void check_lengths(const TensorView& lv, int64_t batch, int64_t steps, std::uint
   check_int64(lv, kOp, "lengths");
   FASTVQA_CHECK(lv.ndim == 1 && lv.shape[0] == batch, kOp, ": lengths must have shape (B,) = (",
                 batch, ",), got shape ", lv.shape_str());
-  std::vector<int64_t> h(batch);
-  if (lv.is_cuda()) {
-    FASTVQA_ASSERT(lv.strides[0] == 1 || batch <= 1);
-    copy_device_to_host(h.data(), lv.data, batch * sizeof(int64_t), lv.device_index, stream);
-  } else {
-    const int64_t* src = static_cast<const int64_t*>(lv.data);
-    for (int64_t b = 0; b < batch; ++b) h[b] = src[b * lv.strides[0]];
-  }
+  const std::vector<int64_t> h = int64_to_host(lv, stream);
   for (int64_t b = 0; b < batch; ++b)
     FASTVQA_CHECK(0 <= h[b] && h[b] <= steps, kOp, ": lengths must lie in [0, T] = [0, ", steps,
                   "], got lengths[", b, "] = ", h[b]);

@@ -78,22 +78,6 @@ py::object overlap(py::object a_obj, py::object b_obj, const std::string& mode_n
   return out.object();
 }
 
-// The CSR offsets are read on the host in both cases: a malformed row pointer
-// would make the kernel read out of bounds, so it is checked before any launch.
-std::vector<int64_t> host_offsets(const TensorView& off, std::uintptr_t stream) {
-  const int64_t n = off.shape[0];
-  std::vector<int64_t> host(n);
-  if (off.is_cuda()) {
-    // Device offsets are contiguous here (the Python layer makes them so).
-    FASTVQA_ASSERT(off.strides[0] == 1 || n <= 1);
-    copy_device_to_host(host.data(), off.data, n * sizeof(int64_t), off.device_index, stream);
-  } else {
-    const int64_t* src = static_cast<const int64_t*>(off.data);
-    for (int64_t i = 0; i < n; ++i) host[i] = src[i * off.strides[0]];
-  }
-  return host;
-}
-
 py::tuple grounding(py::object pred_obj, py::object gt_obj, py::object off_obj,
                     std::uintptr_t stream, py::object alloc) {
   const char* op = "grounding_overlap";
@@ -112,7 +96,9 @@ py::tuple grounding(py::object pred_obj, py::object gt_obj, py::object off_obj,
                 ": gt_offsets must have shape (N + 1,) = (", n + 1, ",) for N = ", n,
                 " predictions, got shape ", ov.shape_str());
   if (pv.is_cuda()) require_cuda(op);
-  const std::vector<int64_t> h = host_offsets(ov, stream);
+  // The row pointers are checked on the host: a malformed one would make the
+  // kernel read out of bounds.
+  const std::vector<int64_t> h = int64_to_host(ov, stream);
   FASTVQA_CHECK(h[0] == 0, op, ": gt_offsets must start at 0, got ", h[0]);
   for (int64_t i = 0; i < n; ++i)
     FASTVQA_CHECK(h[i] <= h[i + 1], op, ": gt_offsets must be non-decreasing, got ", h[i],
