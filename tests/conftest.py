@@ -4,11 +4,23 @@
 from __future__ import annotations
 
 import random
+import warnings
 
 import numpy as np
 import pytest
 
 import fastvqa
+
+# When a hypothesis test fails, hypothesis imports its patch writer, which (if
+# libcst is installed) imports mypy_extensions and trips a DeprecationWarning;
+# under ``filterwarnings = error`` that would turn an ordinary failure into a
+# pytest INTERNALERROR. Importing it once here, quietly, keeps failures readable.
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore", DeprecationWarning)
+    try:
+        import hypothesis.extra._patching  # noqa: F401
+    except ImportError:  # libcst not installed: nothing to pre-import
+        pass
 
 
 def cuda_skip_reason() -> str | None:

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // CPU span argmax. Top-1 is O(T) per row: a monotonic deque gives the best
-// start of every sliding start window; top-k reuses those window maxima to
-// skip ends that cannot enter the list and scans the rest exactly.
+// start of every sliding start window (refined exactly for rounding ties);
+// top-k reuses those best spans per end to skip ends that cannot enter the
+// list and scans the rest exactly.
 #include <vector>
 
 #include "fastvqa/ops/span_argmax/span_argmax.h"
@@ -11,25 +12,36 @@ namespace span_argmax {
 
 namespace {
 
-// best[j] = argmax of start over the window of end j (smallest index on ties,
-// NaN starts skipped), or -1 when the window is empty. `dq` is scratch of size T.
+// best[j] = the exact best start of end j (see exact_best_start), or -1 when
+// no span ends at j. `dq` and `next_valid` are scratch of size T.
 template <typename T>
-void window_argmax(const RowView<T>& r, int64_t min_len, int64_t max_len, int64_t* best,
-                   int64_t* dq) {
-  int64_t head = 0, tail = 0;  // dq[head, tail) holds candidate starts, scores non-increasing
+void best_starts(const RowView<T>& r, int64_t min_len, int64_t max_len, int64_t* best,
+                 int64_t* dq, int64_t* next_valid) {
+  // next_valid[i] = the first index >= i whose start score is not NaN.
+  int64_t next = -1;
+  for (int64_t i = r.length - 1; i >= 0; --i) {
+    if (!is_nan(r.start[i * r.ss])) next = i;
+    next_valid[i] = next;
+  }
+  int64_t head = 0, tail = 0;  // dq[head, tail): candidate starts, scores non-increasing
   for (int64_t j = 0; j < r.length; ++j) {
     int64_t lo, hi;
     start_window(j, min_len, max_len, &lo, &hi);
     if (hi >= 0) {
       const T v = r.start[hi * r.ss];
       if (!is_nan(v)) {
-        // Equal scores stay: the earlier start keeps priority on ties.
+        // Equal scores stay: the front is the smallest index of the maximum.
         while (tail > head && r.start[dq[tail - 1] * r.ss] < v) --tail;
         dq[tail++] = hi;
       }
     }
     while (tail > head && dq[head] < lo) ++head;
-    best[j] = (hi >= lo && tail > head) ? dq[head] : -1;
+    const T e_j = r.end[j * r.es];
+    if (hi < lo || tail == head || is_nan(e_j)) {
+      best[j] = -1;
+      continue;
+    }
+    best[j] = exact_best_start(r, e_j, lo, dq[head], next_valid[lo]);
   }
 }
 
@@ -65,13 +77,13 @@ void span_argmax_cpu(const Params<T>& p) {
   const int64_t batch = p.batch;
 #pragma omp parallel if (batch * p.steps >= 16384)
   {
-    std::vector<int64_t> best(p.steps), dq(p.steps);
+    std::vector<int64_t> best(p.steps), dq(p.steps), next_valid(p.steps);
 #pragma omp for schedule(static)
     for (int64_t b = 0; b < batch; ++b) {
       const RowView<T> r = p.row(b);
       int64_t* spans = p.out_spans + b * p.k * 2;
       T* scores = p.out_scores + b * p.k;
-      window_argmax(r, p.min_len, p.max_len, best.data(), dq.data());
+      best_starts(r, p.min_len, p.max_len, best.data(), dq.data(), next_valid.data());
       if (p.k == 1) {
         top1_row(r, best.data(), spans, scores);
       } else {

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // CUDA span argmax. Top-1: one block per row. When the start window is the
 // whole prefix (no max_len), a chunked block scan carries the running argmax
-// of the start scores, so the row costs O(T); with max_len each end scans its
-// window of at most max_len - min_len + 1 starts. The block then reduces the
-// per-thread best spans with the shared total order. Top-k: one thread per
+// of the start scores (refined by exact_best_start for rounding ties), so the
+// row costs O(T); with max_len each end scans the sums of its window of at
+// most max_len - min_len + 1 starts. The block then reduces the per-thread
+// best spans with the shared total order. Top-k: one thread per
 // row runs the exact scan from span_argmax_math.h.
 #include "fastvqa/common/cuda_runtime_api.h"
 #include "fastvqa/common/cuda_utils.cuh"
@@ -48,6 +49,7 @@ template <typename T>
 __global__ void top1_kernel(Params<T> p) {
   __shared__ Arg<T> scan[kTop1Threads];
   __shared__ Cand<T> red[kTop1Threads];
+  __shared__ int64_t first[kTop1Threads];
   const int t = threadIdx.x;
   for (int64_t b = blockIdx.x; b < p.batch; b += gridDim.x) {
     const RowView<T> r = p.row(b);
@@ -55,6 +57,22 @@ __global__ void top1_kernel(Params<T> p) {
     if (p.max_len >= r.length) {
       // Every window is a prefix [0, j - min_len + 1]: scan over starts i and
       // pair each with the end j = i + min_len - 1 it is the last start of.
+      // First the smallest usable start of the row, for exact_best_start.
+      int64_t my_first = r.length;
+      for (int64_t i = t; i < r.length; i += kTop1Threads) {
+        if (!is_nan(r.start[i * r.ss])) {
+          my_first = i;
+          break;
+        }
+      }
+      first[t] = my_first;
+      __syncthreads();
+      for (int off = kTop1Threads / 2; off > 0; off >>= 1) {
+        if (t < off && first[t + off] < first[t]) first[t] = first[t + off];
+        __syncthreads();
+      }
+      const int64_t first_valid = first[0];
+      __syncthreads();
       Arg<T> carry{T(0), -1};
       for (int64_t base = 0; base < r.length; base += kTop1Threads) {
         const int64_t i = base + t;
@@ -77,10 +95,13 @@ __global__ void top1_kernel(Params<T> p) {
         const int64_t j = i + p.min_len - 1;
         if (i < r.length && j < r.length && prefix.idx >= 0) {
           const T ej = r.end[j * r.es];
-          const T score = prefix.v + ej;
-          if (!is_nan(score)) {
-            Cand<T> c{score, prefix.idx, j};
-            if (cand_better(c, mine)) mine = c;
+          if (!is_nan(ej)) {
+            const int64_t b_j = exact_best_start(r, ej, 0, prefix.idx, first_valid);
+            const T score = r.start[b_j * r.ss] + ej;
+            if (!is_nan(score)) {
+              Cand<T> c{score, b_j, j};
+              if (cand_better(c, mine)) mine = c;
+            }
           }
         }
         carry = arg_max(carry, scan[kTop1Threads - 1]);
@@ -92,16 +113,14 @@ __global__ void top1_kernel(Params<T> p) {
         if (is_nan(ej)) continue;
         int64_t lo, hi;
         start_window(j, p.min_len, p.max_len, &lo, &hi);
-        Arg<T> w{T(0), -1};
+        // Comparing the sums themselves (not the start scores) keeps the tie
+        // rule exact when different start scores round to the same sum.
         for (int64_t i = lo; i <= hi; ++i) {
-          const T v = r.start[i * r.ss];
-          if (!is_nan(v)) w = arg_max(w, Arg<T>{v, i});
+          const T score = r.start[i * r.ss] + ej;
+          if (is_nan(score)) continue;
+          Cand<T> c{score, i, j};
+          if (cand_better(c, mine)) mine = c;
         }
-        if (w.idx < 0) continue;
-        const T score = w.v + ej;
-        if (is_nan(score)) continue;
-        Cand<T> c{score, w.idx, j};
-        if (cand_better(c, mine)) mine = c;
       }
     }
     red[t] = mine;

@@ -36,6 +36,9 @@ FASTVQA_HD void start_window(int64_t j, int64_t min_len, int64_t max_len, int64_
   *hi = j - min_len + 1;
 }
 
+FASTVQA_HD float next_down(float x) { return nextafterf(x, -INFINITY); }
+FASTVQA_HD double next_down(double x) { return nextafter(x, -INFINITY); }
+
 template <typename T>
 struct RowView {
   const T* start;     ///< start scores of this row, stride `ss`
@@ -45,11 +48,32 @@ struct RowView {
   int64_t length;     ///< valid steps: ends j < length
 };
 
+// The exact best start for end j (score e_j, not NaN) among the starts of its
+// window [lo, hi], given b, the smallest index holding the window's largest
+// start score, and f, the smallest index in [lo, hi] whose start score is not
+// NaN. Floating-point addition is monotone, so b's span has the largest sum;
+// but a smaller start whose score is lower can round to the same sum (always
+// so when e_j or the maximum is -inf), and the tie rule then prefers it.
+template <typename T>
+FASTVQA_HD int64_t exact_best_start(const RowView<T>& r, T e_j, int64_t lo, int64_t b, int64_t f) {
+  const T s_b = r.start[b * r.ss];
+  if (e_j == -INFINITY || s_b == -INFINITY) return f;  // every sum in the window is -inf
+  const T best = s_b + e_j;
+  // Any lower start score is <= next_down(s_b); if even that sum is smaller,
+  // no collision is possible and b is exact (the common case, O(1)).
+  if (next_down(s_b) + e_j < best) return b;
+  for (int64_t i = lo; i < b; ++i) {
+    const T s_i = r.start[i * r.ss];
+    if (!is_nan(s_i) && s_i + e_j == best) return i;
+  }
+  return b;
+}
+
 // Exact top-k of one row by scanning every start window, keeping a sorted
 // list of the best k in `out_spans` (k x 2) / `out_scores` (k). `count` is
-// how many are filled. When `best_start` is given (CPU: the sliding-window
-// argmax per end), ends whose best span cannot enter a full list are skipped
-// without scanning their window.
+// how many are filled. When `best_start` is given (CPU: the exact best start
+// of every end, or -1), ends whose best span cannot enter a full list are
+// skipped without scanning their window.
 template <typename T>
 FASTVQA_HD int64_t topk_row(const RowView<T>& r, int64_t min_len, int64_t max_len, int64_t k,
                             int64_t* out_spans, T* out_scores, const int64_t* best_start) {
