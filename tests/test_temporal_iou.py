@@ -6,7 +6,6 @@
 from __future__ import annotations
 
 import math
-import warnings
 
 import numpy as np
 import pytest
@@ -25,17 +24,6 @@ from tests.reference.temporal_iou import (
 )
 
 NAN = math.nan
-
-# When a property test fails, hypothesis imports libcst to suggest a patch, and
-# libcst's import emits a DeprecationWarning (via mypy_extensions) that the
-# suite's ``filterwarnings = error`` turns into a pytest INTERNALERROR, hiding
-# the real failure. Import it once here, quietly, if it is installed.
-with warnings.catch_warnings():
-    warnings.simplefilter("ignore", DeprecationWarning)
-    try:
-        import libcst  # noqa: F401
-    except ImportError:  # pragma: no cover
-        pass
 
 # conftest's autouse RNG-restoring fixture is function-scoped; that is harmless here.
 QUIET_CHECKS = [HealthCheck.function_scoped_fixture, HealthCheck.too_slow]

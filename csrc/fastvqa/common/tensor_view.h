@@ -54,6 +54,7 @@ struct TensorView {
     return is_cuda() ? "cuda:" + std::to_string(device_index) : std::string("cpu");
   }
   bool is_row_contiguous() const {
+    if (numel() == 0) return true;  // an empty array has no layout to get wrong
     int64_t expected = 1;
     for (int i = ndim - 1; i >= 0; --i) {
       if (shape[i] != 1 && strides[i] != expected) return false;

@@ -89,8 +89,13 @@ def _(a: Tensor, b: Tensor, mode: str, paired: bool) -> Tensor:
     return a.new_empty(shape, dtype=dtype)
 
 
+# The public entry points detach their inputs: these ops have no gradient
+# formula, and a result that claimed to need one would only fail later, in
+# backward(). Results therefore never require grad.
+
+
 def temporal_iou(a: Tensor, b: Tensor, mode: str, paired: bool) -> Tensor:
-    return _temporal_iou_op(a, b, mode, paired)
+    return _temporal_iou_op(a.detach(), b.detach(), mode, paired)
 
 
 # ----------------------------------------------------------- grounding overlap
@@ -116,7 +121,7 @@ def _(pred: Tensor, gt: Tensor, gt_offsets: Tensor) -> tuple[Tensor, Tensor]:
 
 
 def grounding_overlap(pred: Tensor, gt: Tensor, gt_offsets: Tensor) -> tuple[Tensor, Tensor]:
-    return _grounding_op(pred, gt, gt_offsets)
+    return _grounding_op(pred.detach(), gt.detach(), gt_offsets.detach())
 
 
 # ----------------------------------------------------------------- span argmax
@@ -168,4 +173,6 @@ def span_argmax(
     topk: int,
     lengths: Optional[Tensor],
 ) -> tuple[Tensor, Tensor]:
-    return _span_argmax_op(start, end, max_len, min_len, topk, lengths)
+    return _span_argmax_op(
+        start.detach(), end.detach(), max_len, min_len, topk, None if lengths is None else lengths.detach()
+    )

@@ -58,7 +58,7 @@ def span_argmax(
         float32 and float64 natively (mixed inputs promote to float64);
         integers are converted to float64 (NumPy) or the default float (torch);
         float16/bfloat16 torch tensors are computed in float32 and the scores
-        cast back.
+        cast back. Not differentiable: torch results never require grad.
     """
     op = "span_argmax"
     max_len = _optional_int(max_len, op, "max_len")

@@ -29,7 +29,8 @@ _MODES_DOC = """
     dtypes: float32 and float64 are computed natively (mixed inputs promote to
     float64); integers are converted to float64 (NumPy) or the default float
     (torch); float16/bfloat16 torch tensors are computed in float32 and the
-    result is cast back."""
+    result is cast back. Not differentiable yet: torch results never require
+    grad."""
 
 
 def temporal_iou(a: Any, b: Any, mode: str = "iou") -> Any:
@@ -112,7 +113,8 @@ def grounding_overlap(pred: Any, gt: Any, gt_offsets: Any) -> tuple[Any, Any]:
       (the metrics layer uses a NaN prediction row for "no prediction").
 
     Values are computed in the inputs' dtype (float64 reproduces the official
-    Python evaluator bit for bit).
+    Python evaluator bit for bit). Not differentiable: torch results never
+    require grad.
     """
     op = "grounding_overlap"
     if _arrays.any_torch(pred, gt, gt_offsets):
