@@ -70,7 +70,8 @@ def require_device(device: str) -> None:
     elif fastvqa._C.cuda_device_count() == 0:
         problems.append("fastvqa's CUDA runtime sees no device")
     if problems:
-        sys.exit("--device cuda: " + "; ".join(problems))
+        print("--device cuda: " + "; ".join(problems), file=sys.stderr)
+        sys.exit(2)
 
 
 # ---------------------------------------------------------------------- timing
@@ -210,6 +211,23 @@ def _cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
+def _git_state() -> Optional[str]:
+    """Commit of the checkout the scripts run from (the installed build may differ)."""
+    import subprocess
+
+    here = Path(__file__).resolve().parent
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=here,
+                              capture_output=True, text=True, timeout=10)
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+                               cwd=here, capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if head.returncode != 0:
+        return None
+    return head.stdout.strip() + (" (with uncommitted changes)" if dirty.stdout.strip() else "")
+
+
 def environment(device: str) -> dict:
     import torch
 
@@ -231,6 +249,9 @@ def environment(device: str) -> dict:
         "thread_env": {k: v for k, v in sorted(os.environ.items())
                        if k.startswith(("OMP_", "GOMP_", "KMP_", "MKL_", "OPENBLAS_"))},
         "fastvqa": fastvqa.build_info(),
+        # Other work on the machine shows up here; the timings are only as good as this.
+        "loadavg_at_start": [round(x, 2) for x in os.getloadavg()],
+        "git": _git_state(),
         "device": device,
         "gpu": None,
     }
@@ -252,11 +273,14 @@ def environment_line(env: dict) -> str:
             if fv["cuda"] else "no CUDA")
     omp = f"OpenMP {fv['openmp_max_threads']} thr" if fv["openmp"] else "no OpenMP"
     line = (
-        f"CPU: {env['cpu']} | cores: {env['cores']} (usable {env['usable_cores']}) | "
+        f"CPU: {env['cpu']} | cores: {env['cores']} (usable {env['usable_cores']}, "
+        f"load {env['loadavg_at_start'][0]:.2f}) | "
         f"python {env['python']} | numpy {env['numpy']} | "
         f"torch {env['torch']} ({env['torch_threads']} thr) | "
         f"fastvqa {fv['version']} ({cuda}, {omp}, {fv['compiler']})"
     )
+    if env["git"]:
+        line += f" | checkout {env['git']}"
     if env["thread_env"]:
         line += " | " + " ".join(f"{k}={v}" for k, v in env["thread_env"].items())
     if env["gpu"]:

@@ -49,7 +49,6 @@ template <typename T>
 __global__ void top1_kernel(Params<T> p) {
   __shared__ Arg<T> scan[kTop1Threads];
   __shared__ Cand<T> red[kTop1Threads];
-  __shared__ int64_t first[kTop1Threads];
   const int t = threadIdx.x;
   for (int64_t b = blockIdx.x; b < p.batch; b += gridDim.x) {
     const RowView<T> r = p.row(b);
@@ -57,22 +56,6 @@ __global__ void top1_kernel(Params<T> p) {
     if (p.max_len >= r.length) {
       // Every window is a prefix [0, j - min_len + 1]: scan over starts i and
       // pair each with the end j = i + min_len - 1 it is the last start of.
-      // First the smallest usable start of the row, for exact_best_start.
-      int64_t my_first = r.length;
-      for (int64_t i = t; i < r.length; i += kTop1Threads) {
-        if (!is_nan(r.start[i * r.ss])) {
-          my_first = i;
-          break;
-        }
-      }
-      first[t] = my_first;
-      __syncthreads();
-      for (int off = kTop1Threads / 2; off > 0; off >>= 1) {
-        if (t < off && first[t + off] < first[t]) first[t] = first[t + off];
-        __syncthreads();
-      }
-      const int64_t first_valid = first[0];
-      __syncthreads();
       Arg<T> carry{T(0), -1};
       for (int64_t base = 0; base < r.length; base += kTop1Threads) {
         const int64_t i = base + t;
@@ -96,7 +79,7 @@ __global__ void top1_kernel(Params<T> p) {
         if (i < r.length && j < r.length && prefix.idx >= 0) {
           const T ej = r.end[j * r.es];
           if (!is_nan(ej)) {
-            const int64_t b_j = exact_best_start(r, ej, 0, prefix.idx, first_valid);
+            const int64_t b_j = exact_best_start(r, ej, 0, prefix.idx);
             const T score = r.start[b_j * r.ss] + ej;
             if (!is_nan(score)) {
               Cand<T> c{score, b_j, j};

@@ -11,6 +11,8 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
+#include <limits>
 
 #include "fastvqa/common/macros.h"
 
@@ -36,8 +38,20 @@ FASTVQA_HD void start_window(int64_t j, int64_t min_len, int64_t max_len, int64_
   *hi = j - min_len + 1;
 }
 
-FASTVQA_HD float next_down(float x) { return nextafterf(x, -INFINITY); }
-FASTVQA_HD double next_down(double x) { return nextafter(x, -INFINITY); }
+// The largest value below x, for finite x or +inf (never called with NaN or
+// -inf). Bit arithmetic rather than nextafter(): this runs once per end step
+// and a libm call there costs more than the rest of the step.
+template <typename T, typename Bits>
+FASTVQA_HD T next_down_bits(T x) {
+  if (x == T(0)) return -std::numeric_limits<T>::denorm_min();
+  Bits bits;
+  memcpy(&bits, &x, sizeof(T));
+  bits = x > T(0) ? bits - 1 : bits + 1;
+  memcpy(&x, &bits, sizeof(T));
+  return x;
+}
+FASTVQA_HD float next_down(float x) { return next_down_bits<float, uint32_t>(x); }
+FASTVQA_HD double next_down(double x) { return next_down_bits<double, uint64_t>(x); }
 
 template <typename T>
 struct RowView {
@@ -49,19 +63,18 @@ struct RowView {
 };
 
 // The exact best start for end j (score e_j, not NaN) among the starts of its
-// window [lo, hi], given b, the smallest index holding the window's largest
-// start score, and f, the smallest index in [lo, hi] whose start score is not
-// NaN. Floating-point addition is monotone, so b's span has the largest sum;
-// but a smaller start whose score is lower can round to the same sum (always
-// so when e_j or the maximum is -inf), and the tie rule then prefers it.
+// window, which begins at lo, given b, the smallest index holding the
+// window's largest start score. Floating-point addition is monotone, so b's
+// span has the largest sum; but a smaller start whose score is lower can round
+// to the same sum (always so when e_j or the maximum is -inf), and the tie
+// rule then prefers it.
 template <typename T>
-FASTVQA_HD int64_t exact_best_start(const RowView<T>& r, T e_j, int64_t lo, int64_t b, int64_t f) {
+FASTVQA_HD int64_t exact_best_start(const RowView<T>& r, T e_j, int64_t lo, int64_t b) {
   const T s_b = r.start[b * r.ss];
-  if (e_j == -INFINITY || s_b == -INFINITY) return f;  // every sum in the window is -inf
-  const T best = s_b + e_j;
   // Any lower start score is <= next_down(s_b); if even that sum is smaller,
   // no collision is possible and b is exact (the common case, O(1)).
-  if (next_down(s_b) + e_j < best) return b;
+  if (e_j != -INFINITY && s_b != -INFINITY && next_down(s_b) + e_j < s_b + e_j) return b;
+  const T best = s_b + e_j;
   for (int64_t i = lo; i < b; ++i) {
     const T s_i = r.start[i * r.ss];
     if (!is_nan(s_i) && s_i + e_j == best) return i;
