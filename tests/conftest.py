@@ -67,3 +67,23 @@ def _restore_rng_state():
     yield
     random.setstate(py_state)
     np.random.set_state(np_state)
+
+
+def shared_data_dir():
+    """The shared folder of real annotation files (``../shared/data`` beside the
+    project, or ``$FASTVQA_SHARED_DATA``), or None where it is absent."""
+    import os
+    from pathlib import Path
+
+    env = os.environ.get("FASTVQA_SHARED_DATA")
+    path = Path(env) if env else Path(__file__).resolve().parents[2] / "shared" / "data"
+    return path if path.is_dir() else None
+
+
+@pytest.fixture
+def shared_data():
+    """Path to ``shared/data``; skips the test where the real files are absent."""
+    path = shared_data_dir()
+    if path is None:
+        pytest.skip("real annotation files (../shared/data) are not present on this machine")
+    return path

@@ -9,6 +9,7 @@ import json
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 from typing import Optional, Sequence
 
 # Optional backends, by the import name fastvqa would use and the extra that installs it.
@@ -86,6 +87,88 @@ def _cmd_info(args: argparse.Namespace) -> int:
     return 0
 
 
+class CommandError(Exception):
+    """A user-facing failure: printed as one line, exit status 2, no traceback."""
+
+
+def _cmd_eval(args: argparse.Namespace) -> int:
+    from fastvqa.evaluation import BENCHMARKS
+
+    bench = BENCHMARKS[args.benchmark]
+    per_question = Path(args.per_question) if args.per_question else None
+    plot = Path(args.plot) if args.plot else None
+    # Refuse before computing anything: nothing the user has is overwritten.
+    for path in (per_question, plot):
+        if path is not None and path.exists():
+            raise CommandError(f"{path} exists; refusing to overwrite it (choose another path)")
+    if plot is not None and bench.plot is None:
+        raise CommandError(f"{bench.name} has no plot")
+    result = bench.evaluate(args)
+    if args.json:
+        print(json.dumps(result.to_dict(), indent=2))
+    else:
+        print(result.format_table(decimals=args.decimals))
+    if per_question is not None:
+        result.write_per_question(per_question)
+        print(f"per-question results: {per_question}", file=sys.stderr)
+    if plot is not None:
+        bench.plot(result, args, str(plot))
+        print(f"plot: {plot}", file=sys.stderr)
+    return 0
+
+
+def _cmd_baseline(args: argparse.Namespace) -> int:
+    from fastvqa.evaluation import BASELINES
+
+    out = Path(args.out)
+    if out.exists():
+        raise CommandError(f"{out} exists; refusing to overwrite it (choose another path)")
+    predictions = BASELINES[(args.benchmark, args.baseline)].run(args)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with out.open("w") as f:
+        json.dump(predictions, f)
+    print(f"wrote {args.benchmark} baseline '{args.baseline}' predictions to {out}", file=sys.stderr)
+    return 0
+
+
+def _add_eval_commands(sub) -> None:
+    from fastvqa.evaluation import BASELINES, BENCHMARKS, load_all
+
+    load_all()
+    ev = sub.add_parser("eval", help="evaluate predictions with a benchmark's official rules")
+    ev_sub = ev.add_subparsers(dest="benchmark", metavar="BENCHMARK", required=True)
+    for name, bench in sorted(BENCHMARKS.items()):
+        p = ev_sub.add_parser(name, help=bench.help, description=bench.help)
+        p.add_argument("--pred", required=True, help="prediction file")
+        p.add_argument("--gt", required=True, help="ground-truth file or folder")
+        if bench.modes:
+            p.add_argument("--mode", choices=bench.modes, default=bench.default_mode,
+                           help=f"evaluation rules (default: {bench.default_mode})")
+        p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+        p.add_argument("--decimals", type=int, default=1, help="decimals in the table (default 1)")
+        p.add_argument("--per-question", metavar="FILE",
+                       help="write per-question results (.jsonl or .csv)")
+        p.add_argument("--plot", metavar="FILE.png", help="draw a plot of the results")
+        bench.add_arguments(p)
+        p.set_defaults(func=_cmd_eval)
+
+    bl = sub.add_parser("baseline", help="write a trivial baseline's predictions")
+    bl_sub = bl.add_subparsers(dest="benchmark", metavar="BENCHMARK", required=True)
+    by_bench: dict[str, list] = {}
+    for (bench_name, _), baseline in sorted(BASELINES.items()):
+        by_bench.setdefault(bench_name, []).append(baseline)
+    for bench_name, baselines in by_bench.items():
+        bp = bl_sub.add_parser(bench_name, help=f"baselines for {bench_name}")
+        names = bp.add_subparsers(dest="baseline", metavar="NAME", required=True)
+        for baseline in baselines:
+            p = names.add_parser(baseline.name, help=baseline.help, description=baseline.help)
+            p.add_argument("--gt", required=True, help="ground-truth file or folder")
+            p.add_argument("--out", required=True, help="where to write the predictions (JSON)")
+            p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+            baseline.add_arguments(p)
+            p.set_defaults(func=_cmd_baseline)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="fastvqa", description="fast, exact tools for grounded video question answering"
@@ -94,6 +177,7 @@ def build_parser() -> argparse.ArgumentParser:
     info = sub.add_parser("info", help="show what this build contains and which backends exist")
     info.add_argument("--json", action="store_true", help="print machine-readable JSON")
     info.set_defaults(func=_cmd_info)
+    _add_eval_commands(sub)
     return parser
 
 
@@ -103,7 +187,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if not hasattr(args, "func"):
         parser.print_help()
         return 2
-    return args.func(args)
+    from fastvqa.data.errors import DataFormatError
+
+    try:
+        return args.func(args)
+    except (CommandError, DataFormatError, FileNotFoundError, IsADirectoryError) as err:
+        print(f"fastvqa {args.command}: error: {err}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,0 +1,38 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Benchmark-exact metrics. Each function returns a :class:`MetricResult`
+whose keys are the names the benchmark prints.
+
+Submodules are imported on first use, so ``import fastvqa`` stays light.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from fastvqa.metrics.result import MetricResult
+
+# public name -> submodule that defines it
+_LAZY = {
+    "grounded_qa": "grounding",
+    "slice_by_duration": "grounding",
+    "slice_by_event_count": "grounding",
+    "iou_f1": "wildqa",
+    "rouge": "wildqa",
+    "normalize_answer": "wildqa",
+    "dvd_accuracy": "dvd",
+    "multiple_choice_accuracy": "multiple_choice",
+    "moment_retrieval": "moment_retrieval",
+    "recall_at_n": "moment_retrieval",
+}
+
+__all__ = ["MetricResult", *_LAZY]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'fastvqa.metrics' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"fastvqa.metrics.{module}"), name)
+    globals()[name] = value
+    return value

@@ -1,0 +1,130 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The value every metric function returns."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Iterator
+
+import numpy as np
+
+
+class MetricResult(Mapping):
+    """Named metric values plus per-question values.
+
+    Behaves as a read-only mapping from the names the benchmark prints
+    (``"Acc@GQA"``, ``"mIoU"``, ``"IoU-F1"``, ``"ROUGE-L"``, ``"R1@0.5"``...) to
+    floats at full precision, on the scale the paper prints (percentages on
+    0-100). Rounding happens only in :meth:`format_table`.
+
+    Attributes:
+        benchmark: what was evaluated, e.g. ``"nextgqa"``.
+        metrics: ordered name -> value.
+        per_question: column name -> array (or list) with one entry per
+            evaluated item, e.g. ``{"key": [...], "IoU": array, "IoP": array}``.
+        info: how it was computed: mode, counts (evaluated, missing, skipped),
+            thresholds, notes.
+    """
+
+    def __init__(
+        self,
+        benchmark: str,
+        metrics: dict[str, float],
+        per_question: dict[str, Any] | None = None,
+        info: dict[str, Any] | None = None,
+    ):
+        self.benchmark = benchmark
+        self.metrics = {k: float(v) for k, v in metrics.items()}
+        self.per_question = dict(per_question or {})
+        self.info = dict(info or {})
+
+    # Mapping protocol -------------------------------------------------------
+    def __getitem__(self, name: str) -> float:
+        try:
+            return self.metrics[name]
+        except KeyError:
+            raise KeyError(
+                f"{self.benchmark}: no metric {name!r}; available: {', '.join(self.metrics)}"
+            ) from None
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.metrics)
+
+    def __len__(self) -> int:
+        return len(self.metrics)
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{k}={v:.4g}" for k, v in self.metrics.items())
+        return f"MetricResult({self.benchmark}: {shown})"
+
+    # Output -------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready: benchmark, metrics (full precision; NaN as null), info."""
+        return {
+            "benchmark": self.benchmark,
+            "metrics": {k: _json_float(v) for k, v in self.metrics.items()},
+            "info": _jsonable(self.info),
+        }
+
+    def format_table(self, decimals: int = 1) -> str:
+        """A readable two-row table, rounded for display only."""
+        names = list(self.metrics)
+        values = [
+            "nan" if math.isnan(v) else f"{v:.{decimals}f}" for v in self.metrics.values()
+        ]
+        widths = [max(len(n), len(v)) for n, v in zip(names, values)]
+        head = "  ".join(n.rjust(w) for n, w in zip(names, widths))
+        row = "  ".join(v.rjust(w) for v, w in zip(values, widths))
+        lines = [f"{self.benchmark}", head, row]
+        for key in ("mode", "evaluated", "missing"):
+            if key in self.info:
+                lines.append(f"{key}: {self.info[key]}")
+        return "\n".join(lines)
+
+    def per_question_rows(self) -> list[dict[str, Any]]:
+        cols = {k: list(np.asarray(v).tolist()) if isinstance(v, np.ndarray) else list(v)
+                for k, v in self.per_question.items()}
+        n = max((len(v) for v in cols.values()), default=0)
+        return [{k: _jsonable(v[i]) for k, v in cols.items()} for i in range(n)]
+
+    def write_per_question(self, path: str | Path) -> Path:
+        """Writes per-question values as JSON Lines (``.jsonl``/``.json``) or CSV
+        (``.csv``). Refuses to overwrite an existing file."""
+        path = Path(path)
+        if path.exists():
+            raise FileExistsError(f"{path} exists; refusing to overwrite it")
+        rows = self.per_question_rows()
+        if path.suffix.lower() == ".csv":
+            with path.open("w", newline="") as f:
+                writer = csv.DictWriter(f, fieldnames=list(self.per_question))
+                writer.writeheader()
+                for row in rows:
+                    writer.writerow({k: json.dumps(v) if isinstance(v, (list, dict)) else v
+                                     for k, v in row.items()})
+        else:
+            with path.open("w") as f:
+                for row in rows:
+                    f.write(json.dumps(row) + "\n")
+        return path
+
+
+def _json_float(v: float) -> float | None:
+    return None if math.isnan(v) else v
+
+
+def _jsonable(x: Any) -> Any:
+    if isinstance(x, dict):
+        return {str(k): _jsonable(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_jsonable(v) for v in x]
+    if isinstance(x, np.ndarray):
+        return _jsonable(x.tolist())
+    if isinstance(x, np.generic):
+        return _jsonable(x.item())
+    if isinstance(x, float) and math.isnan(x):
+        return None
+    return x
