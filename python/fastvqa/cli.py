@@ -194,6 +194,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except (CommandError, DataFormatError, FileNotFoundError, IsADirectoryError) as err:
         print(f"fastvqa {args.command}: error: {err}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        # The reader went away (e.g. `| head`): not an error of ours. Point
+        # stdout at devnull so the interpreter's final flush stays quiet.
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":  # pragma: no cover

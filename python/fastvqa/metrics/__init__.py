@@ -21,7 +21,10 @@ _LAZY = {
     "rouge": "wildqa",
     "normalize_answer": "wildqa",
     "dvd_accuracy": "dvd",
+    "DVD_ANSWERS": "dvd",
+    "answer_subspace": "dvd",
     "multiple_choice_accuracy": "multiple_choice",
+    "parse_option_index": "multiple_choice",
     "moment_retrieval": "moment_retrieval",
     "recall_at_n": "moment_retrieval",
 }

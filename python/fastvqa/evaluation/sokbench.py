@@ -1,0 +1,122 @@
+# SPDX-License-Identifier: Apache-2.0
+"""``fastvqa eval sokbench`` and its random-answer baseline.
+
+Prediction format (``--pred``): a JSON object mapping a question id (as
+:func:`fastvqa.data.load_sokbench` makes them: ``"<type>_<i>"`` for the
+released ``{type: [questions]}`` file, ``"0"`` for a single-question file) or
+a record key (``"<video>_<question_id>"``) to the model's output, or a JSON
+list of outputs in file order. An output is a 0-based option index (JSON
+integer), free text (string: an option label is parsed, else the option with
+the highest BLEU is taken; see
+:func:`fastvqa.metrics.multiple_choice.multiple_choice_accuracy`), or ``null``
+(missing, scored wrong).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from fastvqa.data.errors import DataFormatError
+from fastvqa.evaluation import Baseline, Benchmark, register_baseline, register_benchmark
+from fastvqa.metrics.result import MetricResult
+
+_SMOOTHING = ("none",) + tuple(f"method{i}" for i in range(8))
+
+
+def _read_predictions(path: str) -> Any:
+    path_obj = Path(path)
+    try:
+        with path_obj.open() as f:
+            data = json.load(f)
+    except json.JSONDecodeError as err:
+        raise DataFormatError(path_obj, f"not valid JSON: {err}") from None
+    if isinstance(data, dict):
+        items = data.items()
+    elif isinstance(data, list):
+        items = enumerate(data)
+    else:
+        raise DataFormatError(path_obj, "expected a JSON object {question_id: output} or a list "
+                              f"of outputs in file order, got {type(data).__name__}")
+    for key, value in items:
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, str))):
+            raise DataFormatError(path_obj, "expected an option index (integer) or text, got "
+                                  f"{json.dumps(value)}", record=key)
+    return data
+
+
+def _add_eval_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--index-base", type=int, choices=(0, 1), default=0,
+                        help="how integers written in free text count options (default 0, as "
+                             "right_choice; JSON integers are always 0-based indices)")
+    parser.add_argument("--bleu-smoothing", choices=_SMOOTHING, default="none",
+                        help="NLTK smoothing for the BLEU fallback (default none: NLTK's plain "
+                             "sentence BLEU-4)")
+
+
+def _evaluate(args: argparse.Namespace) -> MetricResult:
+    from fastvqa.data.sokbench import load_sokbench
+    from fastvqa.metrics.multiple_choice import multiple_choice_accuracy
+
+    records = load_sokbench(args.gt)
+    outputs = _read_predictions(args.pred)
+    smoothing = None if args.bleu_smoothing == "none" else args.bleu_smoothing
+    try:
+        return multiple_choice_accuracy(outputs, records, index_base=args.index_base,
+                                        bleu_smoothing=smoothing, benchmark="sokbench")
+    except (TypeError, ValueError) as err:
+        raise DataFormatError(args.pred, str(err)) from None
+
+
+def _plot(result: MetricResult, args: argparse.Namespace, path: str) -> None:
+    """Horizontal bars: overall, per question type, macro mean."""
+    if Path(path).exists():
+        raise FileExistsError(f"{path} exists; refusing to overwrite it")
+    try:
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+    except ImportError as err:  # pragma: no cover - exercised only without matplotlib
+        raise ImportError("plots need matplotlib: pip install 'fastvqa[plot]'") from err
+    names = list(result)
+    fig = Figure(figsize=(7, 0.35 * len(names) + 1.2))
+    FigureCanvasAgg(fig)  # drawn off-screen: no pyplot state, no backend switch
+    ax = fig.add_subplot()
+    ax.barh(range(len(names)), [result[n] for n in names], color="tab:green")
+    ax.set_yticks(range(len(names)), labels=names)
+    ax.invert_yaxis()
+    ax.set_xlim(0, 100)
+    ax.axvline(25.0, color="gray", linestyle=":", label="chance (4 options)")
+    ax.set_xlabel("accuracy (%)")
+    ax.set_title(f"SOK-Bench multiple choice: {result.info.get('evaluated', '?')} questions")
+    ax.legend(loc="lower right")
+    fig.tight_layout()
+    fig.savefig(path, format="png", dpi=100)
+
+
+def _add_random_arguments(parser: argparse.ArgumentParser) -> None:
+    pass
+
+
+def _run_random(args: argparse.Namespace) -> dict[str, int]:
+    from fastvqa.data.sokbench import load_sokbench
+
+    rng = np.random.default_rng(args.seed)
+    # 0-based option indices, keyed by question id (unique within a file).
+    return {r.question_id: int(rng.integers(len(r.options))) for r in load_sokbench(args.gt)}
+
+
+register_benchmark(Benchmark(
+    name="sokbench",
+    help="SOK-Bench multiple-choice accuracy, per question type (--gt: the question JSON; "
+         "--pred: {question_id: option index or free text} or a list in file order)",
+    add_arguments=_add_eval_arguments,
+    evaluate=_evaluate,
+    plot=_plot,
+))
+register_baseline(Baseline("sokbench", "random-answer",
+                           "a seeded uniformly random option index (0-based) per question",
+                           _add_random_arguments, _run_random))
