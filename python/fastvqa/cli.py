@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -191,14 +192,17 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
     try:
         return args.func(args)
-    except (CommandError, DataFormatError, FileNotFoundError, IsADirectoryError) as err:
+    except (CommandError, DataFormatError, FileNotFoundError, IsADirectoryError,
+            ValueError, TypeError) as err:
+        # Bad files and arguments are the user's to fix: one line, no traceback
+        # (FASTVQA_DEBUG=1 shows it, for reporting a fastvqa bug).
+        if os.environ.get("FASTVQA_DEBUG"):
+            raise
         print(f"fastvqa {args.command}: error: {err}", file=sys.stderr)
         return 2
     except BrokenPipeError:
         # The reader went away (e.g. `| head`): not an error of ours. Point
         # stdout at devnull so the interpreter's final flush stays quiet.
-        import os
-
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
 

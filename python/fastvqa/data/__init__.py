@@ -21,6 +21,7 @@ _LAZY = {
     "load_sokbench": "sokbench",
     "load_activitynet_captions": "moment",
     "load_qvhighlights": "moment",
+    "load_qvhighlights_submission": "moment",
 }
 
 __all__ = ["DataFormatError", "QARecord", "spans_to_csr", *_LAZY]

@@ -25,8 +25,8 @@ _LAZY = {
     "answer_subspace": "dvd",
     "multiple_choice_accuracy": "multiple_choice",
     "parse_option_index": "multiple_choice",
-    "moment_retrieval": "moment_retrieval",
-    "recall_at_n": "moment_retrieval",
+    "moment_retrieval": "moment",
+    "recall_at_n": "moment",
 }
 
 __all__ = ["MetricResult", *_LAZY]

@@ -1,0 +1,179 @@
+# SPDX-License-Identifier: Apache-2.0
+"""``fastvqa eval qvhighlights`` and its trivial baselines.
+
+Evaluates a QVHighlights moment-retrieval submission against the
+ground-truth JSON Lines file with the official ``standalone_eval`` rules
+(:func:`fastvqa.metrics.moment_retrieval`). Highlight detection (saliency
+Hit@1 / mAP) is not computed.
+
+Files: ``--pred`` the submission (JSON Lines with ``qid`` and
+``pred_relevant_windows`` ``[[start, end, score], ...]`` per line, or a JSON
+array of those objects, which is what ``fastvqa baseline qvhighlights ...``
+writes); ``--gt`` the ground truth JSON Lines (``qid``, ``query``, ``vid``,
+``duration``, ``relevant_windows``).
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+import numpy as np
+
+from fastvqa.evaluation import Baseline, Benchmark, register_baseline, register_benchmark
+from fastvqa.metrics.result import MetricResult
+
+NAME = "qvhighlights"
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {value}")
+    return value
+
+
+def _add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--max-pred-windows", type=_count, default=10, metavar="N",
+                        help="mAP keeps the first N windows of each query in file order, before "
+                             "sorting by score (official: 10; 0 keeps all)")
+    parser.add_argument("--partial", action="store_true",
+                        help="evaluate the qids present in both files (the official script "
+                             "requires the same qids: match_number=True)")
+
+
+def _ground_truth(path: str) -> tuple[list, dict[str, np.ndarray]]:
+    from fastvqa.data.errors import DataFormatError
+    from fastvqa.data.moment import load_qvhighlights
+
+    records = load_qvhighlights(path)
+    gt = {}
+    for rec in records:
+        if rec.spans.shape[0] == 0:
+            raise DataFormatError(path, "no relevant_windows (the answer-less test release cannot "
+                                  "be evaluated)", record=f"qid {rec.extra['qid']!r}",
+                                  field="relevant_windows")
+        gt[rec.question_id] = rec.spans
+    return records, gt
+
+
+def _evaluate(args: argparse.Namespace) -> MetricResult:
+    from fastvqa.data.moment import load_qvhighlights_submission
+    from fastvqa.metrics import moment_retrieval
+
+    from fastvqa.data.errors import DataFormatError
+
+    _, gt = _ground_truth(args.gt)
+    predictions = load_qvhighlights_submission(args.pred)
+    try:
+        return moment_retrieval(predictions, gt, max_pred_windows=args.max_pred_windows or None,
+                                match_number=not args.partial)
+    except ValueError as err:
+        # Both files were validated by their loaders; what is left is the
+        # official qid check (the submission does not cover the ground truth).
+        raise DataFormatError(args.pred, str(err), field="qid") from None
+
+
+def _plot(result: MetricResult, args: argparse.Namespace, path: str) -> None:
+    """Two panels: the distribution of the top-1 window's IoU (the R1 IoU)
+    with the 0.5 / 0.7 thresholds, and mAP by ground-truth window length."""
+    try:
+        # The object API on an Agg canvas: no pyplot state, no global backend change.
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+    except ImportError:
+        raise ImportError("plots need matplotlib: pip install 'fastvqa[plot]'") from None
+
+    iou = np.asarray(result.per_question["IoU"], dtype=np.float64)
+    fig = Figure(figsize=(10, 4), dpi=100)
+    FigureCanvasAgg(fig)
+    ax1, ax2 = fig.subplots(1, 2)
+    ax1.hist(iou, bins=np.linspace(0.0, 1.0, 21), color="tab:blue", edgecolor="white")
+    for t, style in ((0.5, "--"), (0.7, ":")):
+        ax1.axvline(t, color="tab:red", linestyle=style, linewidth=1,
+                    label=f"R1@{t} = {result[f'R1@{t}']:.1f}%")
+    ax1.legend(loc="upper right", fontsize=8)
+    ax1.set_xlabel("IoU of the first predicted window (hull)")
+    ax1.set_ylabel("queries")
+    ax1.set_title(f"top-1 IoU, {len(iou)} queries")
+    names, values, counts = [], [], []
+    for name, bucket in result.info.get("buckets", {}).items():
+        lo, hi = bucket["range"]
+        names.append(f"{name}\n({lo:g}, {hi:g}] s")
+        values.append(bucket["mAP"])
+        counts.append(bucket["queries"])
+    names.append("full")
+    values.append(result["mAP"])
+    counts.append(len(iou))
+    heights = [0.0 if np.isnan(v) else v for v in values]
+    bars = ax2.bar(names, heights, color="tab:green")
+    for bar, v, c in zip(bars, values, counts):
+        ax2.text(bar.get_x() + bar.get_width() / 2, bar.get_height(),
+                 f"{v:.1f}\nn={c}" if not np.isnan(v) else f"n/a\nn={c}",
+                 ha="center", va="bottom", fontsize=8)
+    ax2.set_ylabel("mAP@[0.5:0.95] (%)")
+    ax2.set_ylim(0, max(100.0, max(heights) * 1.15))
+    ax2.set_title("mAP by ground-truth window length")
+    fig.tight_layout()
+    fig.savefig(path, format="png")
+
+
+register_benchmark(Benchmark(
+    name=NAME,
+    help="QVHighlights moment retrieval (R1@0.5/0.7, mAP@0.5/0.75, mAP) with the official "
+         "standalone_eval rules; --pred submission JSONL (or JSON list), --gt ground-truth JSONL",
+    add_arguments=_add_arguments,
+    evaluate=_evaluate,
+    plot=_plot,
+))
+
+
+# ----------------------------------------------------------------------------
+# Baselines: one window per query, in the submission format
+# ----------------------------------------------------------------------------
+
+
+def _submission(records: list, windows: list[list[float]]) -> list[dict[str, Any]]:
+    return [{"qid": rec.extra["qid"], "query": rec.question, "vid": rec.video_id,
+             "pred_relevant_windows": [w]} for rec, w in zip(records, windows)]
+
+
+def _records(args: argparse.Namespace) -> list:
+    from fastvqa.data.moment import load_qvhighlights
+
+    return load_qvhighlights(args.gt)
+
+
+def _full_video(args: argparse.Namespace) -> list[dict[str, Any]]:
+    records = _records(args)
+    return _submission(records, [[0.0, rec.duration, 1.0] for rec in records])
+
+
+def _centre_half(args: argparse.Namespace) -> list[dict[str, Any]]:
+    records = _records(args)
+    return _submission(records, [[rec.duration / 4, rec.duration * 3 / 4, 1.0] for rec in records])
+
+
+def _random_span(args: argparse.Namespace) -> list[dict[str, Any]]:
+    records = _records(args)
+    rng = np.random.default_rng(args.seed)
+    ends = rng.uniform(0.0, 1.0, size=(len(records), 2))
+    ends.sort(axis=1)
+    return _submission(records, [[float(a * rec.duration), float(b * rec.duration), 1.0]
+                                 for rec, (a, b) in zip(records, ends)])
+
+
+def _no_options(parser: argparse.ArgumentParser) -> None:
+    return None
+
+
+register_baseline(Baseline(NAME, "full-video", "one window [0, duration] per query",
+                           _no_options, _full_video))
+register_baseline(Baseline(NAME, "centre-half", "one window [duration/4, 3*duration/4] per query",
+                           _no_options, _centre_half))
+register_baseline(Baseline(NAME, "random",
+                           "one uniformly random window per query (seeded by --seed)",
+                           _no_options, _random_span))
