@@ -1,0 +1,392 @@
+# SPDX-License-Identifier: Apache-2.0
+"""``fastvqa eval wildqa-evidence|wildqa-qa`` and the WildQA trivial baselines.
+
+Prediction formats (both in the ground-truth file's question order, one entry
+per question):
+
+- ``wildqa-evidence``: a JSON list of span lists,
+  ``[[[start, end], ...], [], ...]`` in seconds (an empty list predicts no
+  evidence).
+- ``wildqa-qa``: a JSON list of answer strings.
+
+``--gt`` is a split file (``test.json``, ``dev.json``, ``raw_*.json``) or the
+folder holding them, with ``--split`` naming the file (default ``test``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import random
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+
+from fastvqa.data.errors import DataFormatError
+from fastvqa.evaluation import Baseline, Benchmark, register_baseline, register_benchmark
+from fastvqa.metrics.result import MetricResult
+
+EVIDENCE_MODES = ("wildqa-2022", "wildqa-2023", "clean")
+
+
+# --------------------------------------------------------------------------
+# Shared helpers
+# --------------------------------------------------------------------------
+
+
+def _add_split(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--split", default="test",
+                        help="split file to read when --gt is a folder: <folder>/<split>.json "
+                             "(test, dev, raw_test, raw_dev; default test)")
+
+
+def _gt_path(args: argparse.Namespace) -> Path:
+    gt = Path(args.gt)
+    if gt.is_dir():
+        gt = gt / f"{args.split}.json"
+    if not gt.exists():
+        raise FileNotFoundError(f"ground truth {gt} does not exist")
+    return gt
+
+
+def _load_gt(args: argparse.Namespace, evidence_filter: bool = False):
+    from fastvqa.data.wildqa import load_wildqa
+
+    gt = _gt_path(args)
+    return gt, load_wildqa(gt, evidence_filter=evidence_filter)
+
+
+def _command_error(message: str) -> Exception:
+    from fastvqa.cli import CommandError
+
+    return CommandError(message)
+
+
+def _read_predictions(path: str, n_gt: int, gt: Path) -> tuple[Path, list]:
+    """The prediction file as a JSON list, checked against the ground-truth
+    count before anything is scored."""
+    pred = Path(path)
+    with pred.open("rb") as f:
+        raw = f.read()
+    try:
+        data = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise DataFormatError(pred, f"not valid JSON ({err})") from None
+    if not isinstance(data, list):
+        raise DataFormatError(pred, "expected a JSON list with one entry per ground-truth "
+                                    f"question (in {gt.name}'s order), got {type(data).__name__}")
+    if len(data) != n_gt:
+        raise DataFormatError(
+            pred, f"has {len(data)} predictions but the ground truth {gt} has {n_gt} "
+                  "questions; give one entry per question, in the ground-truth file's order")
+    return pred, data
+
+
+def _check_span_predictions(pred: Path, data: list) -> list:
+    for i, spans in enumerate(data):
+        if not isinstance(spans, list):
+            raise DataFormatError(pred, "expected a list of [start, end] spans (seconds), "
+                                        f"got {type(spans).__name__}", record=i)
+        if len(spans) == 2 and all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                                   for v in spans):
+            raise DataFormatError(pred, f"expected a list of [start, end] spans, got the single "
+                                        f"span {spans!r} (write it as [[start, end]])", record=i)
+        for j, s in enumerate(spans):
+            if (not isinstance(s, list) or len(s) != 2
+                    or any(isinstance(v, bool) or not isinstance(v, (int, float)) for v in s)):
+                raise DataFormatError(pred, f"expected [start, end] in seconds, got {s!r}",
+                                      record=i, field=f"[{j}]")
+            if not all(math.isfinite(v) for v in s):
+                raise DataFormatError(pred, f"span endpoints must be finite, got {s!r}",
+                                      record=i, field=f"[{j}]")
+    return data
+
+
+def _add_record_columns(result: MetricResult, records: list) -> None:
+    result.per_question["key"] = [r.key for r in records]
+    result.per_question["video_id"] = [r.video_id for r in records]
+    result.per_question["domain"] = [r.extra.get("domain") for r in records]
+    result.per_question["duration"] = np.array([r.duration for r in records], dtype=np.float64)
+
+
+def _thresholds(text: str) -> list[float]:
+    try:
+        values = [float(t) for t in text.split(",") if t.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected comma-separated numbers, got {text!r}") from None
+    if not values or not all(0.0 <= v <= 1.0 for v in values):
+        raise argparse.ArgumentTypeError(f"thresholds must lie in [0, 1], got {text!r}")
+    return values
+
+
+def _unit_interval(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"must lie in [0, 1], got {value}")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+# --------------------------------------------------------------------------
+# wildqa-evidence
+# --------------------------------------------------------------------------
+
+
+def _evidence_arguments(parser: argparse.ArgumentParser) -> None:
+    _add_split(parser)
+    parser.add_argument("--threshold", type=_unit_interval, default=0.5,
+                        help="IoU a prediction needs (>=) to count (default 0.5, the paper's; "
+                             "the 2023 code logged 0.1)")
+    parser.add_argument("--thresholds", type=_thresholds, default=None, metavar="T1,T2,...",
+                        help="extra thresholds, each reported as IoU-F1@T")
+    parser.add_argument("--pad-to-batch", type=_positive_int, default=None, metavar="B",
+                        help="wildqa-2022 only: count the paper-era (0, 0) gold padding of "
+                             "eval batches of B questions (the release used 32, or 16)")
+    parser.add_argument("--evidence-filter", action="store_true",
+                        help="apply the 1/4-duration filter to the alternative evidence "
+                             "(for raw_*.json; the released dev/test files are filtered)")
+
+
+def _evaluate_evidence(args: argparse.Namespace) -> MetricResult:
+    from fastvqa.metrics.wildqa import iou_f1
+
+    if args.pad_to_batch is not None and args.mode != "wildqa-2022":
+        raise _command_error("--pad-to-batch reproduces a wildqa-2022 artefact; "
+                             f"it does not apply to --mode {args.mode}")
+    gt, records = _load_gt(args, evidence_filter=args.evidence_filter)
+    pred, data = _read_predictions(args.pred, len(records), gt)
+    spans = _check_span_predictions(pred, data)
+    alternatives = None
+    if args.mode != "wildqa-2022":  # the paper era scored the primary evidence only
+        alternatives = [r.extra["alter_spans"] for r in records]
+    result = iou_f1(spans, [r.spans for r in records], mode=args.mode,
+                    threshold=args.threshold, thresholds=args.thresholds,
+                    alternatives=alternatives, pad_to_batch=args.pad_to_batch)
+    _add_record_columns(result, records)
+    result.info.update(gt=str(gt), pred=str(pred), evidence_filter=args.evidence_filter)
+    return result
+
+
+def _plot_evidence(result: MetricResult, args: argparse.Namespace, path: str) -> None:
+    """Left: distribution of per-question F1. Right: mean IoU-F1 per video-length
+    quartile (bin edges are the quartiles of the evaluated durations)."""
+    fig, (left, right) = _figure(2)
+    f1 = np.asarray(result.per_question["F1"], dtype=np.float64)
+    left.hist(f1, bins=np.linspace(0, max(1.0, float(f1.max(initial=1.0))), 13),
+              color="#4c72b0", edgecolor="white")
+    left.set_xlabel("per-question F1")
+    left.set_ylabel("questions")
+    left.set_title(f"{result.info['mode']}: IoU-F1 = {result['IoU-F1']:.2f}")
+    duration = np.asarray(result.per_question["duration"], dtype=np.float64)
+    _bar_by_bins(right, duration, f1 * 100.0, "video length (s)", "IoU-F1")
+    right.set_title("mean IoU-F1 per video-length quartile")
+    fig.savefig(path, dpi=120)
+
+
+# --------------------------------------------------------------------------
+# wildqa-qa
+# --------------------------------------------------------------------------
+
+
+def _qa_arguments(parser: argparse.ArgumentParser) -> None:
+    _add_split(parser)
+    parser.add_argument("--references", choices=("primary", "max"), default="primary",
+                        help="primary: the Phase-1 answer only, as the paper's model numbers "
+                             "(default); max: best over all answers")
+    parser.add_argument("--stemmer", action="store_true",
+                        help="Porter-stem tokens (off in the official evaluation)")
+
+
+def _evaluate_qa(args: argparse.Namespace) -> MetricResult:
+    from fastvqa.metrics.wildqa import rouge
+
+    gt, records = _load_gt(args)
+    pred, data = _read_predictions(args.pred, len(records), gt)
+    for i, answer in enumerate(data):
+        if not isinstance(answer, str):
+            raise DataFormatError(pred, f"expected an answer string, got {type(answer).__name__}",
+                                  record=i)
+    result = rouge(data, [r.extra["answers"] for r in records],
+                   references_mode=args.references, use_stemmer=args.stemmer)
+    _add_record_columns(result, records)
+    result.info.update(gt=str(gt), pred=str(pred))
+    return result
+
+
+def _plot_qa(result: MetricResult, args: argparse.Namespace, path: str) -> None:
+    """Mean ROUGE-1/2/L per domain, and over all questions."""
+    fig, (ax,) = _figure(1)
+    domains = [str(d) for d in result.per_question["domain"]]
+    groups = sorted(set(domains)) + ["all"]
+    names = ("ROUGE-1", "ROUGE-2", "ROUGE-L")
+    width = 0.8 / len(names)
+    x = np.arange(len(groups))
+    for j, name in enumerate(names):
+        values = np.asarray(result.per_question[name], dtype=np.float64) * 100.0
+        means = [values[[d == g for d in domains]].mean() if g != "all" else values.mean()
+                 for g in groups]
+        ax.bar(x + (j - 1) * width, means, width, label=name)
+    ax.set_xticks(x, groups, rotation=20, ha="right")
+    ax.set_ylabel("F-measure (%)")
+    ax.set_title(f"WildQA answers ({result.info['references']} reference)")
+    ax.legend()
+    fig.savefig(path, dpi=120)
+
+
+# --------------------------------------------------------------------------
+# Plot helpers (matplotlib without pyplot: no global state, no backend switch)
+# --------------------------------------------------------------------------
+
+
+def _figure(ncols: int):
+    try:
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+    except ImportError as err:
+        raise ImportError("plots need matplotlib: pip install 'fastvqa[plot]'") from err
+    fig = Figure(figsize=(5.5 * ncols, 4.2), layout="constrained")
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(1, ncols, squeeze=False)[0]
+    return fig, tuple(axes)
+
+
+def _bar_by_bins(ax, x: np.ndarray, y: np.ndarray, xlabel: str, ylabel: str) -> None:
+    if x.size == 0:
+        ax.set_axis_off()
+        return
+    edges = np.unique(np.quantile(x, [0, 0.25, 0.5, 0.75, 1.0]))
+    if edges.size < 2:
+        edges = np.array([x.min(), x.min() + 1.0])
+    which = np.clip(np.searchsorted(edges, x, side="right") - 1, 0, edges.size - 2)
+    means = [y[which == b].mean() if np.any(which == b) else 0.0 for b in range(edges.size - 1)]
+    labels = [f"{edges[b]:.0f}-{edges[b + 1]:.0f}" for b in range(edges.size - 1)]
+    ax.bar(np.arange(len(means)), means, color="#55a868")
+    ax.set_xticks(np.arange(len(means)), labels)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+
+
+# --------------------------------------------------------------------------
+# Baselines
+# --------------------------------------------------------------------------
+
+
+def _train_arguments(parser: argparse.ArgumentParser) -> None:
+    _add_split(parser)
+    parser.add_argument("--train", default=None, metavar="FILE",
+                        help="the split whose Phase-1 answers the baseline draws from "
+                             "(default: dev.json beside the ground truth, the paper's "
+                             "few-shot training split)")
+
+
+def _train_answers(args: argparse.Namespace, gt: Path) -> list[str]:
+    from fastvqa.data.wildqa import load_wildqa
+
+    train = Path(args.train) if args.train else gt.parent / "dev.json"
+    if not train.exists():
+        raise FileNotFoundError(f"training split {train} does not exist (give --train FILE)")
+    answers = [r.answer for r in load_wildqa(train)]
+    if not answers:
+        raise DataFormatError(train, "holds no questions to draw answers from")
+    return answers
+
+
+def _common_answer(args: argparse.Namespace) -> list[str]:
+    """The paper's "Common" baseline: always the most frequent Phase-1 answer of the
+    training (dev) split, counted on the raw strings (``"Yes"``: 5 times, ahead
+    of ``"Yes."`` 4). Ties go to the answer seen first, as the official
+    stable sort by count does."""
+    gt, records = _load_gt(args)
+    answer = Counter(_train_answers(args, gt)).most_common(1)[0][0]
+    return [answer] * len(records)
+
+
+def _random_answer(args: argparse.Namespace) -> list[str]:
+    """Paper "Random": a uniform draw among the training split's Phase-1
+    answers per question (``random.choices``), seeded with ``--seed`` (the
+    official scripts used 42 through Lightning's ``seed_everything``; their
+    exact draws also depended on batch order and are not reproduced)."""
+    gt, records = _load_gt(args)
+    rng = random.Random(args.seed)
+    return rng.choices(_train_answers(args, gt), k=len(records))
+
+
+def _random_spans_arguments(parser: argparse.ArgumentParser) -> None:
+    _add_split(parser)
+    parser.add_argument("--spans", type=_positive_int, default=5, metavar="K",
+                        help="spans per question (default 5, the official span_prediction_count)")
+
+
+def _random_spans(args: argparse.Namespace) -> list[list[list[float]]]:
+    """The official random evidence baseline (``src/src/rdm/random.py``): per
+    question, ``--spans`` spans, each from two independent ``uniform(0,
+    duration)`` draws sorted into (start, end), in seconds, unrounded;
+    duplicates possible. Seeded with ``--seed`` (Python's ``random``)."""
+    _, records = _load_gt(args)
+    rng = random.Random(args.seed)
+    out = []
+    for r in records:
+        spans = []
+        for _ in range(args.spans):
+            t1, t2 = rng.uniform(0, r.duration), rng.uniform(0, r.duration)
+            spans.append([t1, t2] if t1 <= t2 else [t2, t1])
+        out.append(spans)
+    return out
+
+
+# --------------------------------------------------------------------------
+# Registration
+# --------------------------------------------------------------------------
+
+register_benchmark(Benchmark(
+    name="wildqa-evidence",
+    help="WildQA video evidence selection: IoU-F1 (predictions: JSON list of [start, end] "
+         "span lists, one per ground-truth question, in its order)",
+    add_arguments=_evidence_arguments,
+    evaluate=_evaluate_evidence,
+    plot=_plot_evidence,
+    modes=EVIDENCE_MODES,
+    default_mode="wildqa-2022",
+))
+
+register_benchmark(Benchmark(
+    name="wildqa-qa",
+    help="WildQA open-ended answers: ROUGE-1/2/L F (predictions: JSON list of answer "
+         "strings, one per ground-truth question, in its order)",
+    add_arguments=_qa_arguments,
+    evaluate=_evaluate_qa,
+    plot=_plot_qa,
+))
+
+register_baseline(Baseline(
+    benchmark="wildqa-qa", name="common",
+    help="always the most common Phase-1 answer of the training (dev) split ('Yes')",
+    add_arguments=_train_arguments, run=_common_answer,
+))
+
+register_baseline(Baseline(
+    benchmark="wildqa-qa", name="random",
+    help="a random Phase-1 answer of the training (dev) split per question (seeded)",
+    add_arguments=_train_arguments, run=_random_answer,
+))
+
+register_baseline(Baseline(
+    benchmark="wildqa-evidence", name="random",
+    help="K random spans per question, endpoints uniform in [0, duration] (seeded)",
+    add_arguments=_random_spans_arguments, run=_random_spans,
+))

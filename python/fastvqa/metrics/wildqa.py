@@ -1,0 +1,605 @@
+# SPDX-License-Identifier: Apache-2.0
+"""WildQA metrics: evidence-selection IoU-F1 (three named modes) and answer ROUGE.
+
+The official code is MichiganNLP/In-the-wild-QA (``src/src/metrics.py``). Its
+IoU-F1 changed after the paper (commit e46c788, March 2023), so fastvqa names
+both versions plus a clean definition; see ``anchors/eval.md`` section 1.2 and
+``papers/wildqa.md`` sections 2 and 6.4.
+
+Scale: the WildQA paper prints IoU-F1 and ROUGE as percentages (Table 4:
+"Common 10.6", Table 5: "Random 2.5", "Human 18.37"), so the dataset-level
+values here are on the 0-100 scale; per-question values stay on the 0-1 scale
+of a single F-measure (so the "wildqa-2022" quirk shows as 1.333...).
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from collections.abc import Sequence
+from typing import Any, Optional
+
+import numpy as np
+
+from fastvqa.metrics.result import MetricResult
+
+IOU_F1_MODES = ("wildqa-2022", "wildqa-2023", "clean")
+REFERENCE_MODES = ("primary", "max")
+
+_ROUGE_KEYS = (("ROUGE-1", "rouge1"), ("ROUGE-2", "rouge2"), ("ROUGE-L", "rougeL"))
+_PUNCTUATION = str.maketrans("", "", string.punctuation)
+_ARTICLES = re.compile(r"\b(?:a|an|the)\b")
+
+
+# --------------------------------------------------------------------------
+# Input checks
+# --------------------------------------------------------------------------
+
+
+def _span_rows(name: str, rows: Any, n: Optional[int] = None) -> list[np.ndarray]:
+    """``rows`` (one list of ``[start, end]`` pairs per question) -> list of
+    ``(k, 2)`` float64 arrays; raises TypeError/ValueError naming the item."""
+    if isinstance(rows, (str, bytes)) or not isinstance(rows, (Sequence, np.ndarray)):
+        raise TypeError(
+            f"iou_f1: {name} must be a sequence with one list of [start, end] spans per "
+            f"question, got {type(rows).__name__}"
+        )
+    if n is not None and len(rows) != n:
+        raise ValueError(
+            f"iou_f1: {name} has {len(rows)} entries but predictions has {n}; "
+            "give one entry per question, in the same order"
+        )
+    return [_span_array(f"{name}[{i}]", row) for i, row in enumerate(rows)]
+
+
+def _span_array(where: str, row: Any) -> np.ndarray:
+    if isinstance(row, (str, bytes, dict)):
+        raise TypeError(f"iou_f1: {where} must be a list of [start, end] spans, "
+                        f"got {type(row).__name__}")
+    try:
+        arr = np.asarray(row, dtype=np.float64)
+    except (TypeError, ValueError) as err:
+        raise TypeError(f"iou_f1: {where} must be a list of [start, end] number pairs "
+                        f"({err})") from None
+    if arr.size == 0:
+        return np.zeros((0, 2), dtype=np.float64)
+    if arr.ndim != 2 or arr.shape[1] != 2:
+        raise ValueError(
+            f"iou_f1: {where} must have shape (k, 2) (a list of [start, end] spans), "
+            f"got shape {arr.shape}"
+        )
+    if not np.isfinite(arr).all():
+        raise ValueError(f"iou_f1: {where} holds a NaN or infinite endpoint: {row!r}")
+    return arr
+
+
+def _check_threshold(name: str, t: Any) -> float:
+    if isinstance(t, bool) or not isinstance(t, (int, float, np.integer, np.floating)):
+        raise TypeError(f"iou_f1: {name} must be a number, got {type(t).__name__}")
+    t = float(t)
+    if not 0.0 <= t <= 1.0:
+        raise ValueError(f"iou_f1: {name} must lie in [0, 1], got {t}")
+    return t
+
+
+# --------------------------------------------------------------------------
+# Vectorised core: best IoU per prediction against a ragged set of targets
+# --------------------------------------------------------------------------
+
+
+def _csr(rows: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    counts = np.fromiter((r.shape[0] for r in rows), dtype=np.int64, count=len(rows))
+    offsets = np.zeros(len(rows) + 1, dtype=np.int64)
+    np.cumsum(counts, out=offsets[1:])
+    flat = np.concatenate(rows, axis=0) if rows else np.zeros((0, 2))
+    return np.ascontiguousarray(flat, dtype=np.float64).reshape(-1, 2), offsets
+
+
+class _Pairs:
+    """Every (prediction, target span) pair of the same instance, with its IoU.
+
+    The IoU is the compiled ``paired_temporal_iou`` kernel in float64:
+    ``inter = max(min(ends) - max(starts), 0)``, ``inter / (len_p + len_g -
+    inter)``, 0 for an empty union. That is operation for operation the
+    official HEAD ``compute_iou`` (which returns 0 when ``inter <= 0``) and, on
+    integer endpoints, exactly the paper-era set IoU ``|A & B| / |A | B|`` of
+    ``range(start, end)`` sets (integers are exact in float64 and both divide
+    once, correctly rounded).
+    """
+
+    def __init__(self, preds: list[np.ndarray], golds: list[np.ndarray]):
+        from fastvqa.ops import paired_temporal_iou
+
+        self.n = len(preds)
+        self.pred, self.p_off = _csr(preds)
+        self.gold, self.g_off = _csr(golds)
+        self.k = np.diff(self.p_off)
+        self.m = np.diff(self.g_off)
+        self.inst_of_pred = np.repeat(np.arange(self.n), self.k)
+        m_pp = self.m[self.inst_of_pred]  # target spans seen by each prediction
+        total = int(m_pp.sum())
+        block = np.cumsum(m_pp) - m_pp  # first pair of each prediction
+        self.pair_pred = np.repeat(np.arange(self.pred.shape[0]), m_pp)
+        self.pair_gold = (np.repeat(self.g_off[:-1][self.inst_of_pred], m_pp)
+                          + np.arange(total) - np.repeat(block, m_pp))
+        if total:
+            self.iou = paired_temporal_iou(self.pred[self.pair_pred], self.gold[self.pair_gold])
+        else:
+            self.iou = np.zeros(0)
+        # best IoU of each prediction over its instance's targets (0 if none)
+        self.best = np.zeros(self.pred.shape[0])
+        has = m_pp > 0
+        if total:
+            self.best[has] = np.maximum.reduceat(self.iou, block[has])
+
+    def count_per_instance(self, hit: np.ndarray) -> np.ndarray:
+        """Number of predictions flagged in ``hit`` (one flag per prediction)."""
+        return np.bincount(self.inst_of_pred, weights=hit, minlength=self.n).astype(np.int64)
+
+    def one_to_one_tp(self, threshold: float) -> np.ndarray:
+        """Per instance, the largest number of (prediction, target) pairs with
+        IoU >= threshold such that no span is used twice (maximum bipartite
+        matching). Instances where no span has two candidates are counted
+        vectorised; the rest run a small augmenting-path matching."""
+        edge = self.iou >= threshold
+        ep, eg = self.pair_pred[edge], self.pair_gold[edge]
+        deg_p = np.bincount(ep, minlength=self.pred.shape[0])
+        deg_g = np.bincount(eg, minlength=self.gold.shape[0])
+        tp = self.count_per_instance((deg_p > 0).astype(np.float64))
+        inst_of_gold = np.repeat(np.arange(self.n), self.m)
+        conflict = np.zeros(self.n, dtype=bool)
+        conflict[self.inst_of_pred[deg_p > 1]] = True
+        conflict[inst_of_gold[deg_g > 1]] = True
+        # Edges are ordered by prediction, hence by instance: slice, don't scan.
+        bounds = np.searchsorted(ep, self.p_off)
+        for i in np.flatnonzero(conflict):
+            lo, hi = bounds[i], bounds[i + 1]
+            adj: list[list[int]] = [[] for _ in range(int(self.k[i]))]
+            for p, g in zip((ep[lo:hi] - self.p_off[i]).tolist(),
+                            (eg[lo:hi] - self.g_off[i]).tolist()):
+                adj[p].append(g)
+            tp[i] = _max_matching(adj, int(self.m[i]))
+        return tp
+
+
+def _max_matching(adj: list[list[int]], m: int) -> int:
+    """Size of a maximum matching (Kuhn's augmenting paths); ``adj[p]`` lists
+    the targets prediction ``p`` may take."""
+    owner = [-1] * m
+
+    def augment(p: int, seen: list[bool]) -> bool:
+        for g in adj[p]:
+            if not seen[g]:
+                seen[g] = True
+                if owner[g] < 0 or augment(owner[g], seen):
+                    owner[g] = p
+                    return True
+        return False
+
+    return sum(augment(p, [False] * m) for p in range(len(adj)))
+
+
+# --------------------------------------------------------------------------
+# Per-mode F1
+# --------------------------------------------------------------------------
+
+
+def _f1_2022(tp: np.ndarray, k: np.ndarray, m: np.ndarray):
+    """Paper-era per-instance F1 in float64, as the Python original: P = TP/k
+    and R = TP/m (0 for a zero denominator), NOT capped; F1 = 2PR/(P+R), 0 if P
+    or R is 0; 1 when both lists are empty."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p = np.where(k > 0, tp / np.maximum(k, 1), 0.0)
+        r = np.where(m > 0, tp / np.maximum(m, 1), 0.0)
+        f1 = np.where((p == 0) | (r == 0), 0.0, 2.0 * p * r / (p + r))
+    f1 = np.where((k == 0) & (m == 0), 1.0, f1)
+    return f1, p, r
+
+
+def _f1_2023(tp: np.ndarray, k: np.ndarray, m: np.ndarray):
+    """HEAD per-instance F1. The official code divides an int64 torch count by
+    the list length (giving float32), caps with ``min(., 1)`` and combines in
+    float32; no empty/empty special case (both empty gives 0)."""
+    one, two = np.float32(1), np.float32(2)
+    tp32 = tp.astype(np.float32)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p = np.where(k > 0, np.minimum(tp32 / np.maximum(k, 1).astype(np.float32), one),
+                     np.float32(0))
+        r = np.where(m > 0, np.minimum(tp32 / np.maximum(m, 1).astype(np.float32), one),
+                     np.float32(0))
+        f1 = np.where((p == 0) | (r == 0), np.float32(0), two * p * r / (p + r))
+    return f1.astype(np.float32), p.astype(np.float32), r.astype(np.float32)
+
+
+def _f1_clean(tp: np.ndarray, k: np.ndarray, m: np.ndarray):
+    """Clean per-instance F1 in float64; TP comes from one-to-one matching so P
+    and R never exceed 1. Both lists empty counts as full agreement (1)."""
+    return _f1_2022(tp, k, m)
+
+
+def _float32_running_mean(values: np.ndarray) -> float:
+    """The official torchmetrics state: a float32 ``total`` that each
+    per-question F1 is added to in order, divided by a float32 ``count``.
+    ``np.add.accumulate`` is sequential (unlike ``sum``, which is pairwise)."""
+    if values.size == 0:
+        return float("nan")
+    total = np.add.accumulate(values.astype(np.float32), dtype=np.float32)[-1]
+    return float(np.float32(total) / np.float32(values.size))
+
+
+# --------------------------------------------------------------------------
+# iou_f1
+# --------------------------------------------------------------------------
+
+
+def iou_f1(
+    predictions: Sequence[Any],
+    golds: Sequence[Any],
+    *,
+    mode: str = "wildqa-2022",
+    threshold: float = 0.5,
+    thresholds: Optional[Sequence[float]] = None,
+    alternatives: Optional[Sequence[Sequence[Any]]] = None,
+    pad_to_batch: Optional[int] = None,
+) -> MetricResult:
+    """WildQA video-evidence-selection IoU-F1 (macro mean of per-question F1).
+
+    Args:
+        predictions: N entries, one per question: a list (or ``(k, 2)``
+            array) of predicted ``[start, end]`` spans in seconds; ``k`` may be
+            0 (no evidence predicted). Reversed spans (end < start) are empty
+            and match nothing.
+        golds: N entries, the primary (Phase-1, field ``evidences``) gold spans
+            of each question, ``(m, 2)`` seconds, as the annotation file holds
+            them (fastvqa's loader gives them as ``QARecord.spans``).
+        mode: ``"wildqa-2022"`` (default: the rules that produced the COLING
+            2022 tables), ``"wildqa-2023"`` (the repository's rewrite, HEAD) or
+            ``"clean"``. See below.
+        threshold: a prediction counts as correct when its IoU is ``>=``
+            threshold (the paper's text says "more than", the code uses
+            ``>=``). 0.5 in the paper. In ``"wildqa-2023"`` the comparison is in
+            float32, as the official code did; its training code logged
+            ``threshold=0.1`` (``torch.linspace(0, 1, 21)[2]``, equal to
+            ``float32(0.1)``).
+        thresholds: optional extra thresholds; each adds a metric
+            ``"IoU-F1@<t>"`` and a per-question column ``"F1@<t>"``. For HEAD's
+            exact grid pass ``torch.linspace(0, 1, 21).tolist()`` (its 0.45 is one
+            float32 step below ``float32(0.45)``).
+        alternatives: optional, N entries, each a list of other annotators'
+            span lists (field ``alter_evidences``: one ``(k_j, 2)`` list per
+            annotator). Used by ``"wildqa-2023"`` and ``"clean"``: the question
+            scores the maximum F1 over {primary, each alternative}, per
+            threshold. ``"wildqa-2022"`` scored the primary set only and rejects
+            them.
+        pad_to_batch: ``"wildqa-2022"`` only. Reproduces the paper-era batch
+            artefact: in each run of ``pad_to_batch`` consecutive questions the
+            gold lists were zero-padded with ``(0, 0)`` spans to the longest one
+            and the padding counted in #gold (it never matches). The released
+            scripts evaluated with batches of 32 (16 for the evidence models).
+            ``None`` (default): no padding.
+
+    Returns:
+        :class:`MetricResult` ``"wildqa-evidence"`` with ``"IoU-F1"`` = 100 x
+        the mean per-question F1 at ``threshold`` (the paper's percent scale;
+        ``nan`` when N = 0) and, with ``thresholds``, ``"IoU-F1@<t>"``.
+        ``per_question`` columns: ``index``, ``F1`` (0-1, at ``threshold``),
+        ``precision``, ``recall``, ``TP``, ``n_pred``, ``n_gold`` (spans of the
+        scored target set after the mode's gold processing and padding),
+        ``target`` (0 = primary, j = alternative j-1; the first maximum wins
+        ties) and ``F1@<t>`` per extra threshold.
+
+    Modes (per question: P = predictions, G = target spans, k = |P|, m = |G|):
+
+    - ``"wildqa-2022"`` (``IouF1`` of the paper era, ``metrics.py`` up to
+      530f6eb): both ends of every span are rounded to integer seconds with
+      Python's half-to-even ``round`` (0.5 -> 0, 2.5 -> 2) and the span becomes
+      the end-exclusive set ``range(round(s), round(e))``; IoU = |A & B| /
+      |A | B| (0 for an empty union). Each prediction takes its best IoU over G;
+      TP = #{best >= threshold}; P = TP / k, R = TP / m, **not capped** (several
+      predictions may match one gold span: two copies of a correct span score
+      F1 = 4/3); F1 = 2PR / (P + R), 0 if P or R is 0; **both empty -> 1**. The
+      duplicate-prediction pruning of the original (IoU > 1.0) can never fire
+      and is omitted. The mean is accumulated as the official float32 running
+      total (per-question values are exact float64).
+    - ``"wildqa-2023"`` (``IouF1`` from e46c788 on, as ``model.py`` feeds it):
+      continuous IoU ``inter / (len_p + len_g - inter)``, 0 when ``inter <= 0``;
+      the primary gold is first rounded to integer seconds (half-to-even, as the
+      HEAD loader still does) and spans equal to ``(0, 0)`` are dropped (so a
+      real ``[0.0, 0.4]`` disappears too); alternative spans are held in float32
+      (a float32 tensor in the batch) and ``(0, 0)`` is dropped; predictions are
+      used as given. IoU is computed in float64 and stored as float32, compared
+      ``>=`` with the threshold cast to float32; P and R are capped at 1 and
+      combined in float32; **both empty -> 0**; maximum over target sets; float32
+      running mean. Equal to the official number when the whole split is one
+      batch; the official per-batch float32 partial sums can move the 7th
+      significant digit.
+    - ``"clean"``: continuous float64 IoU on the spans as given, one-to-one
+      matching (TP = size of a maximum matching between P and G over pairs with
+      IoU >= threshold, so P, R <= 1), both empty -> 1, maximum over target sets
+      when ``alternatives`` are given, float64 mean. No official script
+      computes this; it is the paper's prose definition without the quirks.
+
+    When both lists are empty the per-question ``precision`` and ``recall``
+    read 0 whatever the F1 (the official code short-cuts to F1 = 1 or 0).
+
+    Raises:
+        TypeError / ValueError: an unknown mode, mismatched lengths, a span
+        list not shaped ``(k, 2)``, a NaN or infinite endpoint, a threshold
+        outside [0, 1], ``alternatives`` or ``pad_to_batch`` where the mode has
+        no use for them.
+    """
+    if mode not in IOU_F1_MODES:
+        raise ValueError(f"iou_f1: mode must be one of {', '.join(IOU_F1_MODES)}; got {mode!r}")
+    main_t = _check_threshold("threshold", threshold)
+    extra_t = [_check_threshold(f"thresholds[{i}]", t) for i, t in enumerate(thresholds or ())]
+    preds = _span_rows("predictions", predictions)
+    n = len(preds)
+    gold_rows = _span_rows("golds", golds, n)
+    if alternatives is not None and mode == "wildqa-2022":
+        raise ValueError("iou_f1: mode 'wildqa-2022' scores the primary gold only (as the paper "
+                         "did); pass alternatives with mode 'wildqa-2023' or 'clean'")
+    if pad_to_batch is not None:
+        if mode != "wildqa-2022":
+            raise ValueError("iou_f1: pad_to_batch reproduces a 'wildqa-2022' artefact only")
+        if isinstance(pad_to_batch, bool) or not isinstance(pad_to_batch, (int, np.integer)) \
+                or pad_to_batch < 1:
+            raise ValueError("iou_f1: pad_to_batch must be a positive integer, "
+                             f"got {pad_to_batch!r}")
+    alt_sets = _alternative_sets(alternatives, n)
+
+    # Each question becomes one or more instances (primary, then alternatives).
+    targets = _targets_for_mode(mode, gold_rows, alt_sets)
+    inst_q = np.repeat(np.arange(n), [len(t) for t in targets])
+    if mode == "wildqa-2022":
+        # The paper-era IoU rounds both spans of every pair with Python's
+        # round(), which is half-to-even like np.rint.
+        preds = [np.rint(p) for p in preds]
+    inst_preds = [preds[q] for q in inst_q]
+    inst_golds = [g for t in targets for g in t]
+    pairs = _Pairs(inst_preds, inst_golds)
+    k, m = pairs.k, pairs.m.copy()
+    if pad_to_batch is not None and n:
+        m = _padded_counts(m, int(pad_to_batch))
+
+    def per_instance(t: float):
+        if mode == "wildqa-2022":
+            tp = pairs.count_per_instance((pairs.best >= t).astype(np.float64))
+            return (*_f1_2022(tp, k, m), tp)
+        if mode == "wildqa-2023":
+            # HEAD's compute_iou ran on Python floats (float64) and its result
+            # went into a float32 tensor: round the float64 IoU once, rather
+            # than run the kernel in float32 (which rounds every step).
+            hit = pairs.best.astype(np.float32) >= np.float32(t)
+            tp = pairs.count_per_instance(hit.astype(np.float64))
+            return (*_f1_2023(tp, k, m), tp)
+        tp = pairs.one_to_one_tp(t)
+        return (*_f1_clean(tp, k, m), tp)
+
+    f1, prec, rec, tp = per_instance(main_t)
+    pick = _first_max_per_question(f1, inst_q, n)
+    q_f1 = f1[pick]
+    mean = _float32_running_mean(q_f1) if mode != "clean" else _mean(q_f1)
+    metrics = {"IoU-F1": 100.0 * mean}
+    per_question: dict[str, Any] = {
+        "index": np.arange(n),
+        "F1": q_f1.astype(np.float64),
+        "precision": prec[pick].astype(np.float64),
+        "recall": rec[pick].astype(np.float64),
+        "TP": tp[pick],
+        "n_pred": k[pick],
+        "n_gold": m[pick],
+        "target": pick - np.searchsorted(inst_q, np.arange(n)),
+    }
+    for t in extra_t:
+        name = f"{t:g}"
+        if f"IoU-F1@{name}" in metrics:
+            raise ValueError(f"iou_f1: threshold {t} given twice")
+        f1_t = per_instance(t)[0]
+        best_t = np.zeros(n, dtype=f1_t.dtype)
+        if n:
+            best_t = np.maximum.reduceat(f1_t, np.searchsorted(inst_q, np.arange(n)))
+        m_t = _float32_running_mean(best_t) if mode != "clean" else _mean(best_t)
+        metrics[f"IoU-F1@{name}"] = 100.0 * m_t
+        per_question[f"F1@{name}"] = best_t.astype(np.float64)
+    info = {
+        "mode": mode,
+        "threshold": main_t,
+        "thresholds": extra_t,
+        "evaluated": n,
+        "with_alternatives": alternatives is not None,
+        "pad_to_batch": pad_to_batch,
+        "scale": "IoU-F1 in percent (0-100); per-question F1 on 0-1",
+    }
+    return MetricResult("wildqa-evidence", metrics, per_question, info)
+
+
+def _mean(values: np.ndarray) -> float:
+    return float(np.mean(values, dtype=np.float64)) if values.size else float("nan")
+
+
+def _alternative_sets(alternatives: Any, n: int) -> list[list[np.ndarray]]:
+    if alternatives is None:
+        return [[] for _ in range(n)]
+    if isinstance(alternatives, (str, bytes)) or not isinstance(alternatives, Sequence):
+        raise TypeError("iou_f1: alternatives must be a sequence (one list of annotator span "
+                        f"lists per question), got {type(alternatives).__name__}")
+    if len(alternatives) != n:
+        raise ValueError(f"iou_f1: alternatives has {len(alternatives)} entries but "
+                         f"predictions has {n}; give one entry per question")
+    out = []
+    for i, sets in enumerate(alternatives):
+        if isinstance(sets, (str, bytes, dict)) or not isinstance(sets, (Sequence, np.ndarray)):
+            raise TypeError(f"iou_f1: alternatives[{i}] must be a list of span lists, "
+                            f"got {type(sets).__name__}")
+        out.append([_span_array(f"alternatives[{i}][{j}]", s) for j, s in enumerate(sets)])
+    return out
+
+
+def _targets_for_mode(mode: str, golds: list[np.ndarray],
+                      alts: list[list[np.ndarray]]) -> list[list[np.ndarray]]:
+    """Target sets per question, after the gold processing each mode's official
+    pipeline applied before the metric saw them."""
+    if mode == "wildqa-2022":
+        # The paper-era loader rounded the gold (half-to-even) and the IoU rounds
+        # every span again; predictions are rounded here too, see _round_preds.
+        return [[np.rint(g)] for g in golds]
+    if mode == "wildqa-2023":
+        out = []
+        for g, sets in zip(golds, alts):
+            primary = _drop_zero_spans(np.rint(g))
+            # alternatives travelled as a float32 tensor, then .tolist()
+            others = [_drop_zero_spans(s.astype(np.float32).astype(np.float64)) for s in sets]
+            out.append([primary, *others])
+        return out
+    return [[g, *sets] for g, sets in zip(golds, alts)]
+
+
+def _drop_zero_spans(spans: np.ndarray) -> np.ndarray:
+    """HEAD's ``model.py`` removes every gold span equal to ``[0.0, 0.0]`` (meant
+    for the batch padding, it also removes real spans that round to it)."""
+    return spans[~((spans[:, 0] == 0) & (spans[:, 1] == 0))]
+
+
+def _padded_counts(m: np.ndarray, batch: int) -> np.ndarray:
+    n = m.shape[0]
+    starts = np.arange(0, n, batch)
+    batch_max = np.maximum.reduceat(m, starts)
+    return np.repeat(batch_max, np.diff(np.append(starts, n)))
+
+
+def _first_max_per_question(f1: np.ndarray, inst_q: np.ndarray, n: int) -> np.ndarray:
+    """Index (into instances) of the first instance with the largest F1 of
+    each question; instances are grouped by question, primary first."""
+    order = np.lexsort((np.arange(f1.shape[0]), -f1.astype(np.float64), inst_q))
+    first = np.searchsorted(inst_q[order], np.arange(n))
+    return order[first]
+
+
+# --------------------------------------------------------------------------
+# Answers: normalisation and ROUGE
+# --------------------------------------------------------------------------
+
+
+def normalize_answer(answer: str) -> str:
+    """WildQA's answer normalisation (``normalize_answer`` in the official
+    ``metrics.py``), applied to predictions and references before every answer
+    metric: lower-case, delete every character of ``string.punctuation``, then
+    delete the whole words ``a``, ``an``, ``the`` (regex ``\\b(?:a|an|the)\\b``).
+    Whitespace is not collapsed (the tokenizers split on it anyway).
+
+    >>> normalize_answer("The U.S. Army's tanks!")
+    ' us armys tanks'
+    """
+    if not isinstance(answer, str):
+        raise TypeError(f"normalize_answer: expected a string, got {type(answer).__name__}")
+    return _ARTICLES.sub("", answer.lower().translate(_PUNCTUATION))
+
+
+def rouge(
+    predictions: Sequence[str],
+    references: Sequence[Any],
+    *,
+    references_mode: str = "primary",
+    use_stemmer: bool = False,
+) -> MetricResult:
+    """WildQA answer ROUGE-1, ROUGE-2 and ROUGE-L F-measure, macro-averaged.
+
+    Args:
+        predictions: N predicted answer strings.
+        references: N entries, each a reference string or a non-empty list of
+            reference strings whose first item is the primary (Phase-1) answer
+            (fastvqa's loader gives ``[answer] + alter_answers`` as
+            ``QARecord.extra["answers"]``).
+        references_mode: ``"primary"`` (default) scores against the first
+            reference only: this is how the official training code (and so
+            every model and simple-baseline row of the paper's Tables 4 and 7)
+            computed ROUGE. ``"max"`` takes, per metric independently, the best
+            F-measure over all references (what the human-agreement analysis
+            did; fastvqa does it per metric itself rather than through
+            torchmetrics' order-dependent ``accumulate="best"``).
+        use_stemmer: Porter stemming of tokens longer than 3 characters
+            (rouge-score's option). Off in the official model evaluation.
+
+    Returns:
+        :class:`MetricResult` ``"wildqa-qa"`` with ``"ROUGE-1"``,
+        ``"ROUGE-2"``, ``"ROUGE-L"`` = 100 x the mean per-question F-measure
+        (the paper's percent scale; ``nan`` when N = 0); ``per_question``
+        columns ``index`` and the three F-measures on 0-1.
+
+    Both texts pass through :func:`normalize_answer`, then the rouge-score
+    tokenizer (lower-case, every run of characters outside ``[a-z0-9]`` becomes
+    a space, split on whitespace), which is the tokenisation of the
+    torchmetrics 0.8 ``ROUGEScore`` the official code used. ROUGE-N F is
+    ``2PR / (P + R)`` over clipped n-gram counts, ROUGE-L the sentence-level LCS
+    F (``rougeL``, not ``rougeLsum``); an empty side scores 0. Per-question
+    values are float64; torchmetrics averaged float32 values, which can differ
+    below the 6th significant digit.
+
+    Requires ``rouge-score`` (``pip install 'fastvqa[eval]'``); it needs no
+    NLTK data at run time.
+    """
+    if references_mode not in REFERENCE_MODES:
+        raise ValueError(f"rouge: references_mode must be 'primary' or 'max', "
+                         f"got {references_mode!r}")
+    preds = _strings("predictions", predictions)
+    refs = _reference_lists(references, len(preds))
+    try:
+        from rouge_score import rouge_scorer
+    except ImportError as err:
+        raise ImportError("rouge() needs the rouge-score package: pip install 'fastvqa[eval]' "
+                          "(or pip install rouge-score)") from err
+    scorer = rouge_scorer.RougeScorer([k for _, k in _ROUGE_KEYS], use_stemmer=use_stemmer)
+    n = len(preds)
+    scores = np.zeros((len(_ROUGE_KEYS), n))
+    for i, (pred, ref_list) in enumerate(zip(preds, refs)):
+        used = ref_list[:1] if references_mode == "primary" else ref_list
+        norm_pred = normalize_answer(pred)
+        for ref in used:
+            # rouge-score's argument order is (target, prediction).
+            s = scorer.score(normalize_answer(ref), norm_pred)
+            for j, (_, key) in enumerate(_ROUGE_KEYS):
+                scores[j, i] = max(scores[j, i], s[key].fmeasure)
+    metrics = {name: 100.0 * _mean(scores[j]) for j, (name, _) in enumerate(_ROUGE_KEYS)}
+    per_question: dict[str, Any] = {"index": np.arange(n)}
+    for j, (name, _) in enumerate(_ROUGE_KEYS):
+        per_question[name] = scores[j]
+    info = {
+        "references": references_mode,
+        "use_stemmer": use_stemmer,
+        "evaluated": n,
+        "normalisation": "lower-case, strip string.punctuation, drop a/an/the",
+        "scale": "ROUGE in percent (0-100); per-question F on 0-1",
+    }
+    return MetricResult("wildqa-qa", metrics, per_question, info)
+
+
+def _strings(name: str, values: Any) -> list[str]:
+    if isinstance(values, (str, bytes)) or not isinstance(values, Sequence):
+        raise TypeError(f"rouge: {name} must be a list of strings, got {type(values).__name__}")
+    for i, v in enumerate(values):
+        if not isinstance(v, str):
+            raise TypeError(f"rouge: {name}[{i}] must be a string, got {type(v).__name__}")
+    return list(values)
+
+
+def _reference_lists(references: Any, n: int) -> list[list[str]]:
+    if isinstance(references, (str, bytes)) or not isinstance(references, Sequence):
+        raise TypeError("rouge: references must be a list with one reference (or list of "
+                        f"references) per prediction, got {type(references).__name__}")
+    if len(references) != n:
+        raise ValueError(f"rouge: references has {len(references)} entries but predictions "
+                         f"has {n}; give one entry per question, in the same order")
+    out = []
+    for i, r in enumerate(references):
+        if isinstance(r, str):
+            out.append([r])
+            continue
+        if not isinstance(r, Sequence) or len(r) == 0:
+            raise ValueError(f"rouge: references[{i}] must be a string or a non-empty list "
+                             f"of strings, got {r!r}")
+        for j, s in enumerate(r):
+            if not isinstance(s, str):
+                raise TypeError(f"rouge: references[{i}][{j}] must be a string, "
+                                f"got {type(s).__name__}")
+        out.append(list(r))
+    return out
