@@ -15,7 +15,6 @@ and stored in ``record.extra`` under fastvqa's names (see :func:`load_dvd`).
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Any, Optional
@@ -23,6 +22,7 @@ from typing import Any, Optional
 import numpy as np
 
 from fastvqa.data.errors import DataFormatError
+from fastvqa.data.io import read_json
 from fastvqa.data.record import QARecord
 
 #: Official question-type label (analysis_utils.get_question_type) -> fastvqa name.
@@ -325,13 +325,7 @@ def _turn_record(turn: Any, d: int, t: int, prior: tuple, fps: float,
 
 
 def _load_file(path: Path, fps: float, video_frames: float) -> list[QARecord]:
-    try:
-        with path.open() as f:
-            data = json.load(f)
-    except json.JSONDecodeError as err:
-        raise DataFormatError(path, f"not valid JSON: {err}") from None
-    except UnicodeDecodeError as err:
-        raise DataFormatError(path, f"not a text file: {err}") from None
+    data = read_json(path)
     if not isinstance(data, list):
         raise DataFormatError(path, f"expected a list of dialogues, got {type(data).__name__}")
     records: list[QARecord] = []

@@ -22,6 +22,7 @@ from typing import Any, Optional
 import numpy as np
 
 from fastvqa.data.errors import DataFormatError
+from fastvqa.data.io import read_json
 from fastvqa.data.record import QARecord
 
 _STEP = re.compile(r'"(\d+)"\s*:\s*"')
@@ -161,13 +162,7 @@ def load_sokbench(path: str | Path) -> list[QARecord]:
             non-numeric ``time_slot``.
     """
     path = Path(path)
-    try:
-        with path.open() as f:
-            data = json.load(f)
-    except json.JSONDecodeError as err:
-        raise DataFormatError(path, f"not valid JSON: {err}") from None
-    except UnicodeDecodeError as err:
-        raise DataFormatError(path, f"not a text file: {err}") from None
+    data = read_json(path)
 
     items: list[tuple[Any, Optional[str], str, Any]] = []  # (question, type, id, where)
     if isinstance(data, dict) and "question" in data and "answer" in data:

@@ -8,7 +8,6 @@ question; see ``papers/wildqa.md`` section 4.4 and ``anchors/eval.md`` 1.1.
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Any, Union
@@ -16,6 +15,7 @@ from typing import Any, Union
 import numpy as np
 
 from fastvqa.data.errors import DataFormatError
+from fastvqa.data.io import read_json
 from fastvqa.data.record import QARecord
 
 #: Fields every record must have, and the type each must hold.
@@ -80,12 +80,7 @@ def load_wildqa(path: Union[str, Path], *, evidence_filter: bool = False) -> lis
             file, the record index and the field.
     """
     path = Path(path)
-    with path.open("rb") as f:
-        raw = f.read()
-    try:
-        data = json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise DataFormatError(path, f"not valid JSON ({err})") from None
+    data = read_json(path)
     if not isinstance(data, list):
         raise DataFormatError(path, "expected a JSON list with one object per question, "
                                     f"got {type(data).__name__}")

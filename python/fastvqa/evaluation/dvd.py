@@ -34,7 +34,6 @@ a group absent from ``--train`` falls back to the overall most frequent answer
 from __future__ import annotations
 
 import argparse
-import json
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -42,17 +41,14 @@ from typing import Any
 import numpy as np
 
 from fastvqa.data.errors import DataFormatError
+from fastvqa.data.io import read_json
 from fastvqa.evaluation import Baseline, Benchmark, register_baseline, register_benchmark
 from fastvqa.metrics.result import MetricResult
 
 
 def _read_predictions(path: str) -> Any:
     path_obj = Path(path)
-    try:
-        with path_obj.open() as f:
-            data = json.load(f)
-    except json.JSONDecodeError as err:
-        raise DataFormatError(path_obj, f"not valid JSON: {err}") from None
+    data = read_json(path_obj)
     if isinstance(data, dict):
         items = data.items()
     elif isinstance(data, list):

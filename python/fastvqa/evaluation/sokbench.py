@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from fastvqa.data.errors import DataFormatError
+from fastvqa.data.io import read_json
 from fastvqa.evaluation import Baseline, Benchmark, register_baseline, register_benchmark
 from fastvqa.metrics.result import MetricResult
 
@@ -30,11 +31,7 @@ _SMOOTHING = ("none",) + tuple(f"method{i}" for i in range(8))
 
 def _read_predictions(path: str) -> Any:
     path_obj = Path(path)
-    try:
-        with path_obj.open() as f:
-            data = json.load(f)
-    except json.JSONDecodeError as err:
-        raise DataFormatError(path_obj, f"not valid JSON: {err}") from None
+    data = read_json(path_obj)
     if isinstance(data, dict):
         items = data.items()
     elif isinstance(data, list):

@@ -16,7 +16,6 @@ folder holding them, with ``--split`` naming the file (default ``test``).
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import random
 from collections import Counter
@@ -25,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from fastvqa.data.errors import DataFormatError
+from fastvqa.data.io import read_json
 from fastvqa.evaluation import Baseline, Benchmark, register_baseline, register_benchmark
 from fastvqa.metrics.result import MetricResult
 
@@ -68,12 +68,7 @@ def _read_predictions(path: str, n_gt: int, gt: Path) -> tuple[Path, list]:
     """The prediction file as a JSON list, checked against the ground-truth
     count before anything is scored."""
     pred = Path(path)
-    with pred.open("rb") as f:
-        raw = f.read()
-    try:
-        data = json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise DataFormatError(pred, f"not valid JSON ({err})") from None
+    data = read_json(pred)
     if not isinstance(data, list):
         raise DataFormatError(pred, "expected a JSON list with one entry per ground-truth "
                                     f"question (in {gt.name}'s order), got {type(data).__name__}")
