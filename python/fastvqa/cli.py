@@ -13,6 +13,10 @@ import sys
 from pathlib import Path
 from typing import Optional, Sequence
 
+# Defined beside the registry so benchmark modules raise the very class caught
+# here, also when this file runs as __main__.
+from fastvqa.evaluation import CommandError
+
 # Optional backends, by the import name fastvqa would use and the extra that installs it.
 _BACKENDS = (
     ("torch", "torch", "fastvqa[torch]"),
@@ -86,10 +90,6 @@ def _cmd_info(args: argparse.Namespace) -> int:
     for key, value in rows:
         print(f"{key:<{width}}  {value}")
     return 0
-
-
-class CommandError(Exception):
-    """A user-facing failure: printed as one line, exit status 2, no traceback."""
 
 
 def _cmd_eval(args: argparse.Namespace) -> int:

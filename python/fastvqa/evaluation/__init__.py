@@ -29,6 +29,11 @@ from fastvqa.metrics.result import MetricResult
 MODULES = ("nextgqa", "wildqa", "dvd", "sokbench", "qvhighlights")
 
 
+class CommandError(Exception):
+    """A user-facing failure of ``fastvqa eval``/``baseline``: printed as one
+    line, exit status 2, no traceback."""
+
+
 @dataclass
 class Benchmark:
     name: str

@@ -59,7 +59,7 @@ def _load_gt(args: argparse.Namespace, evidence_filter: bool = False):
 
 
 def _command_error(message: str) -> Exception:
-    from fastvqa.cli import CommandError
+    from fastvqa.evaluation import CommandError
 
     return CommandError(message)
 

@@ -1,0 +1,525 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Grounded video QA metrics (NExT-GQA, DeVE-QA): Acc@QA, Acc@GQA, mIoP,
+IoP@t, mIoU, IoU@t, over ragged multi-segment ground truth.
+
+Two named modes (see ``docs/anchors/eval.md`` §2.2, §3.1 and §6):
+
+- ``"nextgqa"`` (default): the official NExT-GQA evaluator
+  (``doc-doc/NExT-GQA``, ``code/TempGQA/eval_ground.py``, function
+  ``eval_ground``; QA accuracy as in ``eval_next.py``). This is the protocol
+  behind the published NExT-GQA and DeVE-QA numbers.
+- ``"deveqa-repo"``: the later ``QHUni/DeVE-QA`` repository
+  (``method/devi/eval.py`` with ``schema.TimeSpan``), a re-implementation
+  whose rules differ (single gold span, true union, missing predictions count
+  as zero). Not the protocol of the paper's tables; kept for comparison.
+
+All spans are ``[start, end]`` in seconds with continuous ends.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Optional, Sequence
+
+import numpy as np
+
+from fastvqa import _arrays
+from fastvqa.metrics.result import MetricResult
+
+MODES = ("nextgqa", "deveqa-repo")
+
+#: ``pred_answers`` value for "no answer prediction for this question".
+NO_ANSWER = -1
+
+#: Acc@GQA counts a question when its answer is right and its IoP reaches this.
+GQA_IOP = 0.5
+
+_OP = "grounded_qa"
+
+
+def grounded_qa(
+    pred_spans: Any,
+    gt_spans: Any,
+    gt_offsets: Any,
+    *,
+    pred_answers: Any = None,
+    gt_answers: Any = None,
+    mode: str = "nextgqa",
+    thresholds: Sequence[float] = (0.3, 0.5),
+    durations: Any = None,
+    normalized: bool = False,
+    keys: Optional[Sequence[str]] = None,
+) -> MetricResult:
+    """Grounded QA metrics over N questions with ragged ground truth.
+
+    Args:
+        pred_spans: ``(N, 2)`` predicted ``[start, end]`` in seconds (or
+            fractions of the video with ``normalized=True``), one row per
+            question. A row of two NaNs means "no span prediction for this
+            question"; a row with one NaN, or an infinite value, is an error.
+        gt_spans: ``(K, 2)`` ground-truth spans in seconds of all questions,
+            concatenated row by row (finite values).
+        gt_offsets: ``(N + 1,)`` integer CSR offsets: question ``i``'s ground
+            truth is ``gt_spans[gt_offsets[i]:gt_offsets[i + 1]]`` (may be empty;
+            an empty row scores 0). See :func:`fastvqa.data.spans_to_csr`.
+        pred_answers: ``(N,)`` integers, the predicted option index;
+            ``NO_ANSWER`` (-1) means no answer prediction for the question. Any
+            other value that differs from the gold one is simply wrong.
+        gt_answers: ``(N,)`` non-negative integers, the correct option index.
+            Give both answer arrays or neither; without them Acc@QA and Acc@GQA
+            are not reported.
+        mode: ``"nextgqa"`` or ``"deveqa-repo"`` (rules below).
+        thresholds: IoU/IoP thresholds, each in ``[0, 1]``; reported as
+            ``"IoP@0.3"``, ``"IoU@0.5"``... (compared with ``>=``).
+        durations: ``(N,)`` video lengths in seconds. Needed for
+            ``normalized=True``; otherwise only kept as the per-question
+            ``"duration"`` column (for :func:`slice_by_duration` and plots).
+        normalized: predictions are fractions of the video: converted to
+            seconds as ``np.round(x * duration, 1)`` per question, as the
+            official script does with ``gs=True`` (NumPy rounds ``x * 10`` half
+            to even, which differs from Python's ``round`` for values such as
+            ``0.038 * 25 = 0.95``: NumPy gives 1.0, Python 0.9).
+        keys: ``(N,)`` question keys (``"<video_id>_<qid>"``), kept as the
+            per-question ``"key"`` column.
+
+    Returns:
+        :class:`MetricResult` with, in the official print order, ``"Acc@QA"``
+        and ``"Acc@GQA"`` (only with answers), ``"mIoP"``, ``"IoP@t"`` per
+        threshold, ``"mIoU"``, ``"IoU@t"`` per threshold: percentages (0-100)
+        at full precision; NaN where the denominator is 0. ``per_question``
+        has one entry per input question: ``key`` (if given), ``IoU``, ``IoP``
+        (NaN where not evaluated), ``evaluated`` (in the grounding
+        denominator), ``qa_evaluated`` (in the Acc@QA denominator) and
+        ``correct`` (answer right; both with answers),
+        ``duration`` (if given). ``info``: mode, questions, evaluated,
+        missing (questions without a span prediction), answered, thresholds.
+
+    Mode ``"nextgqa"`` (official ``eval_ground.py``, ``eval_next.py``):
+
+    - per question, IoU and IoP are the maxima over the gold segments, taken
+      independently and starting from 0, with the official per-pair rule of
+      :func:`fastvqa.ops.grounding_overlap` (signed intersection over the
+      hull; a zero-length prediction has IoU 0 and IoP 1 when the point lies in
+      a gold segment, ends included; reversed predictions score 0; no clamping
+      to the video);
+    - questions without a span prediction are skipped: left out of every
+      grounding denominator, not counted as 0;
+    - Acc@GQA = answer correct and IoP >= 0.5, over the evaluated questions.
+      A question with a span prediction must have an answer prediction (the
+      official script stops with a KeyError); otherwise ValueError;
+    - Acc@QA is the plain accuracy over the questions with an answer
+      prediction (with or without a span).
+
+    Mode ``"deveqa-repo"`` (``QHUni/DeVE-QA`` ``devi/eval.py``):
+
+    - one gold segment per question (a row with more is a ValueError; use
+      ``"nextgqa"`` for multi-segment ground truth); a row without one scores
+      IoU = IoP = 0;
+    - both spans are sanitised first: ``start = max(start, 0)``,
+      ``end = max(end, start)`` (a reversed ``[5, 3]`` becomes ``[5, 5]``);
+    - textbook overlap: ``inter = max(min(ends) - max(starts), 0)``,
+      IoU = inter / (len_p + len_g - inter) (0 when the union is 0), IoP =
+      inter / len_p, **0 for a zero-length prediction**;
+    - missing span or answer predictions count as 0 / wrong, and every
+      denominator is all N questions.
+
+    Raises:
+        ValueError: shapes, NaN/infinite values, offsets, thresholds, mode, or
+            an evaluated question without an answer (``"nextgqa"``).
+        TypeError: non-numeric spans, non-integer answers.
+    """
+    if mode not in MODES:
+        raise ValueError(f"{_OP}: mode must be one of {', '.join(map(repr, MODES))}, got {mode!r}")
+    pred = _spans(pred_spans, "pred_spans")
+    gt = _spans(gt_spans, "gt_spans")
+    n = pred.shape[0]
+    offsets = _offsets(gt_offsets, n, gt.shape[0])
+    thresholds = _thresholds(thresholds)
+    missing = _missing_rows(pred)
+    _check_gt_finite(gt)
+    answers = _answers(pred_answers, gt_answers, n)
+    dur = _durations(durations, n, required=normalized)
+    if normalized:
+        # Official gs=True conversion: np.round(pred * duration, 1), per question.
+        pred = np.round(pred * dur[:, None], 1)
+    if keys is not None:
+        keys = [str(k) for k in keys]
+        if len(keys) != n:
+            raise ValueError(f"{_OP}: keys has {len(keys)} entries, expected N = {n}")
+
+    if mode == "nextgqa":
+        # A "no prediction" row is NaN in, NaN out of the kernel: exactly the
+        # per-question value of a skipped question.
+        iou, iop = _nextgqa_overlap(pred, gt, offsets)
+        evaluated = ~missing
+    else:
+        iou, iop = _deveqa_repo_overlap(pred, gt, offsets, missing, keys)
+        evaluated = np.ones(n, dtype=bool)
+
+    per_question: dict[str, Any] = {}
+    if keys is not None:
+        per_question["key"] = keys
+    per_question["IoU"] = iou
+    per_question["IoP"] = iop
+    per_question["evaluated"] = evaluated
+    if answers is not None:
+        pa, ga = answers
+        answered = pa != NO_ANSWER
+        if mode == "nextgqa":
+            unanswered = evaluated & ~answered
+            if unanswered.any():
+                i = int(np.argmax(unanswered))
+                who = f"question {i}" + (f" ({keys[i]!r})" if keys is not None else "")
+                raise ValueError(
+                    f"{_OP}: {who} has a span prediction but no answer prediction "
+                    f"(pred_answers == {NO_ANSWER}); the official NExT-GQA evaluator needs an "
+                    f"answer for every grounded prediction ({np.count_nonzero(unanswered)} such "
+                    "questions)"
+                )
+            qa_denominator = answered
+        else:
+            qa_denominator = np.ones(n, dtype=bool)  # missing answers count as wrong
+        per_question["qa_evaluated"] = qa_denominator
+        per_question["correct"] = answered & (pa == ga)
+    if dur is not None:
+        per_question["duration"] = dur
+
+    info = {
+        "mode": mode,
+        "questions": n,
+        "evaluated": int(np.count_nonzero(evaluated)),
+        "missing": int(np.count_nonzero(missing)),
+        "missing_policy": "skipped" if mode == "nextgqa" else "counted as zero",
+        "thresholds": list(thresholds),
+        "gqa_iop": GQA_IOP,
+        "normalized": bool(normalized),
+    }
+    if answers is not None:
+        info["answered"] = int(np.count_nonzero(answered))
+    metrics = _summarise(per_question, thresholds)
+    return MetricResult("grounded_qa", metrics, per_question, info)
+
+
+# ------------------------------------------------------------------ overlaps
+
+
+def _nextgqa_overlap(pred: np.ndarray, gt: np.ndarray, offsets: np.ndarray):
+    from fastvqa.ops import grounding_overlap
+
+    # The compiled kernel is the official per-pair rule with the independent
+    # max-from-0 over each row, in float64 (bit-identical to the Python loop).
+    iou, iop = grounding_overlap(pred, gt, offsets)
+    return np.asarray(iou, dtype=np.float64), np.asarray(iop, dtype=np.float64)
+
+
+def _sanitise(spans: np.ndarray) -> np.ndarray:
+    """DeVi ``TimeSpan``: start clamped to >= 0, then end to >= start."""
+    start = np.maximum(spans[:, 0], 0.0)
+    end = np.maximum(spans[:, 1], start)
+    return np.stack((start, end), axis=1)
+
+
+def _deveqa_repo_overlap(pred, gt, offsets, missing, keys):
+    from fastvqa.ops import paired_temporal_iou
+
+    n = pred.shape[0]
+    counts = np.diff(offsets)
+    if (counts > 1).any():
+        i = int(np.argmax(counts > 1))
+        who = f"question {i}" + (f" ({keys[i]!r})" if keys is not None else "")
+        raise ValueError(
+            f"{_OP}: mode 'deveqa-repo' takes one gold span per question, {who} has "
+            f"{int(counts[i])}; use mode='nextgqa' for multi-segment ground truth"
+        )
+    iou = np.zeros(n, dtype=np.float64)
+    iop = np.zeros(n, dtype=np.float64)
+    # Missing predictions and questions without a gold span stay 0.
+    rows = np.flatnonzero((counts == 1) & ~missing)
+    if rows.size:
+        p = _sanitise(pred[rows])
+        g = _sanitise(gt[offsets[rows]])
+        # After sanitising, the kernel's textbook "iou"/"iop" modes are exactly
+        # DeVi's rules: inter clamped at 0, union len_p + len_g - inter (0 -> 0),
+        # IoP 0 for a zero-length prediction.
+        iou[rows] = paired_temporal_iou(p, g, "iou")
+        iop[rows] = paired_temporal_iou(p, g, "iop")
+    return iou, iop
+
+
+# --------------------------------------------------------------- aggregation
+
+
+def _fmt_threshold(t: float) -> str:
+    return f"{t:g}"
+
+
+def _percent(count: float, total: int) -> float:
+    return count / total * 100.0 if total else math.nan
+
+
+def _summarise(per_question: dict[str, Any], thresholds: Sequence[float]) -> dict[str, float]:
+    """Metrics from per-question columns (also used by the slicing helpers).
+
+    IoU/IoP are NaN exactly where a question is not evaluated, and a NaN
+    compares False with every threshold, so counts need no mask; sums take
+    the evaluated entries only.
+    """
+    evaluated = np.asarray(per_question["evaluated"], dtype=bool)
+    iou = np.asarray(per_question["IoU"], dtype=np.float64)
+    iop = np.asarray(per_question["IoP"], dtype=np.float64)
+    n = int(np.count_nonzero(evaluated))
+    metrics: dict[str, float] = {}
+    if "correct" in per_question:
+        qa_evaluated = np.asarray(per_question["qa_evaluated"], dtype=bool)
+        correct = np.asarray(per_question["correct"], dtype=bool)
+        # correct implies qa_evaluated (a right answer is an answer), so no mask.
+        metrics["Acc@QA"] = _percent(int(np.count_nonzero(correct)),
+                                     int(np.count_nonzero(qa_evaluated)))
+        metrics["Acc@GQA"] = _percent(int(np.count_nonzero(correct & (iop >= GQA_IOP))), n)
+    for name, values in (("IoP", iop), ("IoU", iou)):
+        total = values[evaluated].sum() if n < evaluated.size else values.sum()
+        metrics[f"m{name}"] = _percent(float(total), n)
+        for t in thresholds:
+            metrics[f"{name}@{_fmt_threshold(t)}"] = _percent(
+                int(np.count_nonzero(values >= t)), n)
+    return metrics
+
+
+# ---------------------------------------------------------------- validation
+
+
+def _to_numpy(x: Any, name: str) -> np.ndarray:
+    if _arrays.is_torch(x):
+        x = x.detach().cpu().numpy()
+    try:
+        return np.asarray(x)
+    except (ValueError, TypeError) as err:
+        raise TypeError(f"{_OP}: {name} is not an array of numbers ({err})") from None
+
+
+def _spans(x: Any, name: str) -> np.ndarray:
+    arr = _to_numpy(x, name)
+    if arr.dtype.kind not in "fiu":
+        raise TypeError(f"{_OP}: {name} must hold numbers, got dtype {arr.dtype}")
+    if arr.size == 0 and arr.ndim <= 2:
+        arr = arr.reshape(0, 2)
+    if arr.ndim != 2 or arr.shape[1] != 2:
+        raise ValueError(f"{_OP}: {name} must have shape (N, 2), got {arr.shape}")
+    return np.ascontiguousarray(arr, dtype=np.float64)
+
+
+def _offsets(x: Any, n: int, k: int) -> np.ndarray:
+    arr = _to_numpy(x, "gt_offsets")
+    if arr.dtype.kind not in "iu":
+        raise TypeError(f"{_OP}: gt_offsets must be integers, got dtype {arr.dtype}")
+    if arr.ndim != 1 or arr.shape[0] != n + 1:
+        raise ValueError(f"{_OP}: gt_offsets must have shape (N + 1,) = ({n + 1},), "
+                         f"got {arr.shape}")
+    arr = arr.astype(np.int64, copy=False)
+    if arr[0] != 0 or arr[-1] != k or (arr[1:] < arr[:-1]).any():
+        raise ValueError(
+            f"{_OP}: gt_offsets must start at 0, never decrease and end at K = {k} "
+            f"(the number of gt_spans rows); got {arr[0]} ... {arr[-1]}")
+    return arr
+
+
+def _missing_rows(pred: np.ndarray) -> np.ndarray:
+    """Rows that are two NaNs ("no prediction"); one NaN or an infinity is an error.
+
+    ``pred`` is C-contiguous ``(N, 2)`` float64. Only flat element-wise
+    passes and counts run on valid input (a reduction along the length-2 axis,
+    or boolean indexing, is several times slower); rows are located only to
+    report an error."""
+    n = pred.shape[0]
+    if math.isfinite(np.add.reduce(pred.reshape(-1))):  # no NaN, no infinity
+        return np.zeros(n, dtype=bool)
+    finite = np.isfinite(pred)
+    # Each row's two "finite" flags read as one uint16: 0 <=> neither is finite.
+    pair = finite.view(np.uint16).reshape(n)
+    missing = pair == 0
+    n_missing = int(np.count_nonzero(missing))
+    if np.count_nonzero(finite) + 2 * n_missing != 2 * n:
+        i = int(np.argmax((pair != 0x0101) & ~missing))
+        raise ValueError(f"{_OP}: pred_spans row {i} is not a span or two NaNs: "
+                         f"{pred[i].tolist()} (use two NaNs for 'no prediction')")
+    if np.count_nonzero(np.isnan(pred)) != 2 * n_missing:
+        i = int(np.argmax(np.isinf(pred).any(axis=1)))
+        raise ValueError(f"{_OP}: pred_spans row {i} is infinite: {pred[i].tolist()}")
+    return missing
+
+
+def _check_gt_finite(gt: np.ndarray) -> None:
+    # One summing pass decides the common case; the exact check runs only when
+    # the sum is not finite (a NaN/infinity, or an overflow of huge values).
+    if gt.size == 0 or math.isfinite(np.add.reduce(gt.reshape(-1))):
+        return
+    bad = ~np.isfinite(gt).all(axis=1)
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise ValueError(f"{_OP}: gt_spans row {i} is not finite: {gt[i].tolist()}")
+
+
+def _thresholds(ts: Sequence[float]) -> tuple[float, ...]:
+    if isinstance(ts, (str, bytes)) or not hasattr(ts, "__iter__"):
+        raise TypeError(f"{_OP}: thresholds must be a sequence of numbers, got {ts!r}")
+    out = []
+    for t in ts:
+        if isinstance(t, bool) or not isinstance(t, (int, float, np.integer, np.floating)):
+            raise TypeError(f"{_OP}: thresholds must be numbers, got {t!r}")
+        t = float(t)
+        if not 0.0 <= t <= 1.0:
+            raise ValueError(f"{_OP}: thresholds must lie in [0, 1], got {t}")
+        out.append(t)
+    if len({_fmt_threshold(t) for t in out}) != len(out):
+        raise ValueError(f"{_OP}: thresholds repeat: {out}")
+    return tuple(out)
+
+
+def _int_vector(x: Any, name: str, n: int) -> np.ndarray:
+    arr = _to_numpy(x, name)
+    if arr.dtype.kind not in "iu":
+        raise TypeError(f"{_OP}: {name} must be integers (use {NO_ANSWER} for a missing "
+                        f"answer, not NaN), got dtype {arr.dtype}")
+    if arr.shape != (n,):
+        raise ValueError(f"{_OP}: {name} must have shape (N,) = ({n},), got {arr.shape}")
+    return arr.astype(np.int64, copy=False)
+
+
+def _answers(pred_answers: Any, gt_answers: Any, n: int):
+    if pred_answers is None and gt_answers is None:
+        return None
+    if pred_answers is None or gt_answers is None:
+        raise ValueError(f"{_OP}: give both pred_answers and gt_answers, or neither")
+    pa = _int_vector(pred_answers, "pred_answers", n)
+    ga = _int_vector(gt_answers, "gt_answers", n)
+    if (ga < 0).any():
+        i = int(np.argmax(ga < 0))
+        raise ValueError(f"{_OP}: gt_answers must be >= 0, got {int(ga[i])} at question {i}")
+    return pa, ga
+
+
+def _durations(x: Any, n: int, required: bool) -> Optional[np.ndarray]:
+    if x is None:
+        if required:
+            raise ValueError(f"{_OP}: normalized=True needs durations (seconds, one per question)")
+        return None
+    arr = _to_numpy(x, "durations")
+    if arr.dtype.kind not in "fiu":
+        raise TypeError(f"{_OP}: durations must be numbers, got dtype {arr.dtype}")
+    if arr.shape != (n,):
+        raise ValueError(f"{_OP}: durations must have shape (N,) = ({n},), got {arr.shape}")
+    arr = arr.astype(np.float64)
+    if required and not (np.isfinite(arr) & (arr >= 0)).all():
+        i = int(np.argmax(~(np.isfinite(arr) & (arr >= 0))))
+        raise ValueError(f"{_OP}: durations must be finite and >= 0, got {arr[i]} at question {i}")
+    return arr
+
+
+# ------------------------------------------------------------------- slicing
+
+
+def slice_by_duration(
+    result: MetricResult,
+    durations: Any = None,
+    edges: Sequence[float] = (0.0, 60.0, 120.0, math.inf),
+    *,
+    closed: str = "left",
+    labels: Optional[Sequence[str]] = None,
+) -> dict[str, MetricResult]:
+    """Metrics per video-length bin, recomputed from ``result.per_question``.
+
+    Args:
+        result: a :func:`grounded_qa` result (its per-question columns are used,
+            with its mode's denominators).
+        durations: ``(N,)`` seconds, one per per-question row; default: the
+            result's ``"duration"`` column. NaN durations fall in no bin.
+        edges: increasing bin edges in seconds, e.g. DeVE-QA Table 8's
+            ``(0, 60, 120, inf)`` (the paper does not say which side is closed).
+        closed: ``"left"`` (bins ``[a, b)``) or ``"right"`` (``(a, b]``).
+        labels: names for the bins; default ``"[0, 60)"``-style.
+
+    Returns:
+        ``{label: MetricResult}`` in bin order; each has the same metric names,
+        NaN where a bin has no evaluated question, and ``info["bin"]``.
+    """
+    if durations is None:
+        if "duration" not in result.per_question:
+            raise ValueError("slice_by_duration: the result has no 'duration' column; "
+                             "pass durations (seconds, one per question)")
+        durations = result.per_question["duration"]
+    return _slice(result, durations, edges, closed, labels, "slice_by_duration", "duration")
+
+
+def slice_by_event_count(
+    result: MetricResult,
+    counts: Any,
+    edges: Sequence[float] = (1, 2, 3, math.inf),
+    *,
+    closed: str = "left",
+    labels: Optional[Sequence[str]] = None,
+) -> dict[str, MetricResult]:
+    """Metrics per number-of-events bin (DeVE-QA Table 7: single, double,
+    dense), recomputed from ``result.per_question``.
+
+    Args:
+        result: a :func:`grounded_qa` result.
+        counts: ``(N,)`` events per question's video (e.g. the number of
+            captions); NaN falls in no bin.
+        edges: increasing bin edges; the default ``(1, 2, 3, inf)`` with
+            ``closed="left"`` gives 1, 2 and >= 3 events. (The DeVE-QA repo
+            instead splits "single" = <= 2 captions vs "dense": edges
+            ``(0, 2, inf)`` with ``closed="right"``.)
+        closed: ``"left"`` (``[a, b)``) or ``"right"`` (``(a, b]``).
+        labels: names for the bins; default ``"[1, 2)"``-style.
+
+    Returns:
+        ``{label: MetricResult}`` in bin order, as :func:`slice_by_duration`.
+    """
+    return _slice(result, counts, edges, closed, labels, "slice_by_event_count", "events")
+
+
+def _slice(result, values, edges, closed, labels, op, what) -> dict[str, MetricResult]:
+    if not isinstance(result, MetricResult) or "evaluated" not in result.per_question:
+        raise TypeError(f"{op}: result must be a grounded_qa MetricResult with per-question values")
+    if closed not in ("left", "right"):
+        raise ValueError(f"{op}: closed must be 'left' or 'right', got {closed!r}")
+    edges_arr = np.asarray(edges, dtype=np.float64)
+    if edges_arr.ndim != 1 or edges_arr.size < 2 or np.isnan(edges_arr).any() \
+            or (np.diff(edges_arr) <= 0).any():
+        raise ValueError(f"{op}: edges must be at least two strictly increasing numbers, "
+                         f"got {list(edges)}")
+    n_bins = edges_arr.size - 1
+    if labels is None:
+        labels = [_bin_label(edges_arr[i], edges_arr[i + 1], closed) for i in range(n_bins)]
+    labels = [str(x) for x in labels]
+    if len(labels) != n_bins or len(set(labels)) != n_bins:
+        raise ValueError(f"{op}: need {n_bins} distinct labels, got {labels}")
+    n = len(result.per_question["evaluated"])
+    vals = _to_numpy(values, what)
+    if vals.dtype.kind not in "fiu" or vals.shape != (n,):
+        raise ValueError(f"{op}: {what} must be {n} numbers (one per question), "
+                         f"got dtype {vals.dtype} shape {vals.shape}")
+    vals = vals.astype(np.float64)
+    side = "right" if closed == "left" else "left"
+    bins = np.searchsorted(edges_arr, vals, side=side) - 1
+    bins[np.isnan(vals)] = -1
+    thresholds = tuple(result.info.get("thresholds", (0.3, 0.5)))
+    out: dict[str, MetricResult] = {}
+    for b, label in enumerate(labels):
+        sel = np.flatnonzero(bins == b)
+        pq = {k: ([v[i] for i in sel] if isinstance(v, list) else np.asarray(v)[sel])
+              for k, v in result.per_question.items()}
+        info = {
+            "mode": result.info.get("mode"),
+            "bin": label,
+            "questions": int(sel.size),
+            "evaluated": int(np.count_nonzero(pq["evaluated"])),
+            "thresholds": list(thresholds),
+        }
+        out[label] = MetricResult(result.benchmark, _summarise(pq, thresholds), pq, info)
+    return out
+
+
+def _bin_label(lo: float, hi: float, closed: str) -> str:
+    left, right = ("[", ")") if closed == "left" else ("(", "]")
+    return f"{left}{lo:g}, {hi:g}{right}"
