@@ -1,0 +1,137 @@
+# SPDX-License-Identifier: Apache-2.0
+"""``span_similarity`` as ``torch.library`` custom ops, with its gradient.
+
+The forward op and its backward op both call compiled kernels (CPU and
+CUDA); ``register_autograd`` ties them together, so autograd never traces
+through Python tensor ops and ``torch.compile(fullgraph=True)`` sees two
+opaque ops with fake implementations. Importing this module imports torch.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+from torch import Tensor
+
+from fastvqa._ext import _C
+from fastvqa.ops._torch import (
+    _allocator,
+    _check_devices,
+    _compute_dtype,
+    _float_dtype,
+    _prep_float,
+    _prep_index,
+    _stream,
+)
+
+
+def _name(spans: Optional[Tensor]) -> str:
+    return "span_similarity_all" if spans is None else "span_similarity"
+
+
+def _prepare(frames, query, spans, lengths):
+    """Inputs as the kernels want them: one float dtype, int64 indices."""
+    op = _name(spans)
+    _check_devices(op, frames=frames, query=query, spans=spans, lengths=lengths)
+    out_dtype = _float_dtype(op, frames=frames, query=query)
+    work = _compute_dtype(out_dtype)
+    f, q = _prep_float(frames, work), _prep_float(query, work)
+    s = None if spans is None else _prep_index(spans, op, "spans")
+    lens = None if lengths is None else _prep_index(lengths, op, "lengths")
+    return f, q, s, lens, out_dtype, work
+
+
+def _out_shape(frames: Tensor, spans: Optional[Tensor], max_len: Optional[int]) -> tuple:
+    if spans is not None:
+        return (frames.shape[0], spans.shape[1])
+    return (frames.shape[0], frames.shape[1], frames.shape[1] if max_len is None else max_len)
+
+
+@torch.library.custom_op("fastvqa::span_similarity", mutates_args=())
+def _forward_op(
+    frames: Tensor,
+    query: Tensor,
+    spans: Optional[Tensor],
+    pool: str,
+    min_len: int,
+    max_len: Optional[int],
+    lengths: Optional[Tensor],
+    eps: float,
+) -> Tensor:
+    f, q, s, lens, out_dtype, _ = _prepare(frames, query, spans, lengths)
+    out = _C.span_similarity(f, q, s, pool, min_len, max_len, lens, eps, _stream(f),
+                             _allocator(frames.device))
+    return out.to(out_dtype)
+
+
+@_forward_op.register_fake
+def _(frames, query, spans, pool, min_len, max_len, lengths, eps):
+    dtype = _float_dtype(_name(spans), frames=frames, query=query)
+    return frames.new_empty(_out_shape(frames, spans, max_len), dtype=dtype)
+
+
+def _grad_dtype(t: Tensor, work: torch.dtype) -> torch.dtype:
+    return t.dtype if t.dtype.is_floating_point else work
+
+
+@torch.library.custom_op("fastvqa::span_similarity_backward", mutates_args=())
+def _backward_op(
+    grad: Tensor,
+    frames: Tensor,
+    query: Tensor,
+    spans: Optional[Tensor],
+    pool: str,
+    min_len: int,
+    max_len: Optional[int],
+    lengths: Optional[Tensor],
+    eps: float,
+) -> tuple[Tensor, Tensor]:
+    f, q, s, lens, _, work = _prepare(frames, query, spans, lengths)
+    _check_devices(_name(spans), frames=frames, grad=grad)
+    g = _prep_float(grad, work)
+    gf, gq = _C.span_similarity_backward(g, f, q, s, pool, min_len, max_len, lens, eps,
+                                         _stream(f), _allocator(frames.device))
+    return gf.to(_grad_dtype(frames, work)), gq.to(_grad_dtype(query, work))
+
+
+@_backward_op.register_fake
+def _(grad, frames, query, spans, pool, min_len, max_len, lengths, eps):
+    work = _compute_dtype(_float_dtype(_name(spans), frames=frames, query=query))
+    return (frames.new_empty(frames.shape, dtype=_grad_dtype(frames, work)),
+            query.new_empty(query.shape, dtype=_grad_dtype(query, work)))
+
+
+def _setup_context(ctx, inputs, output):
+    frames, query, spans, pool, min_len, max_len, lengths, eps = inputs
+    ctx.save_for_backward(frames, query, spans, lengths)
+    ctx.args = (pool, min_len, max_len, eps)
+
+
+def _backward(ctx, grad):
+    frames, query, spans, lengths = ctx.saved_tensors
+    pool, min_len, max_len, eps = ctx.args
+    gf, gq = _backward_op(grad, frames, query, spans, pool, min_len, max_len, lengths, eps)
+    return gf, gq, None, None, None, None, None, None
+
+
+torch.library.register_autograd(
+    "fastvqa::span_similarity", _backward, setup_context=_setup_context
+)
+
+
+def span_similarity(
+    frames: Tensor,
+    query: Tensor,
+    spans: Optional[Tensor],
+    pool: str,
+    min_len: int,
+    max_len: Optional[int],
+    lengths: Optional[Tensor],
+    eps: float,
+) -> Tensor:
+    # Index arguments never carry gradient; frames and query keep theirs.
+    return _forward_op(
+        frames, query, None if spans is None else spans.detach(), pool, min_len, max_len,
+        None if lengths is None else lengths.detach(), eps,
+    )

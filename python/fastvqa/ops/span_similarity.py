@@ -1,0 +1,144 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Span-to-query cosine similarity (the DeVE-QA self-consistency score)."""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from fastvqa import _arrays
+from fastvqa._ext import _C
+from fastvqa.ops.span_argmax import _int, _optional_int
+
+POOLS = ("mean_of_cos", "cos_of_mean")
+
+_COMMON_DOC = """
+    Similarity:
+        ``cos(x, y) = x . y / (max(|x|, eps) * max(|y|, eps))``, the definition
+        of ``torch.nn.functional.cosine_similarity`` (each norm clamped at
+        ``eps`` separately). For a span of ``n`` frames ``f_i .. f_j``:
+
+        - ``pool="mean_of_cos"``: ``(1/n) sum_t cos(f_t, q)``, the mean of the
+          per-frame cosines (prefix sums of the per-frame cosines, O(1) a span).
+        - ``pool="cos_of_mean"``: ``cos((1/n) sum_t f_t, q)``, the cosine of the
+          mean feature (prefix sums over features, O(D) a span).
+
+        DeVE-QA (deveqa.md §4.3) does not say which pooling its ``R_va`` uses,
+        so ``pool`` has no default: name the one you mean. Scores are raw
+        cosines in [-1, 1]; apply any rescaling (e.g. ``(R + 1) / 2``) yourself.
+
+    Special values:
+        Invalid spans score ``-inf`` (their gradient is 0). A span that covers
+        a frame with a NaN or infinite component scores NaN, and so does every
+        span of a row whose query has one; other spans of the row are
+        unaffected. Only finite scores send gradient.
+
+    dtypes and gradients:
+        float32 and float64 (mixed inputs promote to float64; integers are
+        converted). Sums are accumulated in float64 whatever the dtype.
+        float16/bfloat16 torch tensors are computed in float32 and cast back.
+        Torch inputs are differentiable with respect to ``frames`` and
+        ``query`` (compiled backward kernels on CPU and CUDA, registered with
+        ``torch.library.register_autograd``); NumPy inputs are not.
+"""
+
+
+def span_similarity(
+    frames: Any, query: Any, spans: Any, *, pool: str, eps: float = 1e-8
+) -> Any:
+    """Cosine similarity between given spans of frame features and a query.
+
+    Args:
+        frames: ``[B, T, D]`` per-step features (e.g. CLIP image embeddings at
+            1 fps), NumPy array or torch tensor, any strides.
+        query: ``[B, D]`` query embeddings (e.g. the CLIP text embedding of an
+            answer), same kind and device.
+        spans: ``[B, S, 2]`` integer inclusive ``(start, end)`` step indices
+            (e.g. the output of ``span_argmax``). A span is valid when
+            ``0 <= start <= end < T``; anything else, such as the ``(-1, -1)``
+            padding of ``span_argmax``, scores ``-inf``.
+        pool: ``"mean_of_cos"`` or ``"cos_of_mean"`` (see below).
+        eps: norm clamp (``>= 0``), as in ``torch.nn.functional.cosine_similarity``.
+
+    Returns:
+        ``[B, S]`` similarities in the input float dtype, same kind and device.
+    """
+    op = "span_similarity"
+    pool = _pool(pool, op)
+    eps = _eps(eps, op)
+    if _arrays.any_torch(frames, query, spans):
+        _arrays.require_all_torch(op, frames=frames, query=query, spans=spans)
+        from fastvqa.ops import _torch_span_similarity as T
+
+        return T.span_similarity(frames, query, spans, pool, 1, None, None, eps)
+    (f, q), _ = _arrays.numpy_common_float(op, frames=frames, query=query)
+    s = _arrays.numpy_index(spans, op, "spans")
+    return _C.span_similarity(f, q, s, pool, 1, None, None, eps, 0, _arrays.numpy_alloc)
+
+
+def span_similarity_all(
+    frames: Any,
+    query: Any,
+    *,
+    pool: str,
+    min_len: int = 1,
+    max_len: Optional[int] = None,
+    lengths: Any = None,
+    eps: float = 1e-8,
+) -> Any:
+    """Cosine similarity of every span of frames to the query, banded.
+
+    The band has one cell per (start, length): the span ``[i, i + d]``
+    (inclusive steps, ``n = d + 1`` frames) is at ``[b, i, d]``. This is the
+    layout ``span_scores`` returns and ``top_spans`` decodes.
+
+    Args:
+        frames: ``[B, T, D]`` per-step features, NumPy array or torch tensor.
+        query: ``[B, D]`` query embeddings, same kind and device.
+        pool: ``"mean_of_cos"`` or ``"cos_of_mean"`` (see below).
+        min_len: shortest span in steps (``>= 1``).
+        max_len: longest span in steps (``>= min_len``) and the band width;
+            ``None`` for ``T``. Not capped at ``T``: cells past the end are -inf.
+        lengths: optional ``[B]`` integer valid lengths in ``[0, T]``; steps at
+            or after ``lengths[b]`` are padding, never part of a span and never
+            read (they may hold anything) and get a zero gradient.
+        eps: norm clamp (``>= 0``), as in ``torch.nn.functional.cosine_similarity``.
+
+    Returns:
+        ``[B, T, W]`` with ``W = max_len`` (or ``T``), in the input float dtype.
+        Cells that are not a valid span (``n < min_len``, ``n > max_len``,
+        ``i + d >= lengths[b]``) are ``-inf``.
+    """
+    op = "span_similarity_all"
+    pool = _pool(pool, op)
+    eps = _eps(eps, op)
+    min_len = _int(min_len, op, "min_len")
+    max_len = _optional_int(max_len, op, "max_len")
+    if _arrays.any_torch(frames, query, lengths):
+        _arrays.require_all_torch(op, frames=frames, query=query, lengths=lengths)
+        from fastvqa.ops import _torch_span_similarity as T
+
+        return T.span_similarity(frames, query, None, pool, min_len, max_len, lengths, eps)
+    (f, q), _ = _arrays.numpy_common_float(op, frames=frames, query=query)
+    lens = None if lengths is None else _arrays.numpy_index(lengths, op, "lengths")
+    return _C.span_similarity(f, q, None, pool, min_len, max_len, lens, eps, 0,
+                              _arrays.numpy_alloc)
+
+
+span_similarity.__doc__ += _COMMON_DOC
+span_similarity_all.__doc__ += _COMMON_DOC
+
+
+def _pool(pool: Any, op: str) -> str:
+    if not isinstance(pool, str):
+        raise TypeError(f"{op}: pool must be a string, got {type(pool).__name__}")
+    if pool not in POOLS:
+        raise ValueError(f"{op}: pool must be 'mean_of_cos' or 'cos_of_mean', got {pool!r}")
+    return pool
+
+
+def _eps(eps: Any, op: str) -> float:
+    if isinstance(eps, bool) or not isinstance(eps, (int, float)):
+        raise TypeError(f"{op}: eps must be a real number, got {type(eps).__name__}")
+    if not eps >= 0:
+        raise ValueError(f"{op}: eps must be >= 0, got {eps}")
+    return float(eps)
