@@ -31,7 +31,7 @@ struct RowsParams {
 template <typename T>
 struct SpansParams {
   RowsParams<T> rows;
-  T threshold;
+  double threshold;
   int64_t min_len;
   int64_t* counts;             ///< batch: runs per row (count phase)
   const int64_t* row_offsets;  ///< batch + 1 (fill phase)

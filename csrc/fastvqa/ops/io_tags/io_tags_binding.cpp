@@ -70,7 +70,7 @@ py::tuple to_spans(py::object probs_obj, double threshold, int64_t min_len,
   py::object spans_obj, scores_obj;
   FASTVQA_DISPATCH_FLOAT(pv.dtype, scalar_t, [&] {
     SpansParams<scalar_t> p{rows_params<scalar_t>(pv, lengths.get()),
-                            static_cast<scalar_t>(threshold),
+                            threshold,
                             min_len,
                             static_cast<int64_t*>(counts.view().data),
                             static_cast<const int64_t*>(offsets.view().data),

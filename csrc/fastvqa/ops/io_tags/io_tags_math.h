@@ -27,8 +27,12 @@ namespace io_tags {
 template <typename T>
 FASTVQA_HD bool is_nan(T x) { return x != x; }
 
+// The threshold is a double compared with the widened probability: exact, so
+// it means the same for float32 and float64 inputs.
 template <typename T>
-FASTVQA_HD bool inside(T prob, T threshold) { return prob >= threshold; }
+FASTVQA_HD bool inside(T prob, double threshold) {
+  return static_cast<double>(prob) >= threshold;
+}
 
 template <typename T>
 struct RowView {
@@ -41,8 +45,8 @@ struct RowView {
 // The runs of one row in order of their start. Writes (i, j) pairs to
 // `spans` and mean scores to `scores` when they are not null; returns the count.
 template <typename T>
-FASTVQA_HD int64_t row_runs(const RowView<T>& r, T threshold, int64_t min_len, int64_t* spans,
-                            T* scores) {
+FASTVQA_HD int64_t row_runs(const RowView<T>& r, double threshold, int64_t min_len,
+                            int64_t* spans, T* scores) {
   int64_t count = 0;
   int64_t t = 0;
   while (t < r.length) {

@@ -26,7 +26,9 @@ struct Params {
   int64_t off_s0;
   int64_t n, groups;
   Method method;
-  T iou_threshold, sigma, score_threshold;
+  double iou_threshold;      ///< compared exactly with the widened IoU
+  T sigma;
+  double score_threshold;
   int64_t* sel_keep;        ///< N scratch: kept global indices per group segment
   T* sel_scores;            ///< N scratch: their (decayed) scores
   int64_t* counts;          ///< G: kept per group

@@ -26,8 +26,8 @@ Method parse_method(const std::string& method) {
   if (method == "hard") return Method::kHard;
   if (method == "linear") return Method::kLinear;
   if (method == "gaussian") return Method::kGaussian;
-  throw ValueError(detail::concat(kOp, ": method must be one of 'hard', 'linear', 'gaussian', got '",
-                                  method, "'"));
+  throw ValueError(detail::concat(
+      kOp, ": method must be one of 'hard', 'linear', 'gaussian', got '", method, "'"));
 }
 
 // Host copy of the group offsets, checked before any kernel trusts them;
@@ -93,7 +93,8 @@ py::tuple run(py::object spans_obj, py::object scores_obj, py::object offsets_ob
   if (cuda) {
     if (method == Method::kHard) {
       plan = std::make_unique<HardPlan>(plan_hard(h_off));
-      scratch.push_back(allocate_output(alloc, {(int64_t)plan->table.size()}, "int64", kOp, stream));
+      const int64_t table_size = static_cast<int64_t>(plan->table.size());
+      scratch.push_back(allocate_output(alloc, {table_size}, "int64", kOp, stream));
       scratch.push_back(allocate_output(alloc, {n}, "int64", kOp, stream));
       scratch.push_back(allocate_output(alloc, {plan->mask_words()}, "int64", kOp, stream));
       scratch.push_back(allocate_output(alloc, {plan->removed_words()}, "int64", kOp, stream));
@@ -122,9 +123,9 @@ py::tuple run(py::object spans_obj, py::object scores_obj, py::object offsets_ob
                        n,
                        groups,
                        method,
-                       static_cast<scalar_t>(iou_threshold),
+                       iou_threshold,
                        static_cast<scalar_t>(sigma),
-                       static_cast<scalar_t>(score_threshold),
+                       score_threshold,
                        static_cast<int64_t*>(sel_keep.view().data),
                        static_cast<scalar_t*>(sel_scores.view().data),
                        static_cast<int64_t*>(counts.view().data)};

@@ -110,7 +110,8 @@ __global__ void reduce_kernel(Params<T> p, const int64_t* table, const int64_t* 
       }
       ++count;
       __syncthreads();  // everyone has read removed[] for span i before it changes
-      for (int64_t w = i / kTile + threadIdx.x; w < t; w += blockDim.x) removed[w] |= rows[i * t + w];
+      for (int64_t w = i / kTile + threadIdx.x; w < t; w += blockDim.x)
+        removed[w] |= rows[i * t + w];
       __syncthreads();
     }
     if (threadIdx.x == 0) p.counts[gi] = count;

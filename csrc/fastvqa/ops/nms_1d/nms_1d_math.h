@@ -56,14 +56,19 @@ FASTVQA_HD T span_iou(T as, T ae, T bs, T be) {
   return temporal_iou::pair_overlap<temporal_iou::Mode::kIoU>(as, ae, bs, be);
 }
 
+// Thresholds are doubles, compared with the float32/float64 value widened to
+// double: exact, so a threshold means the same in both dtypes.
+
 // Hard NMS: does a kept span suppress a candidate at this IoU?
 template <typename T>
-FASTVQA_HD bool suppresses(T iou, T iou_threshold) { return iou > iou_threshold; }
+FASTVQA_HD bool suppresses(T iou, double iou_threshold) {
+  return static_cast<double>(iou) > iou_threshold;
+}
 
 // A score that can be (or stay) a candidate: not NaN, not below the threshold.
 template <typename T>
-FASTVQA_HD bool score_alive(T score, T score_threshold) {
-  return !is_nan(score) && !(score < score_threshold);
+FASTVQA_HD bool score_alive(T score, double score_threshold) {
+  return !is_nan(score) && !(static_cast<double>(score) < score_threshold);
 }
 
 // exp in the argument's precision on host and device alike.
@@ -73,8 +78,8 @@ FASTVQA_HD double exp_of(double x) { return exp(x); }
 // Soft-NMS factor (linear or gaussian) applied to a remaining score after a
 // span at this IoU was taken.
 template <typename T>
-FASTVQA_HD T decay(Method method, T iou, T iou_threshold, T sigma) {
-  if (method == Method::kLinear) return iou > iou_threshold ? T(1) - iou : T(1);
+FASTVQA_HD T decay(Method method, T iou, double iou_threshold, T sigma) {
+  if (method == Method::kLinear) return suppresses(iou, iou_threshold) ? T(1) - iou : T(1);
   return is_nan(iou) ? T(1) : exp_of(-(iou * iou) / sigma);
 }
 
@@ -104,9 +109,9 @@ struct Group {
 // kept global indices in selection order with their decayed scores to
 // out_keep / out_scores and returns how many there are.
 template <typename T>
-FASTVQA_HD int64_t soft_nms_group(const Group<T>& g, Method method, T iou_threshold, T sigma,
-                                  T score_threshold, int64_t* idx, T* cur, int64_t* out_keep,
-                                  T* out_scores) {
+FASTVQA_HD int64_t soft_nms_group(const Group<T>& g, Method method, double iou_threshold,
+                                  T sigma, double score_threshold, int64_t* idx, T* cur,
+                                  int64_t* out_keep, T* out_scores) {
   int64_t live = 0;
   for (int64_t k = g.begin; k < g.end; ++k) {
     const T s = g.score(k);
