@@ -80,7 +80,9 @@ FASTVQA_HD double exp_of(double x) { return exp(x); }
 template <typename T>
 FASTVQA_HD T decay(Method method, T iou, double iou_threshold, T sigma) {
   if (method == Method::kLinear) return suppresses(iou, iou_threshold) ? T(1) - iou : T(1);
-  return is_nan(iou) ? T(1) : exp_of(-(iou * iou) / sigma);
+  // Disjoint spans are the common case; exp(-0) is exactly 1, so skipping the
+  // call there changes no result.
+  return (is_nan(iou) || iou == T(0)) ? T(1) : exp_of(-(iou * iou) / sigma);
 }
 
 // One group of spans [begin, end) seen through strides, and the output slots
@@ -122,11 +124,18 @@ FASTVQA_HD int64_t soft_nms_group(const Group<T>& g, Method method, double iou_t
   }
   int64_t count = 0;
   while (live > 0) {
+    // Live scores are never NaN, so plain comparisons decide unless they tie.
     int64_t best = 0;
+    T cb = cur[0];
     for (int64_t q = 1; q < live; ++q) {
-      const int64_t a = idx[q], b = idx[best];
-      if (ranks_before(cur[q], g.start(a), g.stop(a), a, cur[best], g.start(b), g.stop(b), b))
+      const T cq = cur[q];
+      if (cq > cb) {
         best = q;
+        cb = cq;
+      } else if (cq == cb) {
+        const int64_t a = idx[q], b = idx[best];
+        if (ranks_before(cq, g.start(a), g.stop(a), a, cb, g.start(b), g.stop(b), b)) best = q;
+      }
     }
     const int64_t sel = idx[best];
     out_keep[count] = sel;
@@ -138,7 +147,11 @@ FASTVQA_HD int64_t soft_nms_group(const Group<T>& g, Method method, double iou_t
     const T ss = g.start(sel), se = g.stop(sel);
     for (int64_t q = 0; q < live;) {
       const int64_t k = idx[q];
-      cur[q] *= decay(method, span_iou(ss, se, g.start(k), g.stop(k)), iou_threshold, sigma);
+      const T ks = g.start(k), ke = g.stop(k);
+      // Disjoint spans (most pairs) have IoU 0 and weight exactly 1 in both
+      // methods; the test is false for NaN endpoints, which take the full path.
+      if (!(ks >= se || ke <= ss))
+        cur[q] *= decay(method, span_iou(ss, se, ks, ke), iou_threshold, sigma);
       if (score_alive(cur[q], score_threshold)) {
         ++q;
       } else {  // dropped: the last live candidate takes its slot
