@@ -26,9 +26,10 @@ QUARTERS = [0.0, 0.25, 0.5, 0.75, 1.0]
 
 
 def to_np(x):
-    return x.detach().cpu().float().numpy() if isinstance(x, torch.Tensor) and x.dtype in (
-        torch.float16, torch.bfloat16) else (
-        x.detach().cpu().numpy() if isinstance(x, torch.Tensor) else np.asarray(x))
+    if not isinstance(x, torch.Tensor):
+        return np.asarray(x)
+    x = x.detach().cpu()
+    return (x.float() if x.dtype in (torch.float16, torch.bfloat16) else x).numpy()
 
 
 @st.composite
@@ -90,7 +91,8 @@ def test_io_to_spans_torch(prob, dtype, strided):
 
 
 @settings(max_examples=100, **SETTINGS)
-@given(prob=problems(values=st.floats(0, 1, width=32)), dtype=st.sampled_from([np.float32, np.float64]))
+@given(prob=problems(values=st.floats(0, 1, width=32)),
+       dtype=st.sampled_from([np.float32, np.float64]))
 def test_io_to_spans_general_floats(prob, dtype):
     probs, lengths, threshold, min_len = prob
     out = io_to_spans(probs.astype(dtype), threshold=threshold, lengths=lengths, min_len=min_len)
@@ -190,10 +192,12 @@ P = np.zeros((2, 4))
         ((P[0],), {}, ValueError, r"probs must have shape \(B, T\), got shape \(4,\)"),
         ((P[None],), {}, ValueError, r"probs must have shape \(B, T\)"),
         ((P.astype(bool),), {}, TypeError, "probs must hold real numbers"),
-        ((P,), {"lengths": [1, 5]}, ValueError, r"lengths must lie in \[0, T\] = \[0, 4\], got lengths\[1\] = 5"),
+        ((P,), {"lengths": [1, 5]}, ValueError,
+         r"lengths must lie in \[0, T\] = \[0, 4\], got lengths\[1\] = 5"),
         ((P,), {"lengths": [1, 2, 3]}, ValueError, r"lengths must have shape \(B,\) = \(2,\)"),
         ((P,), {"lengths": [1.0, 2.0]}, TypeError, "lengths must hold integers"),
-        ((torch.zeros(2, 4),), {"lengths": np.array([1, 2])}, TypeError, "lengths must be a torch tensor"),
+        ((torch.zeros(2, 4),), {"lengths": np.array([1, 2])}, TypeError,
+         "lengths must be a torch tensor"),
         ((torch.zeros(2, 4),), {"lengths": torch.tensor([-1, 2])}, ValueError, "lengths must lie"),
     ],
 )

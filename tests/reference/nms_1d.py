@@ -74,7 +74,8 @@ def nms_1d_ref(
             end = {k: f(sp[k, 1]) for k in members}
             if method == "hard":
                 order = sorted(
-                    members, key=lambda k: rank_key(float(sc[k]), float(start[k]), float(end[k]), k)
+                    members,
+                    key=lambda k: rank_key(float(sc[k]), float(start[k]), float(end[k]), k),
                 )
                 kept_here: list[int] = []
                 for k in order:
@@ -92,7 +93,8 @@ def nms_1d_ref(
                 cur = {k: f(sc[k]) for k in members if alive(sc[k])}
                 while cur:
                     sel = min(
-                        cur, key=lambda k: rank_key(float(cur[k]), float(start[k]), float(end[k]), k)
+                        cur,
+                        key=lambda k: rank_key(float(cur[k]), float(start[k]), float(end[k]), k),
                     )
                     keep.append(sel)
                     kept_scores.append(float(cur.pop(sel)))

@@ -100,7 +100,9 @@ def nms_1d(
     if not isinstance(method, str):
         raise TypeError(f"{op}: method must be a string, got {type(method).__name__}")
     if method not in _METHODS:
-        raise ValueError(f"{op}: method must be one of 'hard', 'linear', 'gaussian', got {method!r}")
+        raise ValueError(
+            f"{op}: method must be one of 'hard', 'linear', 'gaussian', got {method!r}"
+        )
     iou_threshold = _real(iou_threshold, op, "iou_threshold")
     sigma = _real(sigma, op, "sigma")
     score_threshold = _real(score_threshold, op, "score_threshold")
