@@ -17,6 +17,12 @@ void register_span_argmax(py::module_& m);
 namespace span_similarity {
 void register_span_similarity(py::module_& m);
 }
+namespace nms_1d {
+void register_nms_1d(py::module_& m);
+}
+namespace io_tags {
+void register_io_tags(py::module_& m);
+}
 py::dict build_info();
 }  // namespace fastvqa
 
@@ -38,4 +44,6 @@ PYBIND11_MODULE(_C, m) {
   fastvqa::temporal_iou::register_temporal_iou(m);
   fastvqa::span_argmax::register_span_argmax(m);
   fastvqa::span_similarity::register_span_similarity(m);
+  fastvqa::nms_1d::register_nms_1d(m);
+  fastvqa::io_tags::register_io_tags(m);
 }

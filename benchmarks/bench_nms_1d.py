@@ -1,0 +1,213 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Benchmark fastvqa.ops.nms_1d against the usual Python/NumPy temporal NMS loops.
+
+Input: N = 10,000 temporal proposals in G = 100 groups (videos) of 100, start
+uniform in [0, 120) s, length uniform in [1, 30) s, scores uniform in [0, 1).
+
+Baselines, timed in the same run on the same inputs:
+
+- soft-NMS (gaussian, sigma 0.5), Python loop in the style of mmaction2's
+  ``soft_nms``: per group, lists of starts/ends/scores; repeatedly ``np.argmax``
+  the scores, compute the IoU of the pick with every remaining span (NumPy),
+  decay the others in a Python loop, pop the pick. The decay is mmcv's rule
+  (every pair, ``exp(-iou^2 / sigma)``), which fastvqa implements.
+- hard NMS, pure Python greedy loop per group (sorted, compare with the kept).
+- hard NMS, torchvision-style NumPy loop per group (``py_cpu_nms``): argsort
+  descending, keep the head, drop every remaining span whose IoU with it
+  exceeds the threshold (vectorised), repeat.
+
+Before timing, every implementation must return the same kept indices and
+group offsets as fastvqa (soft: scores allclose); otherwise the script exits 1
+without timing. Target (CPU): fastvqa soft-NMS >= 20x the Python-loop soft-NMS.
+
+Usage: python benchmarks/bench_nms_1d.py [--device cuda] [--out DIR]
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+import _harness as H  # noqa: E402
+from fastvqa.ops import nms_1d  # noqa: E402
+
+NAME = "nms_1d"
+TARGET_SIZES = {"spans": 10_000, "groups": 100, "device": "cpu"}
+TARGETS = {"soft python loop": 20.0}
+
+
+# ------------------------------------------------------------------- baselines
+
+
+def _iou_many(s, e, starts, ends):
+    inter = np.maximum(np.minimum(e, ends) - np.maximum(s, starts), 0.0)
+    union = (e - s) + (ends - starts) - inter
+    return np.where(union > 0, inter / np.where(union > 0, union, 1.0), 0.0)
+
+
+def soft_nms_python(spans, scores, offsets, sigma):
+    """mmaction2-style soft-NMS loop (gaussian), per group."""
+    keep, kept_scores, out_off = [], [], [0]
+    for g in range(len(offsets) - 1):
+        lo, hi = int(offsets[g]), int(offsets[g + 1])
+        idx = list(range(lo, hi))
+        tstart, tend, tscore = list(spans[lo:hi, 0]), list(spans[lo:hi, 1]), list(scores[lo:hi])
+        while tscore:
+            m = int(np.argmax(tscore))
+            iou = _iou_many(tstart[m], tend[m], np.array(tstart), np.array(tend))
+            decay = np.exp(-np.square(iou) / sigma)
+            for q in range(len(tscore)):
+                if q != m:
+                    tscore[q] = tscore[q] * decay[q]
+            keep.append(idx.pop(m))
+            kept_scores.append(tscore.pop(m))
+            tstart.pop(m)
+            tend.pop(m)
+        out_off.append(len(keep))
+    return np.array(keep), np.array(out_off), np.array(kept_scores)
+
+
+def hard_nms_python(spans, scores, offsets, thr):
+    """Greedy hard NMS in plain Python, per group."""
+    keep, out_off = [], [0]
+    for g in range(len(offsets) - 1):
+        lo, hi = int(offsets[g]), int(offsets[g + 1])
+        order = sorted(range(lo, hi), key=lambda k: -scores[k])
+        kept = []
+        for k in order:
+            s, e = spans[k]
+            ok = True
+            for q in kept:
+                qs, qe = spans[q]
+                inter = max(min(e, qe) - max(s, qs), 0.0)
+                union = (e - s) + (qe - qs) - inter
+                if union > 0 and inter / union > thr:
+                    ok = False
+                    break
+            if ok:
+                kept.append(k)
+        keep += kept
+        out_off.append(len(keep))
+    return np.array(keep), np.array(out_off)
+
+
+def hard_nms_numpy(spans, scores, offsets, thr):
+    """torchvision-style (py_cpu_nms) NumPy loop, per group."""
+    keep, out_off = [], [0]
+    for g in range(len(offsets) - 1):
+        lo, hi = int(offsets[g]), int(offsets[g + 1])
+        s, e = spans[lo:hi, 0], spans[lo:hi, 1]
+        order = np.argsort(-scores[lo:hi], kind="stable")
+        while order.size:
+            i = order[0]
+            keep.append(lo + int(i))
+            rest = order[1:]
+            order = rest[_iou_many(s[i], e[i], s[rest], e[rest]) <= thr]
+        out_off.append(len(keep))
+    return np.array(keep), np.array(out_off)
+
+
+def to_numpy(x):
+    return x.detach().cpu().numpy() if isinstance(x, torch.Tensor) else np.asarray(x)
+
+
+# -------------------------------------------------------------------- the run
+
+
+def main() -> int:
+    p = H.base_parser(__doc__.split("\n\n")[0])
+    p.add_argument("--spans", type=int, default=10_000, help="N: proposals in all")
+    p.add_argument("--groups", type=int, default=100, help="G: groups (videos), equal sizes")
+    p.add_argument("--iou-threshold", type=float, default=0.5)
+    p.add_argument("--sigma", type=float, default=0.5)
+    p.add_argument("--dtype", choices=("float32", "float64"), default="float64",
+                   help="float64 by default: the baselines compute in float64, and soft-NMS "
+                        "orders by decayed scores, so the agreement check wants the same rounding")
+    args = p.parse_args()
+    H.require_device(args.device)
+    dev, N, G = args.device, args.spans, args.groups
+    thr, sigma = args.iou_threshold, args.sigma
+    config = {"spans": N, "groups": G, "iou_threshold": thr, "sigma": sigma,
+              "dtype": args.dtype, "seed": args.seed, "device": dev,
+              "repeats": args.repeats, "warmup": args.warmup}
+    env = H.environment(dev)
+    name = f"{NAME}_{dev}"
+
+    rng = np.random.default_rng(args.seed)
+    starts = rng.uniform(0, 120, N)
+    spans_np = np.stack([starts, starts + rng.uniform(1, 30, N)], 1).astype(args.dtype)
+    scores_np = rng.uniform(0, 1, N).astype(args.dtype)
+    offsets_np = np.linspace(0, N, G + 1).round().astype(np.int64)
+    spans_t, scores_t = torch.from_numpy(spans_np).to(dev), torch.from_numpy(scores_np).to(dev)
+    offsets_t = torch.from_numpy(offsets_np).to(dev)
+
+    cpu = dev == "cpu"
+    targets = TARGETS if all(config[k] == v for k, v in TARGET_SIZES.items()) else {}
+    fv_np, fv_t = ("fastvqa", "numpy"), ("fastvqa", "torch" if cpu else "torch cuda")
+    soft, hard = "soft gaussian", "hard"
+    fv_in = (spans_np, scores_np, offsets_np) if cpu else (spans_t, scores_t, offsets_t)
+    ref = fv_np if cpu else fv_t
+    impls = []
+    if cpu:
+        impls.append(H.Impl(soft, *fv_np, lambda: nms_1d(
+            spans_np, scores_np, iou_threshold=thr, method="gaussian", sigma=sigma,
+            offsets=offsets_np)))
+    impls += [
+        H.Impl(soft, *fv_t, lambda: nms_1d(spans_t, scores_t, iou_threshold=thr,
+                                           method="gaussian", sigma=sigma, offsets=offsets_t)),
+        H.Impl(soft, "soft python loop", "numpy",
+               lambda: soft_nms_python(spans_np, scores_np, offsets_np, sigma),
+               ref=ref, target=targets.get("soft python loop")),
+    ]
+    if cpu:
+        impls.append(H.Impl(hard, *fv_np, lambda: nms_1d(
+            spans_np, scores_np, iou_threshold=thr, offsets=offsets_np)))
+    impls += [
+        H.Impl(hard, *fv_t, lambda: nms_1d(spans_t, scores_t, iou_threshold=thr,
+                                           offsets=offsets_t)),
+        H.Impl(hard, "python loop", "numpy",
+               lambda: hard_nms_python(spans_np, scores_np, offsets_np, thr), ref=ref),
+        H.Impl(hard, "numpy per-group loop", "numpy",
+               lambda: hard_nms_numpy(spans_np, scores_np, offsets_np, thr), ref=ref),
+    ]
+    del fv_in
+
+    # ---- correctness first: same kept indices and offsets, allclose scores.
+    outputs = {i.key: tuple(to_numpy(x) for x in i.fn()) for i in impls}
+    for i in impls:
+        want = outputs[(i.case, *ref)]
+        got = outputs[i.key]
+        label = f"{i.case} {i.impl} ({i.input})"
+
+        def fail(msg):
+            H.fail_check(args.out, name, config, env, f"{label}: {msg}")
+
+        if not np.array_equal(got[1], want[1]):
+            fail(f"group offsets differ: {got[1][:8].tolist()}... vs {want[1][:8].tolist()}...")
+        if not np.array_equal(got[0], want[0]):
+            bad = int(np.flatnonzero(got[0] != want[0])[0])
+            fail(f"kept indices differ first at position {bad}: {got[0][bad]} vs {want[0][bad]}")
+        if i.case == soft and not np.allclose(got[2], want[2], rtol=1e-5, atol=1e-7):
+            fail(f"decayed scores not allclose (max abs diff {np.abs(got[2] - want[2]).max():.3g})")
+    kept = {c: len(outputs[(c, *ref)][0]) for c in (soft, hard)}
+    del outputs
+    print(f"check: all {len(impls)} implementations agree with fastvqa on N={N}, G={G} "
+          f"(hard keeps {kept[hard]}, soft returns {kept[soft]})")
+
+    timed = H.time_all(impls, args)
+    if not targets:
+        print("(no targets: they are defined for the default sizes on --device cpu)")
+    H.report(name, f"nms_1d: N={N} spans in G={G} groups, iou_threshold={thr}, sigma={sigma}, "
+             f"{args.dtype}, device={dev}, median of {args.repeats} repeats (IQR); "
+             f"spans/s = N / median", impls, timed, work=N, rate_unit="spans/s",
+             config=config, env=env, out_dir=args.out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

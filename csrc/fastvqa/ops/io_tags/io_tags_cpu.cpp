@@ -1,0 +1,70 @@
+// SPDX-License-Identifier: Apache-2.0
+// CPU loops for I/O tag decoding; the semantics are in io_tags_math.h.
+#include <algorithm>
+#include <numeric>
+#include <vector>
+
+#include "fastvqa/ops/io_tags/io_tags.h"
+
+namespace fastvqa {
+namespace io_tags {
+
+template <typename T>
+void io_count_cpu(const SpansParams<T>& p) {
+  const int64_t batch = p.rows.batch;
+#pragma omp parallel for schedule(static) if (batch * p.rows.steps >= 65536)
+  for (int64_t b = 0; b < batch; ++b)
+    p.counts[b] = row_runs<T>(p.rows.row(b), p.threshold, p.min_len, nullptr, nullptr);
+}
+
+template <typename T>
+void io_fill_cpu(const SpansParams<T>& p) {
+  const int64_t batch = p.rows.batch;
+#pragma omp parallel if (batch * p.rows.steps >= 65536)
+  {
+    std::vector<int64_t> perm;
+    std::vector<int64_t> spans;
+    std::vector<T> scores;
+#pragma omp for schedule(static)
+    for (int64_t b = 0; b < batch; ++b) {
+      const int64_t begin = p.row_offsets[b];
+      const int64_t count = p.row_offsets[b + 1] - begin;
+      if (count == 0) continue;
+      spans.resize(2 * count);
+      scores.resize(count);
+      row_runs<T>(p.rows.row(b), p.threshold, p.min_len, spans.data(), scores.data());
+      // Sort a permutation (runs are in start order) with the shared total order.
+      perm.resize(count);
+      std::iota(perm.begin(), perm.end(), int64_t(0));
+      std::sort(perm.begin(), perm.end(), [&](int64_t x, int64_t y) {
+        return run_before(scores[x], spans[2 * x], scores[y], spans[2 * y]);
+      });
+      for (int64_t q = 0; q < count; ++q) {
+        p.out_spans[2 * (begin + q)] = spans[2 * perm[q]];
+        p.out_spans[2 * (begin + q) + 1] = spans[2 * perm[q] + 1];
+        p.out_scores[begin + q] = scores[perm[q]];
+      }
+    }
+  }
+}
+
+template <typename T>
+void io_start_end_cpu(const StartEndParams<T>& p) {
+  const int64_t batch = p.rows.batch, steps = p.rows.steps;
+#pragma omp parallel for schedule(static) if (batch * steps >= 65536)
+  for (int64_t b = 0; b < batch; ++b) {
+    const RowView<T> r = p.rows.row(b);
+    for (int64_t t = 0; t < steps; ++t)
+      start_end_at(r, t, &p.out_start[b * steps + t], &p.out_end[b * steps + t]);
+  }
+}
+
+template void io_count_cpu<float>(const SpansParams<float>&);
+template void io_count_cpu<double>(const SpansParams<double>&);
+template void io_fill_cpu<float>(const SpansParams<float>&);
+template void io_fill_cpu<double>(const SpansParams<double>&);
+template void io_start_end_cpu<float>(const StartEndParams<float>&);
+template void io_start_end_cpu<double>(const StartEndParams<double>&);
+
+}  // namespace io_tags
+}  // namespace fastvqa

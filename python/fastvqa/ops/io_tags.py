@@ -1,0 +1,114 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Inside/outside (I/O) tag decoding: runs of inside steps as spans, and the
+IO -> start/end conversion that lets :func:`fastvqa.ops.span_argmax` decode them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastvqa import _arrays
+from fastvqa._ext import _C
+from fastvqa.ops.nms_1d import _real
+from fastvqa.ops.span_argmax import _int
+
+
+def io_to_spans(
+    probs: Any, *, threshold: float = 0.5, lengths: Any = None, min_len: int = 1
+) -> tuple[Any, Any, Any]:
+    """Maximal runs of inside steps as scored spans (WildQA's IO decoding).
+
+    A step ``t < lengths[b]`` of row ``b`` is *inside* when ``probs[b, t] >=
+    threshold`` (compared exactly, in float64). Every maximal run of inside
+    steps ``[i, j]`` (both ends **inclusive** step indices) of at least
+    ``min_len`` steps becomes a span scored by the mean probability over the
+    run (summed left to right in float64, then rounded to the input dtype).
+    To convert to seconds at one feature per second, as WildQA does, use
+    ``[i, j + 1)``.
+
+    Args:
+        probs: ``[B, T]`` per-step inside probabilities (after the sigmoid),
+            NumPy array or torch tensor (CPU or CUDA); any strides.
+        threshold: inside when ``prob >= threshold``.
+        lengths: optional ``[B]`` integer valid lengths in ``[0, T]``; steps at
+            or after ``lengths[b]`` are padding and never inside (a run ends
+            there).
+        min_len: shortest run kept, in steps (``>= 1``).
+
+    Returns:
+        ``(spans, scores, row_offsets)`` in the input's framework and on its
+        device: ``spans`` is ``[S, 2]`` int64 inclusive ``(start, end)`` step
+        indices, ``scores`` is ``[S]`` in the input float dtype, ``row_offsets``
+        is ``[B + 1]`` int64 (row ``b``'s spans are
+        ``spans[row_offsets[b]:row_offsets[b + 1]]``). Within a row, spans are
+        ordered by higher score, then smaller start. Rows with no run (all
+        outside, ``lengths[b] = 0``) contribute nothing; ``B = 0`` or ``T = 0``
+        gives empty results.
+
+    NaN:
+        A NaN probability is never inside, so it splits a run. ``+inf`` is
+        inside (the run's mean is then ``inf``); a run holding both ``+inf`` and
+        ``-inf`` (only with ``threshold = -inf``) has a NaN score and ranks last.
+
+    dtypes:
+        float32 and float64 natively; integers are converted to float64
+        (NumPy) or the default float (torch); float16/bfloat16 torch tensors
+        are computed in float32 and the scores cast back. Not differentiable.
+        Under ``torch.compile`` the number of spans is a data-dependent
+        (unbacked) size.
+    """
+    op = "io_to_spans"
+    threshold = _real(threshold, op, "threshold")
+    min_len = _int(min_len, op, "min_len")
+    if _arrays.any_torch(probs, lengths):
+        _arrays.require_all_torch(op, probs=probs, lengths=lengths)
+        from fastvqa.ops import _torch_nms
+
+        return _torch_nms.io_to_spans(probs, threshold, min_len, lengths)
+    (p,), _ = _arrays.numpy_common_float(op, probs=probs)
+    lens = None if lengths is None else _arrays.numpy_index(lengths, op, "lengths")
+    return _C.io_to_spans(p, threshold, min_len, lens, 0, _arrays.numpy_alloc)
+
+
+def io_to_start_end(probs: Any, *, lengths: Any = None) -> tuple[Any, Any]:
+    """Inside/outside probabilities to start/end scores for :func:`span_argmax`.
+
+    The conversion of WildQA's IO baseline (wildqa.md §6.3 item 11), along
+    time, for the valid steps ``t < L`` of a row with values ``v``
+    (``L = lengths[b]``, or ``T``)::
+
+        start[t] = v[t] - v[t - 1]  for t > 0,      start[0]     = v[0]
+        end[t]   = v[t] - v[t + 1]  for t < L - 1,  end[L - 1]   = v[L - 1]
+
+    A run of high probabilities then has a high start score at its first step
+    and a high end score at its last, so ``span_argmax(start, end)`` (score
+    ``start[i] + end[j]``) decodes it. Steps ``t >= L`` are padding and get NaN,
+    which ``span_argmax`` treats as unusable, so decoding needs no ``lengths``.
+
+    Args:
+        probs: ``[B, T]`` per-step values (probabilities or logits; the map is
+            linear), NumPy array or torch tensor (CPU or CUDA); any strides.
+        lengths: optional ``[B]`` integer valid lengths in ``[0, T]``.
+
+    Returns:
+        ``(start, end)``: two ``[B, T]`` arrays in the input's framework, float
+        dtype and device.
+
+    NaN:
+        A NaN value makes the start and end scores that read it NaN (at most
+        its own step and its two neighbours).
+
+    dtypes:
+        float32 and float64 natively; integers are converted to float64
+        (NumPy) or the default float (torch); float16/bfloat16 torch tensors
+        are computed in float32 and the results cast back. Not differentiable:
+        torch results never require grad.
+    """
+    op = "io_to_start_end"
+    if _arrays.any_torch(probs, lengths):
+        _arrays.require_all_torch(op, probs=probs, lengths=lengths)
+        from fastvqa.ops import _torch_nms
+
+        return _torch_nms.io_to_start_end(probs, lengths)
+    (p,), _ = _arrays.numpy_common_float(op, probs=probs)
+    lens = None if lengths is None else _arrays.numpy_index(lengths, op, "lengths")
+    return _C.io_to_start_end(p, lens, 0, _arrays.numpy_alloc)

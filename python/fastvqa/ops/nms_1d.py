@@ -1,0 +1,128 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Temporal (1-D) non-maximum suppression, hard and soft, over ragged groups."""
+
+from __future__ import annotations
+
+import math
+import numbers
+from typing import Any
+
+from fastvqa import _arrays
+from fastvqa._ext import _C
+
+_METHODS = ("hard", "linear", "gaussian")
+
+
+def nms_1d(
+    spans: Any,
+    scores: Any,
+    *,
+    iou_threshold: float,
+    method: str = "hard",
+    sigma: float = 0.5,
+    offsets: Any = None,
+    score_threshold: float = -math.inf,
+) -> tuple[Any, ...]:
+    """Non-maximum suppression of temporal spans, per group.
+
+    Spans are ``[start, end]`` in seconds (continuous ends, not step indices);
+    two spans overlap by the textbook temporal IoU, the ``"iou"`` mode of
+    :func:`fastvqa.ops.temporal_iou` (``len = max(end - start, 0)``, so a
+    reversed span is empty and overlaps nothing). Suppression happens only
+    between spans of the same group.
+
+    Candidates are taken in a total order: higher score first, then smaller
+    start, then smaller end, then smaller index (so CPU and CUDA agree exactly,
+    ties included).
+
+    - ``"hard"``: in that order, a span is kept unless its IoU with an already
+      kept span of its group **exceeds** ``iou_threshold`` (strict ``>``, as
+      ``torchvision.ops.nms``).
+    - ``"linear"`` and ``"gaussian"``: soft-NMS (Bodla et al., 2017, the
+      algorithm of mmcv's ``soft_nms``). Repeatedly take the remaining span
+      with the best *current* score (same tie rule), then multiply the score
+      of every other remaining span by ``1 - iou`` if ``iou > iou_threshold``
+      (linear) or by ``exp(-iou**2 / sigma)`` (gaussian, which ignores
+      ``iou_threshold``).
+
+    With every method, a span whose score (for soft-NMS: current, decayed
+    score) is below ``score_threshold`` is dropped; the default ``-inf``
+    keeps them all, so soft-NMS then returns every non-NaN span, reordered.
+
+    Args:
+        spans: ``[N, 2]`` float spans ``[start, end]`` in seconds, NumPy
+            array or torch tensor (CPU or CUDA); any strides.
+        scores: ``[N]`` float scores, same kind, dtype and device.
+        iou_threshold: IoU above which a kept span suppresses (hard) or decays
+            (linear) another; compared exactly with the IoU in the compute dtype.
+        method: ``"hard"``, ``"linear"`` or ``"gaussian"``.
+        sigma: gaussian width (``> 0``).
+        offsets: optional ``[G + 1]`` integer CSR offsets: group ``g`` holds
+            spans ``offsets[g]:offsets[g + 1]``; they must start at 0, not
+            decrease and end at ``N``. ``None`` is one group of all spans.
+        score_threshold: spans scoring below it are dropped (see above).
+
+    Returns:
+        ``(keep, keep_offsets)`` for ``"hard"``, ``(keep, keep_offsets,
+        kept_scores)`` for the soft methods, in the input's framework and on
+        its device. ``keep`` is ``[K]`` int64 indices into the input, grouped
+        by group in order and, within a group, in selection order (for hard
+        NMS: descending score with the tie rule above); ``keep_offsets`` is
+        ``[G + 1]`` int64 (group ``g``'s kept spans are
+        ``keep[keep_offsets[g]:keep_offsets[g + 1]]``; ``[0, K]`` without
+        ``offsets``). ``kept_scores`` is ``[K]``, the decayed scores at
+        selection, in the input float dtype. ``N = 0`` and empty groups are
+        legal and give empty results.
+
+    NaN:
+        A span with a NaN score is never kept (it ranks after every number).
+        A NaN endpoint makes every IoU with that span NaN, which never exceeds
+        a threshold and decays nothing: such a span suppresses nothing and is
+        suppressed by nothing. A soft-NMS score that becomes NaN (``inf * 0``)
+        drops the span.
+
+    dtypes:
+        float32 and float64 natively (mixed inputs promote to float64);
+        integers are converted to float64 (NumPy) or the default float
+        (torch); float16/bfloat16 torch tensors are computed in float32 and the
+        kept scores cast back. Not differentiable: torch results never require
+        grad. Under ``torch.compile`` the output length is a data-dependent
+        (unbacked) size.
+
+    CUDA:
+        hard NMS uses the bitmask algorithm of torchvision/mmcv per group
+        (64-wide tiles of the sorted spans, one 64-bit suppression word per
+        span and tile, then the greedy pass over the words by one thread block
+        per group, on the GPU); soft-NMS runs one thread per group. Both sync
+        once to learn the output size.
+    """
+    op = "nms_1d"
+    if not isinstance(method, str):
+        raise TypeError(f"{op}: method must be a string, got {type(method).__name__}")
+    if method not in _METHODS:
+        raise ValueError(
+            f"{op}: method must be one of 'hard', 'linear', 'gaussian', got {method!r}"
+        )
+    iou_threshold = _real(iou_threshold, op, "iou_threshold")
+    sigma = _real(sigma, op, "sigma")
+    score_threshold = _real(score_threshold, op, "score_threshold")
+    if _arrays.any_torch(spans, scores, offsets):
+        _arrays.require_all_torch(op, spans=spans, scores=scores, offsets=offsets)
+        from fastvqa.ops import _torch_nms
+
+        out = _torch_nms.nms_1d(spans, scores, offsets, iou_threshold, method, sigma,
+                                score_threshold)
+    else:
+        (sp, sc), _ = _arrays.numpy_common_float(op, spans=spans, scores=scores)
+        off = None if offsets is None else _arrays.numpy_index(offsets, op, "offsets")
+        out = _C.nms_1d(sp, sc, off, iou_threshold, method, sigma, score_threshold, 0,
+                        _arrays.numpy_alloc)
+    keep, keep_offsets, kept_scores = out
+    return (keep, keep_offsets) if method == "hard" else (keep, keep_offsets, kept_scores)
+
+
+def _real(value: Any, op: str, name: str) -> float:
+    """A real number as a float; bools and non-numbers raise TypeError."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{op}: {name} must be a real number, got {type(value).__name__}")
+    return float(value)

@@ -1,0 +1,445 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Tests for ``fastvqa.ops.nms_1d`` against the plain-loop reference.
+
+Span endpoints are drawn from a small integer grid and scores from a few
+exactly representable values (plus NaN and -inf), so identical spans, tied
+scores and IoUs that equal the threshold are common; the reference mirrors the
+compute dtype operation by operation, so kept indices must match *exactly*.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import math
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from fastvqa.ops import nms_1d, temporal_iou
+from tests.conftest import DEVICES
+from tests.reference.nms_1d import nms_1d_ref
+
+SETTINGS = dict(
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+METHODS = ["hard", "linear", "gaussian"]
+SCORE_VALUES = [0.0, 0.25, 0.5, 0.75, 1.0, 2.0, -1.0]
+# 1/3 and 2/3 are IoUs of integer spans whose float32 and float64 roundings
+# fall on opposite sides of the double threshold: exact comparison matters.
+THRESHOLDS = [0.0, 0.25, 1 / 3, 0.5, 2 / 3, 0.7, 1.0]
+
+
+def _libm_expf():
+    """The float32 exp the CPU kernel calls (glibc ``expf``), or None."""
+    name = ctypes.util.find_library("m")
+    if name is None:
+        return None
+    try:
+        fn = ctypes.CDLL(name).expf
+    except (OSError, AttributeError):
+        return None
+    fn.restype, fn.argtypes = ctypes.c_float, [ctypes.c_float]
+    return fn
+
+
+EXPF = _libm_expf()
+
+
+def ref(spans, scores, dtype, **kw):
+    exp = EXPF if np.dtype(dtype) == np.float32 and EXPF is not None else None
+    return nms_1d_ref(spans, scores, dtype=dtype, exp=exp, **kw)
+
+
+def to_np(x):
+    return x.detach().cpu().numpy() if isinstance(x, torch.Tensor) else np.asarray(x)
+
+
+def run(spans, scores, **kw):
+    """nms_1d with the scores output made uniform (hard returns two arrays)."""
+    out = nms_1d(spans, scores, **kw)
+    method = kw.get("method", "hard")
+    assert len(out) == (2 if method == "hard" else 3)
+    return out
+
+
+@st.composite
+def problems(draw, max_n=24, nan=True):
+    n = draw(st.integers(0, max_n))
+    grid = st.integers(0, 12).map(float)
+    endpoint = st.one_of(grid, grid, grid, st.just(math.nan)) if nan else grid
+    starts = draw(st.lists(endpoint, min_size=n, max_size=n))
+    lengths = draw(st.lists(st.integers(-1, 6), min_size=n, max_size=n))  # -1: reversed
+    spans = np.array([[s, s + d] for s, d in zip(starts, lengths)], dtype=np.float64)
+    spans = spans.reshape(n, 2)
+    score_values = SCORE_VALUES + ([math.nan, -math.inf] if nan else [])
+    scores = np.array(draw(st.lists(st.sampled_from(score_values), min_size=n, max_size=n)))
+    if draw(st.booleans()):
+        cuts = sorted(draw(st.lists(st.integers(0, n), max_size=5)))
+        offsets = np.array([0, *cuts, n], dtype=np.int64)
+    else:
+        offsets = None
+    kw = dict(
+        iou_threshold=draw(st.sampled_from(THRESHOLDS)),
+        method=draw(st.sampled_from(METHODS)),
+        sigma=draw(st.sampled_from([0.5, 0.1, 1.0])),
+        score_threshold=draw(st.sampled_from([-math.inf, 0.0, 0.3])),
+    )
+    return spans, scores, offsets, kw
+
+
+def check_against_ref(out, spans, scores, offsets, kw, dtype):
+    keep, keep_off = to_np(out[0]), to_np(out[1])
+    r_keep, r_off, r_scores = ref(spans, scores, dtype, offsets=offsets, **kw)
+    assert keep.dtype == np.int64 and keep_off.dtype == np.int64
+    np.testing.assert_array_equal(keep, r_keep)
+    np.testing.assert_array_equal(keep_off, r_off)
+    if kw["method"] != "hard":
+        kept = to_np(out[2]).astype(np.float64)
+        if kw["method"] == "gaussian" and np.dtype(dtype) == np.float32 and EXPF is None:
+            np.testing.assert_allclose(kept, r_scores, rtol=1e-6)
+        else:
+            np.testing.assert_array_equal(kept, r_scores)
+
+
+# --------------------------------------------------------------------------- #
+# Property tests against the reference
+# --------------------------------------------------------------------------- #
+
+
+@settings(max_examples=250, **SETTINGS)
+@given(prob=problems(), dtype=st.sampled_from([np.float32, np.float64]))
+def test_numpy_matches_reference(prob, dtype):
+    spans, scores, offsets, kw = prob
+    sp, sc = spans.astype(dtype), scores.astype(dtype)
+    out = run(sp, sc, offsets=offsets, **kw)
+    assert all(isinstance(x, np.ndarray) for x in out)
+    if len(out) == 3:
+        assert out[2].dtype == dtype
+    check_against_ref(out, spans, scores, offsets, kw, dtype)
+
+
+@settings(max_examples=120, **SETTINGS)
+@given(
+    prob=problems(),
+    dtype=st.sampled_from([torch.float32, torch.float64]),
+    layout=st.sampled_from(["contiguous", "transposed", "strided"]),
+    off_dtype=st.sampled_from([torch.int64, torch.int32]),
+)
+def test_torch_matches_reference(prob, dtype, layout, off_dtype):
+    spans, scores, offsets, kw = prob
+    sp = torch.from_numpy(spans).to(dtype)
+    sc = torch.from_numpy(scores).to(dtype)
+    if layout == "transposed":
+        sp = sp.t().contiguous().t()
+    elif layout == "strided":  # every other row and score of a bigger buffer
+        big = torch.full((2 * len(sp), 2), 99.0, dtype=dtype)
+        big[::2] = sp
+        sp = big[::2]
+        big_sc = torch.full((2 * len(sc),), 99.0, dtype=dtype)
+        big_sc[::2] = sc
+        sc = big_sc[::2]
+    off = None if offsets is None else torch.from_numpy(offsets).to(off_dtype)
+    out = run(sp, sc, offsets=off, **kw)
+    assert all(isinstance(x, torch.Tensor) for x in out)
+    np_dtype = np.float32 if dtype == torch.float32 else np.float64
+    check_against_ref(out, spans, scores, offsets, kw, np_dtype)
+
+
+@settings(max_examples=60, **SETTINGS)
+@given(prob=problems(nan=False))
+def test_hard_invariants(prob):
+    """Kept spans of a group pairwise overlap at most the threshold, and every
+    dropped span overlaps a kept span of its group that ranks before it by more."""
+    spans, scores, offsets, kw = prob
+    thr = kw["iou_threshold"]
+    keep, keep_off = nms_1d(spans, scores, iou_threshold=thr, offsets=offsets)
+    off = [0, len(spans)] if offsets is None else list(offsets)
+    for g in range(len(off) - 1):
+        kept = keep[keep_off[g]:keep_off[g + 1]]
+        assert all(off[g] <= k < off[g + 1] for k in kept)
+        if len(kept):
+            iou = temporal_iou(spans[kept], spans[kept])
+            np.fill_diagonal(iou, 0.0)
+            assert (iou <= thr).all()
+            ks = scores[kept]
+            assert (ks[:-1] >= ks[1:]).all()
+        for k in set(range(off[g], off[g + 1])) - set(kept.tolist()):
+            assert any(
+                temporal_iou(spans[[q]], spans[[k]])[0, 0] > thr for q in kept
+            )
+
+
+def test_multi_tile_groups_match_reference():
+    """Groups larger than the 64-wide CUDA tiles (and one group of 200)."""
+    rng = np.random.default_rng(0)
+    n = 500
+    starts = rng.integers(0, 60, n).astype(np.float64)
+    spans = np.stack([starts, starts + rng.integers(0, 12, n)], axis=1)
+    scores = rng.choice([0.1, 0.2, 0.3, 0.5, 0.9], n)
+    offsets = np.array([0, 1, 65, 65, 130, 300, 500])
+    for method in METHODS:
+        for dtype in (np.float32, np.float64):
+            kw = dict(iou_threshold=0.4, method=method, sigma=0.5)
+            out = run(spans.astype(dtype), scores.astype(dtype), offsets=offsets, **kw)
+            check_against_ref(out, spans, scores, offsets, kw, dtype)
+
+
+# --------------------------------------------------------------------------- #
+# Hand-computed cases
+# --------------------------------------------------------------------------- #
+
+
+def test_hard_hand_computed():
+    spans = np.array([[0.0, 10.0], [1.0, 11.0], [20.0, 30.0], [0.0, 10.0], [5.0, 15.0]])
+    scores = np.array([0.9, 0.8, 0.7, 0.95, 0.6])
+    # [0,10] vs [1,11]: 9/11 = 0.82; vs [5,15]: 5/15 = 1/3; identical spans: 1.
+    keep, off = nms_1d(spans, scores, iou_threshold=0.5)
+    assert keep.tolist() == [3, 2, 4] and off.tolist() == [0, 3]
+    keep, _ = nms_1d(spans, scores, iou_threshold=0.3)
+    assert keep.tolist() == [3, 2]
+    # Strict >: an IoU equal to the threshold does not suppress.
+    keep, _ = nms_1d(spans, scores, iou_threshold=1.0)
+    assert keep.tolist() == [3, 0, 1, 2, 4]
+    keep, _ = nms_1d(spans, scores, iou_threshold=9 / 11)
+    assert keep.tolist() == [3, 1, 2, 4]
+
+
+def test_threshold_equal_iou_is_kept_in_both_dtypes():
+    spans = np.array([[0.0, 3.0], [1.0, 3.0]])  # IoU 2/3 exactly
+    scores = np.array([1.0, 0.5])
+    for dtype in (np.float32, np.float64):
+        keep, _ = nms_1d(spans.astype(dtype), scores.astype(dtype), iou_threshold=0.5)
+        assert keep.tolist() == [0]
+        keep, _ = nms_1d(spans.astype(dtype), scores.astype(dtype), iou_threshold=0.7)
+        assert keep.tolist() == [0, 1]
+
+
+def test_ties_order():
+    # Equal scores: smaller start, then smaller end, then smaller index.
+    spans = np.array([[5.0, 6.0], [1.0, 3.0], [1.0, 2.0], [1.0, 2.0], [0.0, 9.0]])
+    scores = np.array([1.0, 1.0, 1.0, 1.0, 0.5])
+    keep, _ = nms_1d(spans, scores, iou_threshold=1.0)
+    assert keep.tolist() == [2, 3, 1, 0, 4]
+    keep, _ = nms_1d(spans, scores, iou_threshold=0.9)  # 3 duplicates 2
+    assert keep.tolist() == [2, 1, 0, 4]
+
+
+def test_groups_are_independent_and_empty_groups_allowed():
+    spans = np.array([[0.0, 10.0], [0.0, 10.0], [0.0, 10.0]])
+    scores = np.array([0.5, 0.9, 0.7])
+    keep, off = nms_1d(spans, scores, iou_threshold=0.5, offsets=[0, 0, 2, 2, 3, 3])
+    assert keep.tolist() == [1, 2] and off.tolist() == [0, 0, 1, 1, 2, 2]
+    keep, off = nms_1d(spans, scores, iou_threshold=0.5)
+    assert keep.tolist() == [1] and off.tolist() == [0, 1]
+
+
+def test_soft_hand_computed():
+    spans = np.array([[0.0, 10.0], [1.0, 11.0], [20.0, 30.0]])
+    scores = np.array([0.9, 0.8, 0.7])
+    iou = 9 / 11
+    keep, off, s = nms_1d(spans, scores, iou_threshold=0.5, method="linear")
+    assert keep.tolist() == [0, 2, 1] and off.tolist() == [0, 3]
+    np.testing.assert_allclose(s, [0.9, 0.7, 0.8 * (1 - iou)], rtol=1e-15)
+    keep, _, s = nms_1d(spans, scores, iou_threshold=0.5, method="gaussian", sigma=0.5)
+    assert keep.tolist() == [0, 2, 1]
+    np.testing.assert_allclose(s, [0.9, 0.7, 0.8 * math.exp(-iou**2 / 0.5)], rtol=1e-15)
+    # Linear below the threshold leaves scores alone; the order is by score.
+    keep, _, s = nms_1d(spans, scores, iou_threshold=0.9, method="linear")
+    assert keep.tolist() == [0, 1, 2] and s.tolist() == [0.9, 0.8, 0.7]
+    # score_threshold drops spans decayed below it (and low inputs).
+    keep, _, s = nms_1d(spans, scores, iou_threshold=0.5, method="linear", score_threshold=0.2)
+    assert keep.tolist() == [0, 2]
+    keep, _, _ = nms_1d(spans, scores, iou_threshold=0.5, method="gaussian", score_threshold=0.75)
+    assert keep.tolist() == [0]
+    # Decay re-orders: after taking 0, span 1 (0.8 -> 0.145) falls behind span 2.
+    keep, _, _ = nms_1d(spans, np.array([0.9, 0.8, 0.3]), iou_threshold=0.5, method="linear")
+    assert keep.tolist() == [0, 2, 1]
+
+
+def test_score_threshold_applies_to_hard():
+    spans = np.array([[0.0, 1.0], [5.0, 6.0], [9.0, 10.0]])
+    keep, _ = nms_1d(spans, np.array([0.9, 0.1, 0.5]), iou_threshold=0.5, score_threshold=0.5)
+    assert keep.tolist() == [0, 2]
+
+
+def test_nan_behaviour():
+    spans = np.array([[0.0, 10.0], [0.0, 10.0], [np.nan, 10.0], [0.0, 10.0]])
+    scores = np.array([np.nan, 0.5, 0.9, 0.4])
+    for method in METHODS:
+        out = nms_1d(spans, scores, iou_threshold=0.5, method=method)
+        keep = out[0].tolist()
+        # NaN score: never kept. NaN endpoint: kept, suppresses/decays nothing.
+        assert 0 not in keep
+        assert keep[:2] == [2, 1]
+        if method == "hard":
+            assert keep == [2, 1]
+        else:
+            assert keep == [2, 1, 3]
+    # -inf scores are valid and rank last.
+    keep, _ = nms_1d(spans[[1, 3]], np.array([-np.inf, 0.0]), iou_threshold=1.0)
+    assert keep.tolist() == [1, 0]
+
+
+@pytest.mark.parametrize("kind", ["numpy", "torch"])
+@pytest.mark.parametrize("method", METHODS)
+def test_empty(kind, method):
+    conv = (lambda x: torch.from_numpy(np.asarray(x))) if kind == "torch" else np.asarray
+    spans, scores = conv(np.zeros((0, 2), np.float32)), conv(np.zeros(0, np.float32))
+    for offsets, expect in ((None, [0, 0]), ([0], [0]), ([0, 0, 0], [0, 0, 0])):
+        off = None if offsets is None else conv(np.array(offsets, dtype=np.int64))
+        out = nms_1d(spans, scores, iou_threshold=0.5, method=method, offsets=off)
+        assert type(out[0]) is type(spans)
+        assert to_np(out[0]).shape == (0,) and to_np(out[0]).dtype == np.int64
+        assert to_np(out[1]).tolist() == expect
+        if method != "hard":
+            assert to_np(out[2]).dtype == np.float32
+
+
+def test_dtypes():
+    spans = np.array([[0, 10], [1, 11]], dtype=np.int32)
+    _, _, s = nms_1d(spans, np.array([2, 1]), iou_threshold=0.5, method="linear")
+    assert s.dtype == np.float64
+    _, _, s = nms_1d(spans.astype(np.float32), np.array([2.0, 1.0], np.float32),
+                     iou_threshold=0.5, method="gaussian")
+    assert s.dtype == np.float32
+    for dtype in (torch.float16, torch.bfloat16):
+        sp = torch.tensor([[0.0, 10.0], [1.0, 11.0], [20.0, 30.0]], dtype=dtype)
+        sc = torch.tensor([0.5, 0.25, 0.75], dtype=dtype)
+        keep, off, s = nms_1d(sp, sc, iou_threshold=0.5, method="linear")
+        assert keep.tolist() == [2, 0, 1] and s.dtype == dtype
+    sp = torch.tensor([[0.0, 10.0], [1.0, 11.0]], requires_grad=True)
+    sc = torch.tensor([0.5, 0.25], requires_grad=True)
+    keep, off, s = nms_1d(sp, sc, iou_threshold=0.5, method="gaussian")
+    assert not s.requires_grad and not keep.requires_grad
+
+
+# --------------------------------------------------------------------------- #
+# Errors
+# --------------------------------------------------------------------------- #
+
+S = np.zeros((3, 2))
+C = np.zeros(3)
+
+
+@pytest.mark.parametrize(
+    "args, kwargs, exc, match",
+    [
+        ((S[:, 0], C), {}, ValueError, r"nms_1d: spans must have shape \(N, 2\)"),
+        ((np.zeros((3, 3)), C), {}, ValueError, r"spans must have shape \(N, 2\)"),
+        ((S, np.zeros(4)), {}, ValueError, r"scores must have shape \(N,\) = \(3,\)"),
+        ((S, np.zeros((3, 1))), {}, ValueError, r"scores must have shape \(N,\)"),
+        ((S.astype(bool), C), {}, TypeError, "must hold real numbers"),
+        ((S, C), {"method": "soft"}, ValueError, "method must be one of 'hard', 'linear'"),
+        ((S, C), {"method": 1}, TypeError, "method must be a string"),
+        ((S, C), {"sigma": 0.0}, ValueError, "sigma must be > 0, got 0"),
+        ((S, C), {"iou_threshold": math.nan}, ValueError, "iou_threshold must be a number"),
+        ((S, C), {"iou_threshold": "0.5"}, TypeError, "iou_threshold must be a real number"),
+        ((S, C), {"iou_threshold": True}, TypeError, "iou_threshold must be a real number"),
+        ((S, C), {"score_threshold": math.nan}, ValueError, "score_threshold must be a number"),
+        ((S, C), {"offsets": [0, 1]}, ValueError,
+         r"offsets must end at the number of spans \(3\), got 1"),
+        ((S, C), {"offsets": [1, 3]}, ValueError, "offsets must start at 0, got 1"),
+        ((S, C), {"offsets": [0, 2, 1, 3]}, ValueError, "offsets must be non-decreasing"),
+        ((S, C), {"offsets": np.zeros(0, np.int64)}, ValueError,
+         r"offsets must have shape \(G \+ 1,\)"),
+        ((S, C), {"offsets": [[0, 3]]}, ValueError, r"offsets must have shape \(G \+ 1,\)"),
+        ((S, C), {"offsets": [0.0, 3.0]}, TypeError, "offsets must hold integers"),
+        ((torch.zeros(3, 2), C), {}, TypeError, "scores must be a torch tensor"),
+        ((torch.zeros(3, 2), torch.zeros(3)), {"offsets": np.array([0, 3])}, TypeError,
+         "offsets must be a torch tensor"),
+        ((torch.zeros(3, 2), torch.zeros(3)), {"offsets": torch.tensor([0.0, 3.0])}, TypeError,
+         "offsets must hold integers"),
+        ((torch.zeros(3, 2), torch.zeros(3)), {"offsets": torch.tensor([0, 2])}, ValueError,
+         "offsets must end at the number of spans"),
+        ((torch.zeros(3, 2), torch.zeros(2)), {}, ValueError, r"scores must have shape \(N,\)"),
+    ],
+)
+def test_errors(args, kwargs, exc, match):
+    kwargs = {"iou_threshold": 0.5, **kwargs}
+    with pytest.raises(exc, match=match):
+        nms_1d(*args, **kwargs)
+
+
+def test_iou_threshold_is_required():
+    with pytest.raises(TypeError, match="iou_threshold"):
+        nms_1d(S, C)  # type: ignore[call-arg]
+
+
+# --------------------------------------------------------------------------- #
+# torch.library: opcheck, torch.compile, CUDA
+# --------------------------------------------------------------------------- #
+
+
+def _random_problem(n, groups, seed, device="cpu", dtype=torch.float32):
+    g = torch.Generator().manual_seed(seed)
+    starts = torch.randint(0, 50, (n,), generator=g).to(dtype)
+    spans = torch.stack([starts, starts + torch.randint(0, 10, (n,), generator=g)], 1)
+    scores = torch.rand(n, generator=g, dtype=torch.float64).to(dtype)
+    cuts = torch.randint(0, n + 1, (groups - 1,), generator=g).sort().values
+    offsets = torch.cat([torch.tensor([0]), cuts, torch.tensor([n])])
+    return spans.to(device), scores.to(device), offsets.to(device)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_opcheck(device):
+    from fastvqa.ops import _torch_nms  # noqa: F401  (registers the ops)
+
+    spans, scores, offsets = _random_problem(40, 4, 0, device)
+    op = torch.ops.fastvqa.nms_1d.default
+    for method in METHODS:
+        torch.library.opcheck(op, (spans, scores, offsets, 0.5, method, 0.5, -math.inf))
+        torch.library.opcheck(op, (spans, scores, None, 0.3, method, 0.5, 0.2))
+
+
+def _pipeline(spans, scores, offsets):
+    keep, keep_off = nms_1d(spans, scores, iou_threshold=0.5, offsets=offsets)
+    keep2, _, soft = nms_1d(spans, scores, iou_threshold=0.5, method="gaussian")
+    return spans[keep].sum() + scores[keep].sum(), keep, keep_off, soft.sum() + keep2.numel()
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_compile_fullgraph_dynamic_output(device):
+    torch._dynamo.reset()
+    compiled = torch.compile(_pipeline, fullgraph=True)
+    for n, seed in ((30, 1), (57, 2)):
+        args = _random_problem(n, 3, seed, device)
+        got, want = compiled(*args), _pipeline(*args)
+        torch.testing.assert_close(got[0], want[0])
+        assert torch.equal(got[1], want[1]) and torch.equal(got[2], want[2])
+        torch.testing.assert_close(got[3], want[3])
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_cuda_matches_cpu(method, dtype):
+    for n, groups, seed in ((0, 1, 0), (5, 3, 1), (300, 7, 2), (3000, 40, 3), (2000, 1, 4)):
+        spans, scores, offsets = _random_problem(n, groups, seed, "cpu", dtype)
+        kw = dict(iou_threshold=0.4, method=method, sigma=0.5)
+        cpu = nms_1d(spans, scores, offsets=offsets, **kw)
+        gpu = nms_1d(spans.cuda(), scores.cuda(), offsets=offsets.cuda(), **kw)
+        assert all(x.is_cuda for x in gpu)
+        assert torch.equal(gpu[0].cpu(), cpu[0]) and torch.equal(gpu[1].cpu(), cpu[1])
+        if method == "linear":
+            assert torch.equal(gpu[2].cpu(), cpu[2])
+        elif method == "gaussian":  # device exp may differ from libm by an ulp
+            torch.testing.assert_close(gpu[2].cpu(), cpu[2])
+
+
+@pytest.mark.cuda
+@settings(max_examples=60, **SETTINGS)
+@given(prob=problems(), dtype=st.sampled_from([torch.float32, torch.float64]))
+def test_cuda_tie_heavy_matches_reference(prob, dtype):
+    spans, scores, offsets, kw = prob
+    if kw["method"] == "gaussian":
+        kw = dict(kw, method="linear")  # exact on the device; gaussian is checked above
+    off = None if offsets is None else torch.from_numpy(offsets).cuda()
+    out = run(torch.from_numpy(spans).to("cuda", dtype), torch.from_numpy(scores).to("cuda", dtype),
+              offsets=off, **kw)
+    np_dtype = np.float32 if dtype == torch.float32 else np.float64
+    check_against_ref(out, spans, scores, offsets, kw, np_dtype)
