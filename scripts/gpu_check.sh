@@ -25,7 +25,8 @@
 #   TORCH_SPEC="torch>=2.4"    what to pip-install when torch is missing
 #   PIP_INDEX_URL / PIP_EXTRA_INDEX_URL   honoured by pip as usual
 #   SKIP_INSTALL=1             reuse an installed CUDA build (skip step 3's build)
-#   BENCH_ARGS="--repeats 10"  extra arguments for both benchmarks
+#   BENCH_ARGS="--repeats 10"  extra arguments for every benchmark
+#   PACK=1                     leave only summary.txt and gpu_check.tgz in $OUT
 # Run it in a virtual environment if you do not want pip to touch the system
 # Python. Expected time on an H200: ~3-5 min (most of it the CUDA build),
 # plus any torch download.
@@ -54,6 +55,16 @@ fi
 SUMMARY="$OUT/summary.txt"
 : >"$SUMMARY"
 FAILED=()
+
+# PACK=1 (for remote runners that return only a few files): on any exit,
+# even a timeout, fold everything under $OUT into gpu_check.tgz beside
+# summary.txt and remove the loose files.
+pack_out() {
+  [[ "${PACK:-0}" == 1 ]] || return 0
+  (cd "$OUT" && tar czf ../gpu_check.tgz.$$ --exclude=gpu_check.tgz . &&
+    find . -mindepth 1 ! -name summary.txt -delete && mv ../gpu_check.tgz.$$ gpu_check.tgz) || true
+}
+trap pack_out EXIT
 
 log() { echo "[gpu_check $(date -u +%H:%M:%S)] $*"; }
 
@@ -258,7 +269,7 @@ run_step cli-info soft cli_info
 run_step pytest-cuda soft timeout 300 bash -c pytest_cuda
 run_step no-skipped-cuda-tests soft no_skips
 for dev in cuda cpu; do
-  for bench in span_argmax temporal_iou; do
+  for bench in span_argmax temporal_iou span_scores nms_1d span_similarity; do
     # shellcheck disable=SC2086  # BENCH_ARGS is a word list on purpose
     run_step "bench_${bench}_${dev}" soft timeout 240 \
       "$PY" "benchmarks/bench_${bench}.py" --device "$dev" --out "$OUT" ${BENCH_ARGS:-}
