@@ -14,6 +14,9 @@ void register_temporal_iou(py::module_& m);
 namespace span_argmax {
 void register_span_argmax(py::module_& m);
 }
+namespace span_scores {
+void register_span_scores(py::module_& m);
+}
 py::dict build_info();
 }  // namespace fastvqa
 
@@ -34,4 +37,5 @@ PYBIND11_MODULE(_C, m) {
   m.def("cuda_driver_version", &fastvqa::cuda_driver_version);
   fastvqa::temporal_iou::register_temporal_iou(m);
   fastvqa::span_argmax::register_span_argmax(m);
+  fastvqa::span_scores::register_span_scores(m);
 }
