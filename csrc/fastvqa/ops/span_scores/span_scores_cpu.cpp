@@ -70,12 +70,16 @@ void backward_rows(const BackwardParams<T>& p) {
   const int64_t batch = p.batch, steps = p.steps, width = p.width;
 #pragma omp parallel if (batch * steps * width >= kParallelWork)
   {
-    std::vector<double> diff(steps + 1), in_c(width), ev_c(width);
+    std::vector<double> diff(steps + 1), step_c(width), out_c(width);
 #pragma omp for schedule(static)
     for (int64_t b = 0; b < batch; ++b) {
       const int64_t length = p.length(b);
       T* gx = p.grad_x + b * steps;
-      for (int64_t d = 0; d < width; ++d) grad_coef<R>(d + 1, length, &in_c[d], &ev_c[d]);
+      for (int64_t d = 0; d < width; ++d) {
+        double in_c;
+        grad_coef<R>(d + 1, length, &in_c, &out_c[d]);
+        step_c[d] = in_c - out_c[d];
+      }
       std::fill(diff.begin(), diff.begin() + length + 1, 0.0);
       double every = 0.0;
       // Scatter: span [i, i + d] adds c on steps i..i+d (a difference pair).
@@ -85,10 +89,11 @@ void backward_rows(const BackwardParams<T>& p) {
         double starts = 0.0;
         for (int64_t d = lo; d <= hi; ++d) {
           const double g = static_cast<double>(p.g(b, i, d));
-          const double c = g * in_c[d];
+          const double c = g * step_c[d];
           starts += c;
           diff[i + d + 1] -= c;
-          every += g * ev_c[d];
+          // Only contrast has this term; adding g * 0 would turn an infinite g into NaN.
+          if (R == Reduce::kContrast && out_c[d] != 0.0) every += g * out_c[d];
         }
         diff[i] += starts;
       }
@@ -100,8 +105,9 @@ void backward_rows(const BackwardParams<T>& p) {
       run += diff[length];  // all pairs closed: 0 up to rounding, unless non-finite
       if (!is_finite(run) || !is_finite(every)) {
         const RowGrad<T> g{&p, b};
+        const IeeeSum all_out = outside_total<R>(g, length, p.min_len, width);
         for (int64_t t = 0; t < length; ++t)
-          gx[t] = static_cast<T>(inside_direct<R>(g, t, length, p.min_len, width) + every);
+          gx[t] = static_cast<T>(grad_direct<R>(g, t, length, p.min_len, width, all_out));
       }
       std::fill(gx + length, gx + steps, T(0));
     }

@@ -84,10 +84,11 @@ __global__ void scan_kernel(BackwardParams<T> p) {
       gx[t] = static_cast<T>(run + every);
     }
     run += diff[length];
-    if (!is_finite(run) || !is_finite(every)) {  // see inside_direct
+    if (!is_finite(run) || !is_finite(every)) {  // see grad_direct
       const RowGrad<T> g{p, b};
+      const IeeeSum all_out = outside_total<R>(g, length, p.min_len, p.width);
       for (int64_t t = 0; t < length; ++t)
-        gx[t] = static_cast<T>(inside_direct<R>(g, t, length, p.min_len, p.width) + every);
+        gx[t] = static_cast<T>(grad_direct<R>(g, t, length, p.min_len, p.width, all_out));
     }
     for (int64_t t = length; t < p.steps; ++t) gx[t] = T(0);
   }

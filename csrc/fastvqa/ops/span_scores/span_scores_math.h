@@ -104,33 +104,27 @@ FASTVQA_HD void offset_range(int64_t i, int64_t length, int64_t min_len, int64_t
 }
 
 // The derivative of a span's score (n steps, row length L) with respect to
-// x[t]: `inside` for t in the span, plus `everywhere` for every t < L. Linear
+// x[t]: `in_c` for t in the span, `out_c` for the other steps t < L. Linear
 // in x, so the backward pass never reads x.
 template <Reduce R>
-FASTVQA_HD void grad_coef(int64_t n, int64_t length, double* inside, double* everywhere) {
-  *everywhere = 0.0;
-  if (R == Reduce::kSum) {
-    *inside = 1.0;
-    return;
-  }
-  *inside = 1.0 / static_cast<double>(n);
-  if (R == Reduce::kMean) return;
+FASTVQA_HD void grad_coef(int64_t n, int64_t length, double* in_c, double* out_c) {
+  *out_c = 0.0;
+  *in_c = R == Reduce::kSum ? 1.0 : 1.0 / static_cast<double>(n);
   const int64_t n_out = length - n;
-  if (n_out == 0) return;  // the outside mean is the constant 0
-  // -1/n_out on every step outside = -1/n_out everywhere, +1/n_out inside.
-  *inside += 1.0 / static_cast<double>(n_out);
-  *everywhere = -1.0 / static_cast<double>(n_out);
+  // No outside: its mean is the constant 0.
+  if (R == Reduce::kContrast && n_out > 0) *out_c = -1.0 / static_cast<double>(n_out);
 }
 
 FASTVQA_HD bool is_finite(double v) { return v - v == 0.0; }
 
-// Backward through difference arrays: span [i, i + d] adds c = g * inside to
-// steps i..i+d, i.e. +c at diff[i] and -c at diff[i + d + 1]; the gradient of
-// step t is the prefix sum of diff through t plus the row's `everywhere`
-// total. `Grad` is any accessor with g(i, d) for one row.
+// Backward through difference arrays. Span [i, i + d] contributes g * in_c
+// to its steps and g * out_c to the others, i.e. c = g * (in_c - out_c) on
+// steps i..i+d (+c at diff[i], -c at diff[i + d + 1]) plus g * out_c on every
+// step (the row's `every` total). The gradient of step t is the prefix sum of
+// diff through t plus `every`. `Grad` is any accessor with g(i, d) for a row.
 //
 // diff[k] gathered (one entry per thread on CUDA): spans starting at k minus
-// spans ending at k - 1. *every gets the `everywhere` part of spans starting at k.
+// spans ending at k - 1. *every gets the out_c part of spans starting at k.
 template <Reduce R, typename Grad>
 FASTVQA_HD double diff_entry(const Grad& g, int64_t k, int64_t length, int64_t min_len,
                              int64_t width, double* every) {
@@ -139,43 +133,86 @@ FASTVQA_HD double diff_entry(const Grad& g, int64_t k, int64_t length, int64_t m
     int64_t lo, hi;
     offset_range(k, length, min_len, width, &lo, &hi);
     for (int64_t d = lo; d <= hi; ++d) {
-      double in_c, ev_c;
-      grad_coef<R>(d + 1, length, &in_c, &ev_c);
+      double in_c, out_c;
+      grad_coef<R>(d + 1, length, &in_c, &out_c);
       const double gv = static_cast<double>(g(k, d));
-      add += gv * in_c;
-      ev += gv * ev_c;
+      add += gv * (in_c - out_c);
+      if (out_c != 0.0) ev += gv * out_c;  // skipped, not added as 0: inf * 0 is NaN
     }
   }
   // Spans [k - 1 - d, k - 1] for the offsets d valid at their start.
   for (int64_t d = min_len - 1; d < width && d <= k - 1; ++d) {
     const int64_t i = k - 1 - d;
     if (i + d >= length) continue;
-    double in_c, ev_c;
-    grad_coef<R>(d + 1, length, &in_c, &ev_c);
-    add -= static_cast<double>(g(i, d)) * in_c;
+    double in_c, out_c;
+    grad_coef<R>(d + 1, length, &in_c, &out_c);
+    add -= static_cast<double>(g(i, d)) * (in_c - out_c);
   }
   *every = ev;
   return add;
 }
 
-// The `inside` part of step t's gradient summed span by span. Used when the
-// row's grad_out holds a non-finite value, where differences would spread it
-// past the spans that hold it (inf - inf); this gives the IEEE sum instead,
-// at O(width^2) per step.
+// A sum that keeps its non-finite terms as counts, so a term can be removed
+// again exactly and the value is what IEEE addition of the terms gives.
+struct IeeeSum {
+  double s = 0.0;
+  int64_t nan = 0, pos = 0, neg = 0;
+
+  FASTVQA_HD void add(double v, int64_t sign = 1) {
+    if (v - v == 0.0) {
+      s += sign * v;
+    } else if (v != v) {
+      nan += sign;
+    } else if (v > 0.0) {
+      pos += sign;
+    } else {
+      neg += sign;
+    }
+  }
+  FASTVQA_HD double value() const {
+    if (nan > 0 || (pos > 0 && neg > 0)) return NAN;
+    if (pos > 0) return INFINITY;
+    if (neg > 0) return -INFINITY;
+    return s;
+  }
+};
+
+// The out_c terms of every valid span of the row.
 template <Reduce R, typename Grad>
-FASTVQA_HD double inside_direct(const Grad& g, int64_t t, int64_t length, int64_t min_len,
-                                int64_t width) {
-  double acc = 0.0;
+FASTVQA_HD IeeeSum outside_total(const Grad& g, int64_t length, int64_t min_len, int64_t width) {
+  IeeeSum acc;
+  if (R != Reduce::kContrast) return acc;
+  for (int64_t i = 0; i < length; ++i) {
+    int64_t lo, hi;
+    offset_range(i, length, min_len, width, &lo, &hi);
+    for (int64_t d = lo; d <= hi; ++d) {
+      double in_c, out_c;
+      grad_coef<R>(d + 1, length, &in_c, &out_c);
+      if (out_c != 0.0) acc.add(static_cast<double>(g(i, d)) * out_c);
+    }
+  }
+  return acc;
+}
+
+// Step t's gradient term by term: `all_out` (outside_total) with the spans
+// holding t swapped from out_c to in_c. Used for rows whose grad_out holds a
+// non-finite value, where the differences above would spread it past its
+// spans (inf - inf); O(width^2) per step.
+template <Reduce R, typename Grad>
+FASTVQA_HD double grad_direct(const Grad& g, int64_t t, int64_t length, int64_t min_len,
+                              int64_t width, IeeeSum acc) {
   for (int64_t i = t - width + 1 > 0 ? t - width + 1 : 0; i <= t; ++i) {
     int64_t lo, hi;
     offset_range(i, length, min_len, width, &lo, &hi);
     for (int64_t d = lo > t - i ? lo : t - i; d <= hi; ++d) {
-      double in_c, ev_c;
-      grad_coef<R>(d + 1, length, &in_c, &ev_c);
-      acc += static_cast<double>(g(i, d)) * in_c;
+      double in_c, out_c;
+      grad_coef<R>(d + 1, length, &in_c, &out_c);
+      const double gv = static_cast<double>(g(i, d));
+      if (out_c != 0.0) acc.add(gv * out_c, -1);
+      acc.add(gv * in_c);
     }
   }
-  return acc;
+  return acc.value();
 }
 
 // ------------------------------------------------------------------ top_spans
