@@ -32,6 +32,28 @@ struct PrefixBuffers {
   }
 };
 
+// The exact division S / n bounds the mean and contrast loops; AVX2 divides
+// four doubles at a time where SSE2 (the portable baseline) divides two, so
+// GCC builds both and picks one at load time.
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+#define FASTVQA_VECTOR_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define FASTVQA_VECTOR_CLONES
+#endif
+
+// out[lo..hi] of one band row of a finite row (no NaN or inf).
+// (The band is narrower than 2^31: the offset is an int, so n = d + 1
+// converts to double with a vector instruction.)
+template <Reduce R, typename T>
+FASTVQA_VECTOR_CLONES void finite_band_row(const double* sum, int64_t i, int64_t length,
+                                           int lo, int hi, T* out) {
+  const double length_d = static_cast<double>(length);
+#pragma omp simd
+  for (int d = lo; d <= hi; ++d)
+    out[d] = static_cast<T>(
+        finite_span_value<R>(sum, i, i + d, length, static_cast<double>(d + 1), length_d));
+}
+
 template <Reduce R, typename T>
 void forward_rows(const ForwardParams<T>& p) {
   const int64_t batch = p.in.batch, steps = p.in.steps, width = p.width;
@@ -51,7 +73,13 @@ void forward_rows(const ForwardParams<T>& p) {
           continue;
         }
         std::fill(o, o + lo, neg_inf);
-        for (int64_t d = lo; d <= hi; ++d) o[d] = static_cast<T>(span_value<R>(pr, i, i + d));
+        if (pr.special) {
+          for (int64_t d = lo; d <= hi; ++d) o[d] = static_cast<T>(span_value<R>(pr, i, i + d));
+        } else if (hi < std::numeric_limits<int>::max()) {  // the common case, vectorised
+          finite_band_row<R>(pr.sum, i, pr.length, static_cast<int>(lo), static_cast<int>(hi), o);
+        } else {
+          for (int64_t d = lo; d <= hi; ++d) o[d] = static_cast<T>(span_value<R>(pr, i, i + d));
+        }
         std::fill(o + hi + 1, o + width, neg_inf);
       }
     }
@@ -64,6 +92,27 @@ struct RowGrad {
   int64_t b;
   T operator()(int64_t i, int64_t d) const { return p->g(b, i, d); }
 };
+
+// One band row (start i, offsets lo..hi, gradient stride gs): subtracts each
+// span's c = g * step_c at its end (diff_end[d] = diff[i + d + 1]), adds the
+// out_c terms to *every, and returns the sum of the c (added at diff[i]).
+template <Reduce R, typename T>
+inline double scatter_offsets(const T* grow, int64_t gs, int64_t lo, int64_t hi,
+                              const double* step_c, const double* out_c, double* diff_end,
+                              double* every) {
+  double starts = 0.0, ev = 0.0;
+#pragma omp simd reduction(+ : starts, ev)
+  for (int64_t d = lo; d <= hi; ++d) {
+    const double g = static_cast<double>(grow[d * gs]);
+    const double c = g * step_c[d];
+    starts += c;
+    diff_end[d] -= c;
+    // Only contrast has this term; adding g * 0 would turn an infinite g into NaN.
+    if (R == Reduce::kContrast) ev += out_c[d] != 0.0 ? g * out_c[d] : 0.0;
+  }
+  *every += ev;
+  return starts;
+}
 
 template <Reduce R, typename T>
 void backward_rows(const BackwardParams<T>& p) {
@@ -86,16 +135,14 @@ void backward_rows(const BackwardParams<T>& p) {
       for (int64_t i = 0; i < length; ++i) {
         int64_t lo, hi;
         offset_range(i, length, p.min_len, width, &lo, &hi);
-        double starts = 0.0;
-        for (int64_t d = lo; d <= hi; ++d) {
-          const double g = static_cast<double>(p.g(b, i, d));
-          const double c = g * step_c[d];
-          starts += c;
-          diff[i + d + 1] -= c;
-          // Only contrast has this term; adding g * 0 would turn an infinite g into NaN.
-          if (R == Reduce::kContrast && out_c[d] != 0.0) every += g * out_c[d];
+        const T* grow = p.grad + b * p.g_s0 + i * p.g_s1;
+        if (p.g_s2 == 1) {  // the usual layout: unit stride, so the loop vectorises
+          diff[i] += scatter_offsets<R>(grow, 1, lo, hi, step_c.data(), out_c.data(),
+                                        diff.data() + i + 1, &every);
+        } else {
+          diff[i] += scatter_offsets<R>(grow, p.g_s2, lo, hi, step_c.data(), out_c.data(),
+                                        diff.data() + i + 1, &every);
         }
-        diff[i] += starts;
       }
       double run = 0.0;
       for (int64_t t = 0; t < length; ++t) {

@@ -80,18 +80,40 @@ FASTVQA_HD double range_sum(const PrefixRow& p, int64_t a, int64_t b) {
   return s;
 }
 
+// A span's score from its inside sum (n steps) and, for contrast, the sum of
+// the row's other L - n valid steps. Counts arrive as doubles (exact below
+// 2^53): int64 -> double has no SSE/AVX2 vector instruction, and the CPU loop
+// over a row's offsets must vectorise. No branches for the same reason (the
+// unused arm may divide by 0; it is discarded, and FP traps are off).
+template <Reduce R>
+FASTVQA_HD double combine(double inside, double outside, double n, double length) {
+  if (R == Reduce::kSum) return inside;
+  const double mean_in = inside / n;
+  if (R == Reduce::kMean) return mean_in;
+  const double n_out = length - n;
+  const double contrast = mean_in - outside / n_out;
+  return n_out == 0.0 ? mean_in : contrast;  // no outside: its mean is defined as 0
+}
+
+// Score of the valid span [i, j] (n = j - i + 1 steps) of a row of `length`
+// steps without non-finite values (p.special false): plain prefix differences.
+template <Reduce R>
+FASTVQA_HD double finite_span_value(const double* sum, int64_t i, int64_t j, int64_t length,
+                                    double n, double length_d) {
+  const double inside = sum[j + 1] - sum[i];
+  const double outside = R == Reduce::kContrast ? sum[i] + (sum[length] - sum[j + 1]) : 0.0;
+  return combine<R>(inside, outside, n, length_d);
+}
+
 // Score of the valid span [i, j] in double.
 template <Reduce R>
 FASTVQA_HD double span_value(const PrefixRow& p, int64_t i, int64_t j) {
+  const double n = static_cast<double>(j - i + 1), length = static_cast<double>(p.length);
+  if (!p.special) return finite_span_value<R>(p.sum, i, j, p.length, n, length);
   const double inside = range_sum(p, i, j + 1);
-  if (R == Reduce::kSum) return inside;
-  const int64_t n = j - i + 1;
-  const double mean_in = inside / static_cast<double>(n);
-  if (R == Reduce::kMean) return mean_in;
-  const int64_t n_out = p.length - n;
-  if (n_out == 0) return mean_in;  // no outside: its mean is defined as 0
-  const double outside = range_sum(p, 0, i) + range_sum(p, j + 1, p.length);
-  return mean_in - outside / static_cast<double>(n_out);
+  const double outside =
+      R == Reduce::kContrast ? range_sum(p, 0, i) + range_sum(p, j + 1, p.length) : 0.0;
+  return combine<R>(inside, outside, n, length);
 }
 
 // Inclusive range [lo, hi] of band offsets d (span [i, i + d]) that are valid
@@ -181,8 +203,10 @@ struct IeeeSum {
 template <Reduce R, typename Grad>
 FASTVQA_HD IeeeSum outside_total(const Grad& g, int64_t length, int64_t min_len, int64_t width) {
   IeeeSum acc;
-  if (R != Reduce::kContrast) return acc;
-  for (int64_t i = 0; i < length; ++i) {
+  // (sum and mean have no out_c terms; an empty loop, not an early return, so
+  // nvcc does not warn about an unreachable loop.)
+  const int64_t rows = R == Reduce::kContrast ? length : 0;
+  for (int64_t i = 0; i < rows; ++i) {
     int64_t lo, hi;
     offset_range(i, length, min_len, width, &lo, &hi);
     for (int64_t d = lo; d <= hi; ++d) {
