@@ -123,7 +123,8 @@ def top_spans(
         filled with ``(-1, -1)`` and ``-inf``.
 
     Ties and special values:
-        Spans are ordered by higher score (as cast to the output dtype), then
+        Spans are ordered by higher score (as cast to the compute dtype,
+        float32 or float64; float16/bfloat16 inputs rank in float32), then
         smaller start, then smaller end: the order is total, so CPU and CUDA
         agree span for span. NaN spans are never returned; ``-inf`` spans are
         valid and rank last.
