@@ -23,6 +23,9 @@ void register_nms_1d(py::module_& m);
 namespace io_tags {
 void register_io_tags(py::module_& m);
 }
+namespace span_scores {
+void register_span_scores(py::module_& m);
+}
 py::dict build_info();
 }  // namespace fastvqa
 
@@ -46,4 +49,5 @@ PYBIND11_MODULE(_C, m) {
   fastvqa::span_similarity::register_span_similarity(m);
   fastvqa::nms_1d::register_nms_1d(m);
   fastvqa::io_tags::register_io_tags(m);
+  fastvqa::span_scores::register_span_scores(m);
 }

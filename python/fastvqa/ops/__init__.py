@@ -8,6 +8,7 @@ from fastvqa.ops.io_tags import io_to_spans, io_to_start_end
 from fastvqa.ops.nms_1d import nms_1d
 from fastvqa.ops.span_argmax import span_argmax
 from fastvqa.ops.span_similarity import span_similarity, span_similarity_all
+from fastvqa.ops.span_scores import span_scores, top_spans
 from fastvqa.ops.temporal_iou import grounding_overlap, paired_temporal_iou, temporal_iou
 
 __all__ = [
@@ -17,7 +18,9 @@ __all__ = [
     "nms_1d",
     "paired_temporal_iou",
     "span_argmax",
+    "span_scores",
     "span_similarity",
     "span_similarity_all",
     "temporal_iou",
+    "top_spans",
 ]

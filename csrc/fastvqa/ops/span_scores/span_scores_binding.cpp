@@ -1,0 +1,241 @@
+// SPDX-License-Identifier: Apache-2.0
+// Validation and dispatch for span_scores, span_scores_backward and top_spans.
+#include <pybind11/pybind11.h>
+
+#include <cmath>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "fastvqa/bindings/array_arg.h"
+#include "fastvqa/common/cuda_runtime_api.h"
+#include "fastvqa/common/dispatch.h"
+#include "fastvqa/ops/span_scores/span_scores.h"
+
+namespace py = pybind11;
+
+namespace fastvqa {
+namespace span_scores {
+
+namespace {
+
+Reduce parse_reduce(const std::string& name, const char* op) {
+  if (name == "sum") return Reduce::kSum;
+  if (name == "mean") return Reduce::kMean;
+  if (name == "contrast") return Reduce::kContrast;
+  throw ValueError(detail::concat(op, ": reduce must be one of 'sum', 'mean', 'contrast', got '",
+                                  name, "'"));
+}
+
+// Optional (B,) lengths in [0, steps], checked on the host before a kernel
+// trusts them as bounds.
+std::unique_ptr<ArrayArg> lengths_arg(py::object obj, const TensorView& like, const char* op,
+                                      const char* like_name, int64_t batch, int64_t steps,
+                                      std::uintptr_t stream) {
+  if (obj.is_none()) return nullptr;
+  auto lengths = std::make_unique<ArrayArg>(obj, op, "lengths", stream);
+  const TensorView& lv = lengths->view();
+  check_int64(lv, op, "lengths");
+  check_same_device(like, lv, op, like_name, "lengths");
+  FASTVQA_CHECK(lv.ndim == 1 && lv.shape[0] == batch, op, ": lengths must have shape (B,) = (",
+                batch, ",), got shape ", lv.shape_str());
+  const std::vector<int64_t> h = int64_to_host(lv, stream);
+  for (int64_t b = 0; b < batch; ++b)
+    FASTVQA_CHECK(0 <= h[b] && h[b] <= steps, op, ": lengths must lie in [0, T] = [0, ", steps,
+                  "], got lengths[", b, "] = ", h[b]);
+  return lengths;
+}
+
+// max_len: None for T, else >= 1 and >= min_len.
+int64_t max_len_arg(py::object obj, int64_t min_len, int64_t steps, const char* op) {
+  FASTVQA_CHECK(min_len >= 1, op, ": min_len must be >= 1, got ", min_len);
+  if (obj.is_none()) return steps;
+  const int64_t max_len = obj.cast<int64_t>();
+  FASTVQA_CHECK(max_len >= 1, op, ": max_len must be >= 1 (or None for T), got ", max_len);
+  FASTVQA_CHECK(max_len >= min_len, op, ": max_len must be >= min_len, got max_len = ", max_len,
+                " and min_len = ", min_len);
+  return max_len;
+}
+
+template <typename T>
+RowInput<T> row_input(const TensorView& xv, const ArrayArg* lengths) {
+  return RowInput<T>{static_cast<const T*>(xv.data),
+                     xv.strides[0],
+                     xv.strides[1],
+                     lengths ? static_cast<const int64_t*>(lengths->view().data) : nullptr,
+                     lengths ? lengths->view().strides[0] : 0,
+                     xv.shape[0],
+                     xv.shape[1]};
+}
+
+template <typename T>
+T* data_of(const ArrayArg& a) {
+  return static_cast<T*>(a.view().data);
+}
+
+py::object forward(py::object x_obj, const std::string& reduce_name, int64_t min_len,
+                   py::object max_len_obj, py::object lengths_obj, std::uintptr_t stream,
+                   py::object alloc) {
+  const char* op = "span_scores";
+  const Reduce reduce = parse_reduce(reduce_name, op);
+  ArrayArg x(x_obj, op, "x", stream);
+  const TensorView& xv = x.view();
+  check_float(xv, op, "x");
+  check_ndim(xv, 2, op, "x", "(B, T)");
+  const int64_t batch = xv.shape[0], steps = xv.shape[1];
+  const int64_t width = max_len_arg(max_len_obj, min_len, steps, op);
+  if (xv.is_cuda()) require_cuda(op);
+  auto lengths = lengths_arg(lengths_obj, xv, op, "x", batch, steps, stream);
+
+  ArrayArg out = allocate_output(alloc, {batch, steps, width}, dtype_name(xv.dtype), op, stream);
+  if (out.view().numel() == 0) return out.object();
+
+  FASTVQA_DISPATCH_FLOAT(xv.dtype, scalar_t, [&] {
+    ForwardParams<scalar_t> p{row_input<scalar_t>(xv, lengths.get()),
+                              width,
+                              min_len,
+                              reduce,
+                              data_of<scalar_t>(out),
+                              nullptr,
+                              nullptr};
+    if (xv.is_cuda()) {
+      ArrayArg prefix = allocate_output(alloc, {batch, steps + 1}, "float64", op, stream);
+      ArrayArg counts = allocate_output(alloc, {batch, steps + 1, 3}, "int64", op, stream);
+      p.prefix = data_of<double>(prefix);
+      p.counts = data_of<int64_t>(counts);
+      py::gil_scoped_release release;
+      DeviceGuard guard(xv.device_index);
+      forward_cuda(p, stream);
+    } else {
+      py::gil_scoped_release release;
+      forward_cpu(p);
+    }
+  });
+  return out.object();
+}
+
+py::object backward(py::object grad_obj, const std::string& reduce_name, int64_t min_len,
+                    py::object lengths_obj, std::uintptr_t stream, py::object alloc) {
+  const char* op = "span_scores_backward";
+  const Reduce reduce = parse_reduce(reduce_name, op);
+  ArrayArg grad(grad_obj, op, "grad", stream);
+  const TensorView& gv = grad.view();
+  check_float(gv, op, "grad");
+  check_ndim(gv, 3, op, "grad", "(B, T, max_len)");
+  FASTVQA_CHECK(min_len >= 1, op, ": min_len must be >= 1, got ", min_len);
+  const int64_t batch = gv.shape[0], steps = gv.shape[1], width = gv.shape[2];
+  if (gv.is_cuda()) require_cuda(op);
+  auto lengths = lengths_arg(lengths_obj, gv, op, "grad", batch, steps, stream);
+
+  ArrayArg gx = allocate_output(alloc, {batch, steps}, dtype_name(gv.dtype), op, stream);
+  if (gx.view().numel() == 0) return gx.object();
+
+  FASTVQA_DISPATCH_FLOAT(gv.dtype, scalar_t, [&] {
+    BackwardParams<scalar_t> p{static_cast<const scalar_t*>(gv.data),
+                               gv.strides[0],
+                               gv.strides[1],
+                               gv.strides[2],
+                               lengths ? data_of<int64_t>(*lengths) : nullptr,
+                               lengths ? lengths->view().strides[0] : 0,
+                               batch,
+                               steps,
+                               width,
+                               min_len,
+                               reduce,
+                               data_of<scalar_t>(gx),
+                               nullptr,
+                               nullptr};
+    if (gv.is_cuda()) {
+      ArrayArg diff = allocate_output(alloc, {batch, steps + 1}, "float64", op, stream);
+      ArrayArg every = allocate_output(alloc, {batch, steps}, "float64", op, stream);
+      p.diff = data_of<double>(diff);
+      p.every = data_of<double>(every);
+      py::gil_scoped_release release;
+      DeviceGuard guard(gv.device_index);
+      backward_cuda(p, stream);
+    } else {
+      py::gil_scoped_release release;
+      backward_cpu(p);
+    }
+  });
+  return gx.object();
+}
+
+py::tuple top_spans(py::object x_obj, int64_t k, const std::string& reduce_name, int64_t min_len,
+                    py::object max_len_obj, py::object lengths_obj, py::object nms_obj,
+                    std::uintptr_t stream, py::object alloc) {
+  const char* op = "top_spans";
+  const Reduce reduce = parse_reduce(reduce_name, op);
+  ArrayArg x(x_obj, op, "x", stream);
+  const TensorView& xv = x.view();
+  check_float(xv, op, "x");
+  check_ndim(xv, 2, op, "x", "(B, T)");
+  FASTVQA_CHECK(k >= 1, op, ": k must be >= 1, got ", k);
+  const int64_t batch = xv.shape[0], steps = xv.shape[1];
+  int64_t max_len = max_len_arg(max_len_obj, min_len, steps, op);
+  if (max_len > steps) max_len = steps;
+  const bool nms = !nms_obj.is_none();
+  const double nms_iou = nms ? nms_obj.cast<double>() : 1.0;
+  FASTVQA_CHECK(nms_iou >= 0.0 && nms_iou <= 1.0, op,
+                ": nms_iou must lie in [0, 1] (or be None for no NMS), got ", nms_iou);
+  if (xv.is_cuda()) require_cuda(op);
+  auto lengths = lengths_arg(lengths_obj, xv, op, "x", batch, steps, stream);
+
+  ArrayArg spans = allocate_output(alloc, {batch, k, 2}, "int64", op, stream);
+  ArrayArg scores = allocate_output(alloc, {batch, k}, dtype_name(xv.dtype), op, stream);
+  if (batch == 0) return py::make_tuple(spans.object(), scores.object());
+
+  FASTVQA_DISPATCH_FLOAT(xv.dtype, scalar_t, [&] {
+    TopParams<scalar_t> p{row_input<scalar_t>(xv, lengths.get()),
+                          min_len,
+                          max_len,
+                          k,
+                          reduce,
+                          nms,
+                          nms_iou,
+                          data_of<int64_t>(spans),
+                          data_of<scalar_t>(scores),
+                          nullptr,
+                          nullptr,
+                          nms_round_size(k),
+                          nullptr,
+                          nullptr};
+    if (xv.is_cuda()) {
+      const int64_t cap = nms ? p.cap : 1;  // no candidate list without NMS
+      p.cap = cap;
+      ArrayArg prefix = allocate_output(alloc, {batch, steps + 1}, "float64", op, stream);
+      ArrayArg counts = allocate_output(alloc, {batch, steps + 1, 3}, "int64", op, stream);
+      ArrayArg cs = allocate_output(alloc, {batch, cap, 2}, "int64", op, stream);
+      ArrayArg cv = allocate_output(alloc, {batch, cap}, dtype_name(xv.dtype), op, stream);
+      p.prefix = data_of<double>(prefix);
+      p.counts = data_of<int64_t>(counts);
+      p.cand_spans = data_of<int64_t>(cs);
+      p.cand_scores = data_of<scalar_t>(cv);
+      py::gil_scoped_release release;
+      DeviceGuard guard(xv.device_index);
+      top_spans_cuda(p, stream);
+    } else {
+      py::gil_scoped_release release;
+      top_spans_cpu(p);
+    }
+  });
+  return py::make_tuple(spans.object(), scores.object());
+}
+
+}  // namespace
+
+void register_span_scores(py::module_& m) {
+  m.def("span_scores", &forward, py::arg("x"), py::arg("reduce"), py::arg("min_len"),
+        py::arg("max_len"), py::arg("lengths"), py::arg("stream"), py::arg("alloc"),
+        "Scores of every span as a band; see fastvqa.ops.span_scores.");
+  m.def("span_scores_backward", &backward, py::arg("grad"), py::arg("reduce"),
+        py::arg("min_len"), py::arg("lengths"), py::arg("stream"), py::arg("alloc"),
+        "Gradient of span_scores with respect to x, from the band's gradient.");
+  m.def("top_spans", &top_spans, py::arg("x"), py::arg("k"), py::arg("reduce"),
+        py::arg("min_len"), py::arg("max_len"), py::arg("lengths"), py::arg("nms_iou"),
+        py::arg("stream"), py::arg("alloc"),
+        "The k best spans per row, optionally with NMS; see fastvqa.ops.top_spans.");
+}
+
+}  // namespace span_scores
+}  // namespace fastvqa

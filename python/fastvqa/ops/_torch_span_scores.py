@@ -1,0 +1,149 @@
+# SPDX-License-Identifier: Apache-2.0
+"""``span_scores`` (with its compiled backward) and ``top_spans`` as
+``torch.library`` custom ops, so code calling them compiles under
+``torch.compile(fullgraph=True)``. Importing this module imports torch; the
+public wrappers in :mod:`fastvqa.ops.span_scores` import it only when they
+receive a torch tensor. Conventions (DLPack, current stream, half computed in
+float32) are those of :mod:`fastvqa.ops._torch`.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+from torch import Tensor
+
+from fastvqa._ext import _C
+from fastvqa.ops._torch import (
+    _allocator,
+    _check_devices,
+    _compute_dtype,
+    _float_dtype,
+    _prep_float,
+    _prep_index,
+    _stream,
+)
+
+# ----------------------------------------------------------------- span_scores
+
+
+@torch.library.custom_op("fastvqa::span_scores", mutates_args=())
+def _span_scores_op(
+    x: Tensor, reduce: str, min_len: int, max_len: Optional[int], lengths: Optional[Tensor]
+) -> Tensor:
+    op = "span_scores"
+    _check_devices(op, x=x, lengths=lengths)
+    out_dtype = _float_dtype(op, x=x)
+    x_w = _prep_float(x, _compute_dtype(out_dtype))
+    lens = None if lengths is None else _prep_index(lengths, op, "lengths")
+    out = _C.span_scores(x_w, reduce, min_len, max_len, lens, _stream(x_w), _allocator(x.device))
+    return out.to(out_dtype)
+
+
+@_span_scores_op.register_fake
+def _(x: Tensor, reduce: str, min_len: int, max_len: Optional[int], lengths: Optional[Tensor]):
+    batch, steps = x.shape
+    width = steps if max_len is None else max_len
+    return x.new_empty((batch, steps, width), dtype=_float_dtype("span_scores", x=x))
+
+
+@torch.library.custom_op("fastvqa::span_scores_backward", mutates_args=())
+def _span_scores_backward_op(
+    grad: Tensor, reduce: str, min_len: int, lengths: Optional[Tensor]
+) -> Tensor:
+    op = "span_scores_backward"
+    _check_devices(op, grad=grad, lengths=lengths)
+    g_w = _prep_float(grad, _compute_dtype(grad.dtype))
+    lens = None if lengths is None else _prep_index(lengths, op, "lengths")
+    out = _C.span_scores_backward(g_w, reduce, min_len, lens, _stream(g_w),
+                                  _allocator(grad.device))
+    return out.to(grad.dtype)
+
+
+@_span_scores_backward_op.register_fake
+def _(grad: Tensor, reduce: str, min_len: int, lengths: Optional[Tensor]) -> Tensor:
+    return grad.new_empty(grad.shape[:2])
+
+
+def _setup_context(ctx, inputs, output) -> None:
+    x, reduce, min_len, _max_len, lengths = inputs
+    ctx.reduce, ctx.min_len = reduce, min_len
+    ctx.x_dtype = x.dtype
+    ctx.has_lengths = lengths is not None
+    if lengths is not None:
+        ctx.save_for_backward(lengths)
+
+
+def _backward(ctx, grad: Tensor):
+    grad_x = None
+    if ctx.needs_input_grad[0]:
+        lengths = ctx.saved_tensors[0] if ctx.has_lengths else None
+        grad_x = _span_scores_backward_op(grad, ctx.reduce, ctx.min_len, lengths)
+        grad_x = grad_x.to(ctx.x_dtype)
+    return grad_x, None, None, None, None
+
+
+_span_scores_op.register_autograd(_backward, setup_context=_setup_context)
+
+
+def span_scores(
+    x: Tensor, reduce: str, min_len: int, max_len: Optional[int], lengths: Optional[Tensor]
+) -> Tensor:
+    return _span_scores_op(x, reduce, min_len, max_len,
+                           None if lengths is None else lengths.detach())
+
+
+# ------------------------------------------------------------------- top_spans
+
+
+@torch.library.custom_op("fastvqa::top_spans", mutates_args=())
+def _top_spans_op(
+    x: Tensor,
+    k: int,
+    reduce: str,
+    min_len: int,
+    max_len: Optional[int],
+    lengths: Optional[Tensor],
+    nms_iou: Optional[float],
+) -> tuple[Tensor, Tensor]:
+    op = "top_spans"
+    _check_devices(op, x=x, lengths=lengths)
+    out_dtype = _float_dtype(op, x=x)
+    x_w = _prep_float(x, _compute_dtype(out_dtype))
+    lens = None if lengths is None else _prep_index(lengths, op, "lengths")
+    spans, scores = _C.top_spans(x_w, k, reduce, min_len, max_len, lens, nms_iou,
+                                 _stream(x_w), _allocator(x.device))
+    return spans, scores.to(out_dtype)
+
+
+@_top_spans_op.register_fake
+def _(
+    x: Tensor,
+    k: int,
+    reduce: str,
+    min_len: int,
+    max_len: Optional[int],
+    lengths: Optional[Tensor],
+    nms_iou: Optional[float],
+) -> tuple[Tensor, Tensor]:
+    batch = x.shape[0]
+    return (
+        x.new_empty((batch, k, 2), dtype=torch.int64),
+        x.new_empty((batch, k), dtype=_float_dtype("top_spans", x=x)),
+    )
+
+
+# Not differentiable (a selection): inputs are detached, as in _torch.py, so a
+# result never claims a gradient it cannot give.
+def top_spans(
+    x: Tensor,
+    k: int,
+    reduce: str,
+    min_len: int,
+    max_len: Optional[int],
+    lengths: Optional[Tensor],
+    nms_iou: Optional[float],
+) -> tuple[Tensor, Tensor]:
+    return _top_spans_op(x.detach(), k, reduce, min_len, max_len,
+                         None if lengths is None else lengths.detach(), nms_iou)

@@ -1,0 +1,168 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Scores of every span of per-step scores (temporal attention, frame
+similarities), and the best spans without building them all."""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from fastvqa import _arrays
+from fastvqa._ext import _C
+from fastvqa.ops.span_argmax import _int, _optional_int
+
+_REDUCES = ("sum", "mean", "contrast")
+
+_SEMANTICS_DOC = """
+    Spans are inclusive step pairs ``[i, j]`` (``n = j - i + 1`` steps). A span
+    is valid when ``min_len <= n <= max_len`` and ``j < L``, ``L = lengths[b]``
+    (steps at or after ``L`` are padding). With ``S`` the sum of ``x[b, i..j]``:
+
+    - ``"sum"``: ``S``;
+    - ``"mean"``: ``S / n``;
+    - ``"contrast"``: ``S / n`` minus the mean of the row's other valid steps,
+      ``(sum(x[b, :L]) - S) / (L - n)``; when the span covers the whole valid
+      row (``n = L``) the outside mean is defined as 0, so the score is ``S / n``.
+
+    Precision: sums come from prefix sums accumulated in float64 whatever the
+    input dtype (so every span costs O(1)); each score is computed in float64
+    and cast to the output dtype once.
+
+    Special values: a span's sum is the IEEE sum of its elements (non-finite
+    values are counted apart, so they never leak into spans that do not hold
+    them): NaN if it holds a NaN (or both ``+inf`` and ``-inf``), ``+-inf`` if it
+    holds one kind of infinity. For ``"contrast"`` the outside counts too: a
+    NaN anywhere in ``x[b, :L]`` makes every span of that row NaN except the
+    ones whose outside is empty.
+
+    dtypes: float32 and float64 natively; integers are converted to float64
+    (NumPy) or the default float (torch); float16/bfloat16 torch tensors are
+    computed in float32 and cast back. Inputs may be non-contiguous views;
+    ``B = 0`` or ``T = 0`` give empty results without launching anything."""
+
+
+def span_scores(
+    x: Any,
+    *,
+    reduce: str,
+    min_len: int = 1,
+    max_len: Optional[int] = None,
+    lengths: Any = None,
+) -> Any:
+    """The score of every span of every row, as a band.
+
+    Args:
+        x: ``[B, T]`` per-step scores (attention weights, similarities), NumPy
+            array or torch tensor (CPU or CUDA).
+        reduce: ``"sum"``, ``"mean"`` or ``"contrast"`` (see below).
+        min_len: shortest span in steps (``>= 1``).
+        max_len: longest span in steps (``>= min_len``), which is also the band
+            width; ``None`` for ``T``.
+        lengths: optional ``[B]`` integer valid lengths in ``[0, T]``.
+
+    Returns:
+        ``[B, T, max_len]`` scores in the input's float dtype, same kind and
+        device as ``x``: ``out[b, i, d]`` is the score of span ``[i, i + d]``.
+        Invalid cells (``d + 1 < min_len``, ``i + d >= L``, ``i >= L``) are
+        ``-inf``; a valid span can be ``-inf`` too (it holds a ``-inf`` step).
+
+    Gradient:
+        Differentiable with respect to ``x`` (torch): the backward is a
+        compiled kernel, O(T * max_len) per row through difference arrays;
+        invalid cells receive no gradient and steps at or after ``L`` get 0.
+        A non-finite ``grad_out`` is summed span by span, so it reaches exactly
+        the steps of the spans holding it.
+    """
+    op = "span_scores"
+    reduce = _reduce(reduce, op)
+    min_len = _int(min_len, op, "min_len")
+    max_len = _optional_int(max_len, op, "max_len")
+    if _arrays.any_torch(x, lengths):
+        _arrays.require_all_torch(op, x=x, lengths=lengths)
+        from fastvqa.ops import _torch_span_scores
+
+        return _torch_span_scores.span_scores(x, reduce, min_len, max_len, lengths)
+    x_np = _arrays.numpy_float(x, op, "x")
+    lens = None if lengths is None else _arrays.numpy_index(lengths, op, "lengths")
+    return _C.span_scores(x_np, reduce, min_len, max_len, lens, 0, _arrays.numpy_alloc)
+
+
+def top_spans(
+    x: Any,
+    k: int,
+    *,
+    reduce: str,
+    min_len: int = 1,
+    max_len: Optional[int] = None,
+    lengths: Any = None,
+    nms_iou: Optional[float] = None,
+) -> tuple[Any, Any]:
+    """The ``k`` best spans of each row, without building the band in memory.
+
+    Scores and validity are exactly those of :func:`span_scores` (so the result
+    equals the top-``k`` of its band); each row is scanned once, O(L * max_len)
+    with O(1) per span, keeping a sorted list of the best.
+
+    Args:
+        x: ``[B, T]`` per-step scores, NumPy array or torch tensor (CPU or CUDA).
+        k: spans per row (``>= 1``).
+        reduce: ``"sum"``, ``"mean"`` or ``"contrast"``.
+        min_len: shortest span in steps (``>= 1``).
+        max_len: longest span in steps (``>= min_len``); ``None`` for no limit.
+        lengths: optional ``[B]`` integer valid lengths in ``[0, T]``.
+        nms_iou: ``None`` for plain top-``k``; otherwise a threshold in
+            ``[0, 1]`` for greedy non-maximum suppression: spans are walked in
+            rank order and one is kept unless its IoU with an already kept span
+            **exceeds** ``nms_iou`` (strict ``>``, as torchvision), until ``k``
+            are kept. IoU is over inclusive index spans: length ``j - i + 1``,
+            intersection of the index ranges.
+
+    Returns:
+        ``(spans, scores)``: ``spans`` is ``[B, k, 2]`` int64 inclusive
+        ``(start, end)`` step indices, ``scores`` is ``[B, k]`` in the input
+        float dtype, best first. Rows with fewer valid (or surviving) spans are
+        filled with ``(-1, -1)`` and ``-inf``.
+
+    Ties and special values:
+        Spans are ordered by higher score (as cast to the compute dtype,
+        float32 or float64; float16/bfloat16 inputs rank in float32), then
+        smaller start, then smaller end: the order is total, so CPU and CUDA
+        agree span for span. NaN spans are never returned; ``-inf`` spans are
+        valid and rank last.
+
+    NMS is exact: a first round takes the best ``max(4k, 32)`` spans and runs
+    the greedy pass over them; if fewer than ``k`` survive and spans remain,
+    the pass continues over all remaining spans in rank order (CPU: one sorted
+    enumeration; CUDA: further rounds resuming after the last candidate), so
+    the result is always the greedy NMS of the full ranked list.
+
+    Not differentiable: torch results never require grad.
+    """
+    op = "top_spans"
+    k = _int(k, op, "k")
+    reduce = _reduce(reduce, op)
+    min_len = _int(min_len, op, "min_len")
+    max_len = _optional_int(max_len, op, "max_len")
+    if nms_iou is not None:
+        if isinstance(nms_iou, bool) or not isinstance(nms_iou, (int, float)):
+            raise TypeError(f"{op}: nms_iou must be a float or None, got {type(nms_iou).__name__}")
+        nms_iou = float(nms_iou)
+    if _arrays.any_torch(x, lengths):
+        _arrays.require_all_torch(op, x=x, lengths=lengths)
+        from fastvqa.ops import _torch_span_scores
+
+        return _torch_span_scores.top_spans(x, k, reduce, min_len, max_len, lengths, nms_iou)
+    x_np = _arrays.numpy_float(x, op, "x")
+    lens = None if lengths is None else _arrays.numpy_index(lengths, op, "lengths")
+    return _C.top_spans(x_np, k, reduce, min_len, max_len, lens, nms_iou, 0, _arrays.numpy_alloc)
+
+
+span_scores.__doc__ += _SEMANTICS_DOC  # type: ignore[operator]
+top_spans.__doc__ += _SEMANTICS_DOC  # type: ignore[operator]
+
+
+def _reduce(value: Any, op: str) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"{op}: reduce must be a string, got {type(value).__name__}")
+    if value not in _REDUCES:
+        raise ValueError(f"{op}: reduce must be one of 'sum', 'mean', 'contrast', got {value!r}")
+    return value
