@@ -11,7 +11,6 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from fastvqa.nn import IOHead, SpanHead, TemporalAttentionPool, lengths_to_mask  # noqa: E402
-from fastvqa.nn import _fallback  # noqa: E402
 from tests.conftest import DEVICES  # noqa: E402
 
 GOLD = torch.tensor([[[1, 3], [-1, -1]], [[0, 2], [1, 1]], [[0, 0], [-1, -1]]])
@@ -104,29 +103,6 @@ def test_attention_pool_masks_exactly():
     assert 0 <= out.span[1, 0] <= out.span[1, 1] < 4 and out.span[0, 1] - out.span[0, 0] < 4
     out.pooled.sum().backward()
     assert all(torch.isfinite(p.grad).all() for p in pool.parameters())
-
-
-@pytest.mark.parametrize("reduce", ["sum", "mean", "contrast"])
-def test_fallback_top_spans_matches_brute_force(reduce):
-    g = torch.Generator().manual_seed(4)
-    x = torch.randint(0, 3, (4, 7), generator=g).double()  # many ties
-    lengths = torch.tensor([7, 3, 0, 1])
-    spans, scores = _fallback.top_spans(x, 5, reduce=reduce, min_len=1, max_len=4, lengths=lengths)
-    for b, n in enumerate(lengths.tolist()):
-        total = x[b, :n].sum().item()
-        cands = []
-        for i in range(n):
-            for j in range(i, min(n, i + 4)):
-                k = j - i + 1
-                inside = x[b, i:j + 1].sum().item()
-                v = {"sum": inside, "mean": inside / k,
-                     "contrast": inside / k - (total - inside) / (n - k) if n > k else 0.0}[reduce]
-                cands.append((-v, i, j))
-        cands.sort()
-        want = [[i, j] for _, i, j in cands[:5]] + [[-1, -1]] * max(0, 5 - len(cands))
-        assert spans[b].tolist() == want
-        torch.testing.assert_close(scores[b, :len(cands[:5])],
-                                   torch.tensor([-v for v, _, _ in cands[:5]], dtype=torch.float64))
 
 
 def test_io_decode_runs():

@@ -9,8 +9,8 @@ from typing import NamedTuple, Optional
 import torch
 from torch import Tensor, nn
 
-from fastvqa.nn import _fallback
 from fastvqa.nn.masking import lengths_to_mask
+from fastvqa.ops import top_spans
 
 
 class AttentionPoolOutput(NamedTuple):
@@ -61,8 +61,7 @@ class TemporalAttentionPool(nn.Module):
         logits = logits.masked_fill(~mask, torch.finfo(logits.dtype).min)
         attention = torch.softmax(logits, dim=-1) * mask
         pooled = torch.einsum("bt,bth->bh", attention, hidden)
-        # TODO(issue 4 merge): fastvqa.ops.top_spans(attention, 1, ...) replaces the fallback.
-        spans, scores = _fallback.top_spans(
+        spans, scores = top_spans(
             attention.detach(), 1, reduce=self.span_reduce, min_len=self.min_len,
             max_len=self.max_len, lengths=mask.sum(-1))
         return AttentionPoolOutput(pooled, attention, spans[:, 0], scores[:, 0])

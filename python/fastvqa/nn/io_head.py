@@ -9,8 +9,8 @@ from typing import Optional
 import torch
 from torch import Tensor, nn
 
-from fastvqa.nn import _fallback
 from fastvqa.nn.masking import lengths_to_mask, safe_mean
+from fastvqa.ops import io_to_spans
 
 
 class IOHead(nn.Module):
@@ -58,6 +58,5 @@ class IOHead(nn.Module):
         row ``b``'s spans are ``spans[offsets[b]:offsets[b + 1]]``. Eager only
         (the number of spans depends on the data).
         """
-        # TODO(issue 4 merge): fastvqa.ops.io_to_spans replaces the fallback.
-        return _fallback.io_to_spans(torch.sigmoid(logits), threshold=threshold,
-                                     lengths=lengths, min_len=min_len)
+        return io_to_spans(torch.sigmoid(logits), threshold=threshold, lengths=lengths,
+                           min_len=min_len)
