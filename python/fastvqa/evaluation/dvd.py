@@ -84,27 +84,12 @@ def _evaluate(args: argparse.Namespace) -> MetricResult:
 
 def _plot(result: MetricResult, args: argparse.Namespace, path: str) -> None:
     """Horizontal bars: overall, per type, per interval type, transferability."""
-    if Path(path).exists():
-        raise FileExistsError(f"{path} exists; refusing to overwrite it")
-    try:
-        from matplotlib.backends.backend_agg import FigureCanvasAgg
-        from matplotlib.figure import Figure
-    except ImportError as err:  # pragma: no cover - exercised only without matplotlib
-        raise ImportError("plots need matplotlib: pip install 'fastvqa[plot]'") from err
+    from fastvqa.evaluation.plots import plot_accuracy_bars
+
     names = [n for n in result if n == "Acc" or n.startswith(("Acc/type=", "Acc/interval=",
                                                                "Transfer/"))]
-    values = [result[n] for n in names]
-    fig = Figure(figsize=(7, 0.35 * len(names) + 1.2))
-    FigureCanvasAgg(fig)  # drawn off-screen: no pyplot state, no backend switch
-    ax = fig.add_subplot()
-    ax.barh(range(len(names)), values, color="tab:blue")
-    ax.set_yticks(range(len(names)), labels=names)
-    ax.invert_yaxis()
-    ax.set_xlim(0, 100)
-    ax.set_xlabel("accuracy (%)")
-    ax.set_title(f"DVD: {result.info.get('evaluated', '?')} turns")
-    fig.tight_layout()
-    fig.savefig(path, format="png", dpi=100)
+    plot_accuracy_bars(names, [result[n] for n in names], path,
+                       title=f"DVD: {result.info.get('evaluated', '?')} turns")
 
 
 def _train_records(args: argparse.Namespace) -> list:

@@ -39,6 +39,28 @@ def _save(fig, path: str | Path) -> Path:
     return path
 
 
+def plot_accuracy_bars(names: Sequence[str], values: Sequence[float], path: str | Path, *,
+                       title: str, color: str = "tab:blue",
+                       chance: Optional[float] = None) -> Path:
+    """One horizontal bar per named accuracy (percent, 0-100), in the given
+    order, with an optional dotted chance line. Refuses to overwrite ``path``."""
+    if Path(path).exists():
+        raise FileExistsError(f"{path} exists; refusing to overwrite it")
+    fig = _figure(7, 0.35 * len(names) + 1.2)
+    ax = fig.add_subplot()
+    ax.barh(range(len(names)), list(values), color=color)
+    ax.set_yticks(range(len(names)), labels=list(names))
+    ax.invert_yaxis()
+    ax.set_xlim(0, 100)
+    if chance is not None:
+        ax.axvline(chance, color="gray", linestyle=":", label=f"chance ({chance:g}%)")
+        ax.legend(loc="lower right")
+    ax.set_xlabel("accuracy (%)")
+    ax.set_title(title)
+    fig.tight_layout()
+    return _save(fig, path)
+
+
 def plot_grounding_summary(
     result: Any,
     path: str | Path,

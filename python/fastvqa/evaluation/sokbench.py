@@ -71,27 +71,12 @@ def _evaluate(args: argparse.Namespace) -> MetricResult:
 
 def _plot(result: MetricResult, args: argparse.Namespace, path: str) -> None:
     """Horizontal bars: overall, per question type, macro mean."""
-    if Path(path).exists():
-        raise FileExistsError(f"{path} exists; refusing to overwrite it")
-    try:
-        from matplotlib.backends.backend_agg import FigureCanvasAgg
-        from matplotlib.figure import Figure
-    except ImportError as err:  # pragma: no cover - exercised only without matplotlib
-        raise ImportError("plots need matplotlib: pip install 'fastvqa[plot]'") from err
+    from fastvqa.evaluation.plots import plot_accuracy_bars
+
     names = list(result)
-    fig = Figure(figsize=(7, 0.35 * len(names) + 1.2))
-    FigureCanvasAgg(fig)  # drawn off-screen: no pyplot state, no backend switch
-    ax = fig.add_subplot()
-    ax.barh(range(len(names)), [result[n] for n in names], color="tab:green")
-    ax.set_yticks(range(len(names)), labels=names)
-    ax.invert_yaxis()
-    ax.set_xlim(0, 100)
-    ax.axvline(25.0, color="gray", linestyle=":", label="chance (4 options)")
-    ax.set_xlabel("accuracy (%)")
-    ax.set_title(f"SOK-Bench multiple choice: {result.info.get('evaluated', '?')} questions")
-    ax.legend(loc="lower right")
-    fig.tight_layout()
-    fig.savefig(path, format="png", dpi=100)
+    plot_accuracy_bars(names, [result[n] for n in names], path, color="tab:green", chance=25.0,
+                       title=f"SOK-Bench multiple choice: {result.info.get('evaluated', '?')} "
+                             "questions")
 
 
 def _add_random_arguments(parser: argparse.ArgumentParser) -> None:
