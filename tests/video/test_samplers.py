@@ -151,8 +151,10 @@ def test_seek_plan_only_when_cheaper():
     # 2: first keyframe (no seek); 5: decode on; 15: keyframe 10 is ahead -> seek;
     # 16: decode on; 35: keyframe 30 ahead -> seek.
     assert _plan_seeks(index, np.array([2, 5, 15, 16, 35])) == [(2, 10), (4, 30)]
-    assert _plan_seeks(index, np.array([12, 19, 21])) == [(0, 10), (2, 20)]
-    assert _plan_seeks(index, np.array([9, 10])) == [(1, 10)]
+    # Keyframe 20 is the very next frame after 19: decode on, no seek.
+    assert _plan_seeks(index, np.array([12, 19, 21])) == [(0, 10)]
+    assert _plan_seeks(index, np.array([9, 10])) == []
+    assert _plan_seeks(index, np.array([8, 21])) == [(1, 20)]
 
 
 def test_resize_and_crop_geometry():

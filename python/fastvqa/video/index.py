@@ -8,7 +8,7 @@ import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
+from typing import Any, Optional
 
 import numpy as np
 
@@ -55,6 +55,9 @@ class VideoIndex:
         pts: ``int64 (n,)`` the integer presentation timestamps in
             ``time_base`` units; backends identify decoded frames by these.
         stream_index: which stream of the container holds the video.
+        decode_order: ``int64 (n,)`` position of each frame's packet in the
+            file (decode order), for backends that stop feeding the decoder
+            as soon as the frames they need are in.
     """
 
     path: str
@@ -68,6 +71,7 @@ class VideoIndex:
     time_base: Fraction
     pts: np.ndarray
     stream_index: int = 0
+    decode_order: Optional[np.ndarray] = None
 
     def __len__(self) -> int:
         return len(self.timestamps)
@@ -207,6 +211,7 @@ def _probe(av, spath: str, strict: bool, logs: list) -> VideoIndex:
         path=spath, codec=codec, width=int(width), height=int(height), duration=duration,
         fps=float(fps), timestamps=timestamps, keyframes=keyframes,
         time_base=Fraction(time_base), pts=pts, stream_index=stream_index,
+        decode_order=order.astype(np.int64),
     )
 
 

@@ -77,8 +77,8 @@ def _plan_seeks(index: VideoIndex, wanted: np.ndarray) -> list:
 
     Decoding is forward from the last decoded frame. Before wanted frame
     ``w``, seek to the keyframe ``k`` at or before it (display order) only
-    when ``k`` lies beyond the last frame we will have decoded: then skipping
-    to ``k`` is cheaper than decoding on through the frames before it. The
+    when ``k`` lies beyond the frame after the last one decoded: then the
+    seek skips frames, which is cheaper than decoding on through them. The
     first wanted frame seeks unless its keyframe is the first one (decoding
     starts there anyway). Returns ``[(position in wanted, keyframe index), ...]``.
     """
@@ -87,7 +87,7 @@ def _plan_seeks(index: VideoIndex, wanted: np.ndarray) -> list:
     current = -1  # last frame decoded so far (display index); -1: nothing yet
     for pos, w in enumerate(wanted):
         k = int(keys[np.searchsorted(keys, w, side="right") - 1]) if w >= keys[0] else int(keys[0])
-        if k > current and not (current == -1 and k == int(keys[0])):
+        if k > current + 1 and not (current == -1 and k == int(keys[0])):
             plan.append((pos, k))
         current = int(w)
     return plan
@@ -99,7 +99,7 @@ def decode_pyav(
     *,
     size=None,
     crop=None,
-    threads: str = "AUTO",
+    threads: Optional[str] = None,
 ) -> np.ndarray:
     """Decode the given frames of a probed video on the CPU with PyAV.
 
@@ -111,11 +111,17 @@ def decode_pyav(
             ``(H, W)``; ``None`` keeps the coded size.
         crop: centre crop (int or ``(H, W)``) applied after the resize.
         threads: PyAV ``thread_type`` (``"AUTO"``, ``"FRAME"``, ``"SLICE"``,
-            ``"NONE"``). ``"AUTO"`` (frame + slice threading) is safe here:
-            the decoder is drained to the end of the stream or flushed by the
-            seek before any frame is dropped, each frame is identified by its
-            timestamp rather than by counting, and the container is closed
-            with the decoder on every path.
+            ``"NONE"``), or ``None`` to choose from the plan: ``"AUTO"``
+            (frame + slice threads) when the frames are decoded in long runs
+            (on average at least 64 frames per seek), ``"SLICE"`` (PyAV's
+            default) otherwise. Frame threading holds several frames in
+            flight, which pays over long runs on many cores but costs that
+            latency again after every seek (measured on 2 cores, 720p H.264:
+            16 uniform frames 0.18 s with SLICE vs 0.29 s with AUTO). Both
+            are safe here: every run ends by draining the decoder (or at a
+            seek, which flushes it), so no frame is lost in the threads, frames
+            are identified by timestamp, and the container and decoder are
+            closed on every path.
 
     Returns:
         ``(n, H, W, 3)`` uint8 RGB NumPy array.
@@ -146,6 +152,8 @@ def decode_pyav(
         return frames
     wanted_pts = index.pts[wanted]
     seek_at = dict(_plan_seeks(index, wanted))
+    if threads is None:
+        threads = _thread_type(index, wanted, seek_at)
     resize = (out_h, out_w) != (index.height, index.width)
     path = index.path
 
@@ -171,16 +179,18 @@ def decode_pyav(
                                    "(file changed since it was probed?)")
         stream.thread_type = threads
         pos = 0  # next wanted frame (position in `wanted`)
+        starts = sorted(seek_at) + [len(wanted)]
         try:
             while pos < len(wanted):
                 key = seek_at.get(pos)
+                stop = _stop_pts(index, wanted, pos, next(s for s in starts if s > pos))
                 # Attempt 0: seek to the planned keyframe (or decode on). A seek
                 # that lands past the wanted frame (a container index that
                 # disagrees with the packets) gets attempt 1: from the start.
                 for attempt in (0, 1):
                     if key is not None:
                         _seek(container, stream, int(index.pts[key if attempt == 0 else 0]))
-                    pos, status = _collect(_frames(container, stream), pos, wanted_pts,
+                    pos, status = _collect(_frames(container, stream, stop), pos, wanted_pts,
                                            frames, convert, seek_at, check_first=key is not None)
                     if status != "overshoot":
                         break
@@ -194,6 +204,18 @@ def decode_pyav(
             raise VideoError(path, f"frame {missing} (t={index.timestamps[missing]:.3f} s) never "
                                    "came out of the decoder; the stream is truncated or damaged")
     return frames[inverse] if len(wanted) != len(idx) or not np.all(wanted == idx) else frames
+
+
+def _thread_type(index: VideoIndex, wanted: np.ndarray, seek_at: dict) -> str:
+    """``"AUTO"`` when the plan decodes >= 64 frames per run on average, else ``"SLICE"``.
+
+    A run starts at a seek (or at the start of the file) and decodes from its
+    keyframe to its last wanted frame.
+    """
+    runs = ([] if 0 in seek_at else [(0, 0)]) + sorted(seek_at.items())
+    ends = [pos for pos, _ in runs[1:]] + [len(wanted)]
+    decoded = sum(int(wanted[end - 1]) + 1 - key for (_, key), end in zip(runs, ends))
+    return "AUTO" if decoded / len(runs) >= 64 else "SLICE"
 
 
 def _collect(decoder, pos, wanted_pts, out, convert, seek_at, check_first):
@@ -223,10 +245,31 @@ def _collect(decoder, pos, wanted_pts, out, convert, seek_at, check_first):
         decoder.close()
 
 
-def _frames(container, stream):
-    """Decoded frames from the current position, flushing the decoder at the end."""
+def _stop_pts(index: VideoIndex, wanted: np.ndarray, lo: int, hi: int) -> Optional[int]:
+    """The packet after which the decoder can be drained for wanted[lo:hi].
+
+    The run ``wanted[lo:hi]`` ends with a seek (or with the last wanted
+    frame), so nothing decoded after it is used: once the packet of the
+    wanted frame that comes last in *decode* order has been fed, draining the
+    decoder outputs every wanted frame of the run without decoding the
+    packets a B-frame reorder delay (or frame threading) would otherwise
+    need. ``None`` without a decode-order index.
+    """
+    if index.decode_order is None:
+        return None
+    run = wanted[lo:hi]
+    return int(index.pts[run[np.argmax(index.decode_order[run])]])
+
+
+def _frames(container, stream, stop_pts: Optional[int] = None):
+    """Decoded frames from the current position; drains the decoder after the
+    packet with ``stop_pts`` (the next step is a seek, which resets it) or at
+    the end of the stream."""
     for packet in container.demux(stream):
         yield from packet.decode()
+        if stop_pts is not None and packet.pts == stop_pts:
+            yield from stream.codec_context.decode(None)
+            return
 
 
 def _seek(container, stream, pts: int) -> None:
