@@ -69,7 +69,8 @@ def _dali_decoder() -> Callable:
         module = importlib.import_module("fastvqa.video.dali_backend")
     except ModuleNotFoundError as err:
         if err.name == "fastvqa.video.dali_backend":
-            raise ImportError("the DALI backend is not part of this fastvqa build") from err
+            raise ImportError("backend='dali': fastvqa.video.dali_backend is not in this fastvqa "
+                              "build; use backend='pyav' (or 'auto')") from err
         raise
     return module.decode_dali
 
