@@ -170,6 +170,12 @@ def _add_eval_commands(sub) -> None:
             p.set_defaults(func=_cmd_baseline)
 
 
+def _cmd_decode(args: argparse.Namespace) -> int:
+    from fastvqa.video import cli as video_cli
+
+    return video_cli.run(args)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="fastvqa", description="fast, exact tools for grounded video question answering"
@@ -179,6 +185,15 @@ def build_parser() -> argparse.ArgumentParser:
     info.add_argument("--json", action="store_true", help="print machine-readable JSON")
     info.set_defaults(func=_cmd_info)
     _add_eval_commands(sub)
+    from fastvqa.video.cli import add_arguments as _add_decode_arguments
+
+    dec = sub.add_parser("decode", help="decode the frames a sampler picks from videos",
+                         description="Decode the frames a sampler picks (fps:1, uniform:16, "
+                                     "clips:16,4,1, seconds:16, hierarchical:15,35,65/5,7,13, "
+                                     "outside:START,END,N; append @START-END to restrict) "
+                                     "into an .npz or a folder of images.")
+    _add_decode_arguments(dec)
+    dec.set_defaults(func=_cmd_decode)
     return parser
 
 

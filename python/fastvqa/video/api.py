@@ -1,0 +1,268 @@
+# SPDX-License-Identifier: Apache-2.0
+"""``read_frames`` and ``read_batch``: a video (or many) to the frames a sampler asks for."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable, NamedTuple, Optional, Sequence
+
+import numpy as np
+
+from fastvqa.video.errors import VideoError
+from fastvqa.video.index import VideoIndex, probe
+from fastvqa.video.samplers import Sampler
+
+BACKENDS = ("auto", "pyav", "dali")
+LAYOUTS = ("NHWC", "NCHW")
+DTYPES = ("uint8", "float32", "float16")
+
+
+class Frames(NamedTuple):
+    """What :func:`read_frames` returns.
+
+    ``frames``: ``(n, H, W, 3)`` (``layout="NHWC"``) or ``(n, 3, H, W)`` RGB,
+    NumPy on the CPU, a torch tensor on the GPU. ``timestamps``: float64
+    ``(n,)`` seconds, the container's presentation time of each frame.
+    ``indices``: int64 ``(n,)`` frame numbers in display order.
+    """
+
+    frames: Any
+    timestamps: np.ndarray
+    indices: np.ndarray
+
+
+def _dali_available() -> bool:
+    try:
+        return importlib.util.find_spec("nvidia.dali") is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def _gpu_visible() -> bool:
+    try:
+        import torch
+    except ImportError:
+        return False
+    return bool(torch.cuda.is_available())
+
+
+def resolve_backend(backend: str, device: Optional[str] = None) -> str:
+    """``"auto"``: DALI when it imports and a GPU is visible (and ``device`` is
+    not ``"cpu"``), else PyAV. ``"pyav"``/``"dali"`` are taken as asked."""
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    if backend != "auto":
+        return backend
+    if device is not None and str(device).startswith("cpu"):
+        return "pyav"
+    return "dali" if _dali_available() and _gpu_visible() else "pyav"
+
+
+def _dali_decoder() -> Callable:
+    """``fastvqa.video.dali_backend.decode_dali``, looked up at call time."""
+    try:
+        module = importlib.import_module("fastvqa.video.dali_backend")
+    except ModuleNotFoundError as err:
+        if err.name == "fastvqa.video.dali_backend":
+            raise ImportError("backend='dali': fastvqa.video.dali_backend is not in this fastvqa "
+                              "build; use backend='pyav' (or 'auto')") from err
+        raise
+    return module.decode_dali
+
+
+def _indices(sampler: Any, index: VideoIndex) -> np.ndarray:
+    if isinstance(sampler, Sampler):
+        return np.asarray(sampler.indices(index), dtype=np.int64)
+    if callable(getattr(sampler, "indices", None)):
+        return np.asarray(sampler.indices(index), dtype=np.int64)
+    idx = np.asarray(sampler)
+    if idx.ndim == 1 and (idx.size == 0 or np.issubdtype(idx.dtype, np.integer)):
+        return idx.astype(np.int64)
+    raise TypeError("sampler must be a fastvqa.video sampler (Fps, Uniform, ...) or a 1-D "
+                    f"array of frame indices, got {type(sampler).__name__}")
+
+
+def _finish(frames: Any, layout: str, dtype: str) -> Any:
+    """Layout and dtype on NumPy or torch; floats are scaled to [0, 1]."""
+    if isinstance(frames, np.ndarray):
+        if layout == "NCHW":
+            frames = np.ascontiguousarray(frames.transpose(0, 3, 1, 2))
+        if dtype != "uint8":
+            frames = frames.astype(dtype) * np.asarray(1.0 / 255.0, dtype=dtype)
+        return frames
+    import torch
+
+    if layout == "NCHW":
+        frames = frames.permute(0, 3, 1, 2).contiguous()
+    if dtype != "uint8":
+        frames = frames.to(getattr(torch, dtype)).mul_(1.0 / 255.0)
+    return frames
+
+
+def read_frames(
+    path: Any,
+    sampler: Any,
+    *,
+    size=None,
+    crop=None,
+    backend: str = "auto",
+    device: Optional[str] = None,
+    layout: str = "NHWC",
+    dtype: str = "uint8",
+    index: Optional[VideoIndex] = None,
+) -> Frames:
+    """Decode the frames ``sampler`` picks from the video at ``path``.
+
+    Args:
+        path: the video file.
+        sampler: a sampler (:class:`~fastvqa.video.Fps`, ``Uniform``, ``Clips``,
+            ``SecondWindows``, ``Hierarchical``, ``Outside``, any of them
+            ``.within(start, end)``) or a 1-D array of frame indices.
+        size: shorter-side resize (int) or exact ``(H, W)``; bilinear,
+            antialiased when shrinking (swscale on the CPU; DALI's resize on the GPU).
+        crop: centre crop (int or ``(H, W)``) after the resize.
+        backend: ``"pyav"`` (CPU), ``"dali"`` (NVDEC on the GPU, or DALI's CPU
+            reader for VP8/VP9/MJPEG with ``device="cpu"``), or ``"auto"``:
+            DALI when it imports and a GPU is visible, else PyAV.
+        device: where the frames go. ``None``: NumPy for PyAV, the GPU for
+            DALI. ``"cpu"``: NumPy (DALI: its CPU reader). ``"cuda"``/
+            ``"cuda:k"``: a torch CUDA tensor (DALI decodes on GPU ``k``; PyAV
+            decodes on the CPU and copies).
+        layout: ``"NHWC"`` or ``"NCHW"``.
+        dtype: ``"uint8"`` (0..255) or ``"float32"``/``"float16"`` (scaled to [0, 1]).
+        index: a :class:`VideoIndex` already probed for ``path`` (skips the probe).
+
+    Returns:
+        :class:`Frames` ``(frames, timestamps, indices)``; ``indices`` are
+        exactly the sampler's (repeats included) and ``frames[i]`` is frame
+        ``indices[i]``.
+
+    Raises:
+        VideoError: the file cannot be read (missing, empty, truncated,
+            corrupt, audio-only, unsupported), naming the file and the reason.
+        ImportError: PyAV (``fastvqa[video]``) or DALI (``fastvqa[dali]``) missing.
+    """
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")
+    if dtype not in DTYPES:
+        raise ValueError(f"dtype must be one of {DTYPES}, got {dtype!r}")
+    chosen = resolve_backend(backend, device)
+    if index is None:
+        index = probe(path)
+    idx = _indices(sampler, index)
+    if chosen == "dali":
+        gpu = device is None or str(device).startswith("cuda")
+        device_id = int(str(device).split(":")[1]) if device and ":" in str(device) else 0
+        frames = _dali_decoder()(index, idx, size=size, crop=crop,
+                                 device="gpu" if gpu else "cpu", device_id=device_id)
+    else:
+        from fastvqa.video.pyav_backend import decode_pyav
+
+        frames = decode_pyav(index, idx, size=size, crop=crop)
+        if device is not None and not str(device).startswith("cpu"):
+            import torch
+
+            frames = torch.from_numpy(frames).to(device)
+    frames = _finish(frames, layout, dtype)
+    return Frames(frames, index.timestamps[idx].copy(), idx)
+
+
+class _Progress:
+    """tqdm when installed, else a one-line counter on stderr."""
+
+    def __init__(self, total: int, enabled: bool, desc: str = "decoding"):
+        self.total, self.enabled, self.done = total, enabled, 0
+        self._lock = threading.Lock()
+        self._bar = None
+        if enabled:
+            try:
+                from tqdm.auto import tqdm
+
+                self._bar = tqdm(total=total, desc=desc, unit="video")
+            except ImportError:
+                self._desc = desc
+
+    def update(self) -> None:
+        with self._lock:
+            self.done += 1
+            if not self.enabled:
+                return
+            if self._bar is not None:
+                self._bar.update(1)
+            else:
+                end = "\n" if self.done == self.total else ""
+                print(f"\r{self._desc}: {self.done}/{self.total}", end=end, file=sys.stderr,
+                      flush=True)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+
+
+def read_batch(
+    paths: Sequence[Any],
+    sampler: Any,
+    *,
+    size=None,
+    crop=None,
+    backend: str = "auto",
+    device: Optional[str] = None,
+    layout: str = "NHWC",
+    dtype: str = "uint8",
+    workers: Optional[int] = None,
+    progress: Optional[bool] = None,
+    on_error: str = "raise",
+) -> list:
+    """:func:`read_frames` over many videos; one :class:`Frames` per path, in order.
+
+    On the CPU (PyAV) the videos are decoded by a pool of ``workers`` threads
+    (default: ``min(8, cores)``; PyAV releases the GIL while decoding). With
+    the DALI backend the videos go through ``dali_backend.decode_dali_batch``
+    when the DALI module provides it (one pipeline), else one after another.
+
+    ``progress``: a tqdm bar (or a stderr counter without tqdm); ``None`` shows
+    it when stderr is a terminal and there are more than 10 videos.
+    ``on_error``: ``"raise"`` (the first :class:`VideoError` stops the batch)
+    or ``"return"`` (the error object takes that video's place in the list).
+    """
+    if on_error not in ("raise", "return"):
+        raise ValueError(f"on_error must be 'raise' or 'return', got {on_error!r}")
+    paths = list(paths)
+    chosen = resolve_backend(backend, device)
+    if progress is None:
+        progress = len(paths) > 10 and sys.stderr.isatty()
+    bar = _Progress(len(paths), bool(progress))
+    kwargs = dict(size=size, crop=crop, backend=chosen, device=device, layout=layout, dtype=dtype)
+
+    if chosen == "dali":
+        module = importlib.import_module("fastvqa.video.dali_backend")
+        batch = getattr(module, "decode_dali_batch", None)
+        if batch is not None:
+            try:
+                return batch(paths, sampler, **kwargs, progress=bar.update, on_error=on_error)
+            finally:
+                bar.close()
+
+    def one(path):
+        try:
+            return read_frames(path, sampler, **kwargs)
+        except VideoError as err:
+            if on_error == "raise":
+                raise
+            return err
+        finally:
+            bar.update()
+
+    try:
+        if chosen == "dali" or len(paths) <= 1:
+            return [one(p) for p in paths]
+        workers = workers or min(8, os.cpu_count() or 1)
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            return list(pool.map(one, paths))
+    finally:
+        bar.close()

@@ -1,0 +1,259 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Probing a video: the timestamp and keyframe index every sampler and backend works from."""
+
+from __future__ import annotations
+
+import os
+import threading
+from contextlib import contextmanager
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any, Optional
+
+import numpy as np
+
+from fastvqa.video.errors import VideoError
+
+_PYAV_MISSING = "PyAV is not installed; pip install 'fastvqa[video]' (or pip install av)"
+
+
+def import_av():
+    """``import av`` with an error that says which ``pip install`` fixes it."""
+    try:
+        import av
+    except ImportError as err:
+        raise ImportError(_PYAV_MISSING) from err
+    return av
+
+
+@dataclass(frozen=True, eq=False)
+class VideoIndex:
+    """What :func:`probe` learns from a video's packets, without decoding any.
+
+    Frames are numbered ``0 .. n - 1`` in **display order** (sorted by
+    presentation timestamp), which is the order every sampler and backend
+    uses; after B-frame reordering this differs from the order packets are
+    stored in.
+
+    Attributes:
+        path: the file, as given.
+        codec: FFmpeg's decoder name of the video stream (``"h264"``, ``"vp9"``,
+            ``"mjpeg"``, ...).
+        width, height: coded frame size in pixels (sample aspect ratio is not
+            applied).
+        duration: seconds from the first frame's timestamp to the end of the
+            last frame (its timestamp plus its duration; the median frame
+            interval where the container gives none).
+        fps: average frame rate, ``(n - 1) / (last - first timestamp)``, or the
+            stream's declared rate for a one-frame file. Only informative:
+            samplers use ``timestamps``, never this rate.
+        timestamps: ``float64 (n,)`` presentation time of every frame in
+            seconds, in display order, as the container states it (the first
+            need not be 0).
+        keyframes: ``int64`` frame indices of the keyframes, ascending.
+        time_base: the stream's time base; ``pts * time_base`` is seconds.
+        pts: ``int64 (n,)`` the integer presentation timestamps in
+            ``time_base`` units; backends identify decoded frames by these.
+        stream_index: which stream of the container holds the video.
+        decode_order: ``int64 (n,)`` position of each frame's packet in the
+            file (decode order), for backends that stop feeding the decoder
+            as soon as the frames they need are in.
+    """
+
+    path: str
+    codec: str
+    width: int
+    height: int
+    duration: float
+    fps: float
+    timestamps: np.ndarray
+    keyframes: np.ndarray
+    time_base: Fraction
+    pts: np.ndarray
+    stream_index: int = 0
+    decode_order: Optional[np.ndarray] = None
+
+    def __len__(self) -> int:
+        return len(self.timestamps)
+
+    @property
+    def start(self) -> float:
+        """Timestamp of the first frame (seconds)."""
+        return float(self.timestamps[0])
+
+    def __repr__(self) -> str:
+        return (f"VideoIndex({os.path.basename(self.path)!r}, codec={self.codec!r}, "
+                f"{self.width}x{self.height}, frames={len(self)}, duration={self.duration:.3f}s, "
+                f"fps={self.fps:.3f}, keyframes={len(self.keyframes)})")
+
+
+def probe(path: Any, *, strict: bool = True) -> VideoIndex:
+    """Index a video's frames by demuxing its packets (no decoding).
+
+    Reads every packet header of the first video stream once: the cost is a
+    pass over the file, not a decode. Sampling then works from the exact
+    timestamps, so variable frame rate files need no assumed rate.
+
+    Raises:
+        VideoError: naming the file and the reason, for a missing path, a
+            folder, an empty file, something FFmpeg cannot open (truncated
+            container, garbage, text renamed ``.mp4``), a file without a video
+            stream (audio-only), a stream without a decoder in this FFmpeg, a
+            stream with no frames or no timestamps, or a packet read error
+            (corrupt or truncated data).
+        ImportError: PyAV is not installed (``pip install 'fastvqa[video]'``).
+
+    Damage FFmpeg works around: some demuxers skip over garbage or a cut
+    end and only log it (Matroska/WebM resync to the next cluster, losing
+    frames). With ``strict=True`` (default) an error FFmpeg logs while the
+    packets are read makes the file a ``VideoError`` ("corrupt or truncated
+    data: <FFmpeg's message>"); ``strict=False`` indexes what can be read.
+    FFmpeg's log is switched on (at ERROR level, captured per thread) only
+    while a probe runs and restored after; PyAV leaves it off otherwise.
+
+    The container is closed on every path, errors included.
+    """
+    av = import_av()
+    spath = os.fspath(path)
+    if not os.path.exists(spath):
+        raise VideoError(spath, "no such file")
+    if os.path.isdir(spath):
+        raise VideoError(spath, "is a directory, not a video file")
+    if os.path.getsize(spath) == 0:
+        raise VideoError(spath, "empty file (0 bytes)")
+    with _ffmpeg_errors(av) as logs:
+        return _probe(av, spath, strict, logs)
+
+
+def _probe(av, spath: str, strict: bool, logs: list) -> VideoIndex:
+    try:
+        container = av.open(spath, mode="r")
+    except av.error.FFmpegError as err:
+        raise VideoError(spath, f"not a readable video container ({_ffmpeg_reason(err)}); "
+                                "truncated, corrupt or unsupported") from None
+    del logs[:]  # messages from opening are in the exception above
+    with container:
+        if not container.streams.video:
+            audio = len(container.streams.audio)
+            detail = f"audio only: {audio} audio stream{'s' if audio != 1 else ''}" if audio else \
+                f"{len(container.streams)} other stream(s)"
+            raise VideoError(spath, f"no video stream ({detail})")
+        stream = container.streams.video[0]
+        codec_context = stream.codec_context
+        if codec_context is None:
+            raise VideoError(spath, "unsupported video codec (no decoder in this FFmpeg build)")
+        codec = codec_context.name
+        pts_list, key_list, dur_list = [], [], []
+        try:
+            for packet in container.demux(stream):
+                if packet.size == 0:  # the flush packet at the end
+                    continue
+                pts = packet.pts if packet.pts is not None else packet.dts
+                if pts is None:
+                    raise VideoError(spath, "a video packet carries no timestamp")
+                pts_list.append(pts)
+                key_list.append(bool(packet.is_keyframe))
+                dur_list.append(packet.duration or 0)
+        except av.error.FFmpegError as err:
+            raise VideoError(spath, f"corrupt or truncated data while reading packets "
+                                    f"({_ffmpeg_reason(err)})") from None
+        errors = [msg.strip() for level, _, msg in logs if level <= av.logging.ERROR]
+        if strict and errors:
+            more = f" (+{len(errors) - 1} more)" if len(errors) > 1 else ""
+            raise VideoError(spath, f"corrupt or truncated data: FFmpeg reports "
+                                    f"'{errors[0]}'{more}")
+        time_base = stream.time_base
+        rate = stream.average_rate or stream.base_rate
+        width, height = codec_context.width, codec_context.height
+        stream_index = int(stream.index)
+        header_duration = None
+        if stream.duration is not None and time_base is not None:
+            header_duration = float(stream.duration * time_base)
+        elif container.duration is not None and len(container.streams) == 1:
+            header_duration = container.duration / 1e6
+    if not pts_list:
+        raise VideoError(spath, "the video stream has no frames")
+    if time_base is None:
+        raise VideoError(spath, "the video stream has no time base")
+    if width <= 0 or height <= 0:
+        raise VideoError(spath, f"the video stream has no frame size ({width}x{height})")
+    pts = np.asarray(pts_list, dtype=np.int64)
+    order = np.argsort(pts, kind="stable")
+    pts = pts[order]
+    if len(pts) > 1 and np.any(np.diff(pts) == 0):
+        raise VideoError(spath, "two video frames share one timestamp (corrupt timestamps)")
+    keyflags = np.asarray(key_list, dtype=bool)[order]
+    durations = np.asarray(dur_list, dtype=np.int64)[order]
+    tb = float(time_base)
+    timestamps = pts.astype(np.float64) * tb
+    n = len(pts)
+    if durations[-1] > 0:
+        last = int(durations[-1])
+    elif n > 1:
+        last = int(np.median(np.diff(pts)))
+    else:
+        last = int(round(1.0 / (float(rate) * tb))) if rate else 0
+    duration = float((pts[-1] + last - pts[0]) * tb)
+    if header_duration is not None and duration > 0:
+        # Packets end well before the header says: the file was cut short.
+        slack = max(1.0, 3 * last * tb)
+        if header_duration - duration > slack:
+            raise VideoError(spath, f"truncated: frames end at {duration:.3f} s but the "
+                                    f"container declares {header_duration:.3f} s")
+    if n > 1 and timestamps[-1] > timestamps[0]:
+        fps = (n - 1) / (timestamps[-1] - timestamps[0])
+    else:
+        fps = float(rate) if rate else 0.0
+    keyframes = np.flatnonzero(keyflags).astype(np.int64)
+    if len(keyframes) == 0:
+        raise VideoError(spath, "no keyframe in the video stream (cannot start decoding)")
+    return VideoIndex(
+        path=spath, codec=codec, width=int(width), height=int(height), duration=duration,
+        fps=float(fps), timestamps=timestamps, keyframes=keyframes,
+        time_base=Fraction(time_base), pts=pts, stream_index=stream_index,
+        decode_order=order.astype(np.int64),
+    )
+
+
+def _ffmpeg_reason(err: Exception) -> str:
+    """FFmpeg's message without the file name PyAV appends."""
+    strerror = getattr(err, "strerror", None)
+    return strerror or str(err)
+
+
+_LOG_LOCK = threading.Lock()
+_LOG_USERS = 0
+_LOG_SAVED: Any = None
+_SKIP_SAVED = True
+
+
+@contextmanager
+def _ffmpeg_errors(av):
+    """Capture FFmpeg's ERROR-level messages of this thread while the block runs.
+
+    PyAV keeps FFmpeg's log off by default (its callback takes the GIL); it is
+    switched to ERROR while at least one probe runs (reference counted, so
+    concurrent probes in a thread pool share it) and restored afterwards. A
+    level the user set that is already ERROR or more verbose is left alone.
+    """
+    global _LOG_USERS, _LOG_SAVED, _SKIP_SAVED
+    with _LOG_LOCK:
+        if _LOG_USERS == 0:
+            # PyAV folds repeated messages and emits the fold later, possibly
+            # inside the next capture; no folding while we capture.
+            _SKIP_SAVED = av.logging.get_skip_repeated()
+            av.logging.set_skip_repeated(False)
+            _LOG_SAVED = av.logging.get_level()
+            if _LOG_SAVED is None or _LOG_SAVED < av.logging.ERROR:
+                av.logging.set_level(av.logging.ERROR)
+        _LOG_USERS += 1
+    try:
+        with av.logging.Capture(local=True) as logs:
+            yield logs
+    finally:
+        with _LOG_LOCK:
+            _LOG_USERS -= 1
+            if _LOG_USERS == 0:
+                if av.logging.get_level() != _LOG_SAVED:
+                    av.logging.set_level(_LOG_SAVED)
+                av.logging.set_skip_repeated(_SKIP_SAVED)

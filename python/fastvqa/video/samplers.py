@@ -1,0 +1,459 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Frame samplers: small value objects that turn a video's timestamps into frame indices.
+
+Every sampler has ``indices(index) -> int64 array`` of frame indices into
+``index.timestamps`` (display order), in the order the frames should come
+out; indices may repeat (edge replication) and backends decode each distinct
+frame once.
+
+Time axis and the frame at a time:
+    Times are seconds **from the first frame** (``index.timestamps[0]`` is
+    time 0; for the usual file that starts at 0 this is the container's
+    time). The video spans ``[0, index.duration)``. A sampler that asks for
+    time ``t`` gets **the frame on screen at t: the last frame whose
+    timestamp is <= t** (with 1 microsecond of slack for float rounding, so
+    ``t`` equal to a frame's timestamp selects that frame). Times before the
+    first frame take frame 0. Sampling is by timestamp, never by an assumed
+    frame rate, so variable frame rate files sample correctly.
+    :class:`Clips` is the exception: it counts frames, as clip-based models do.
+
+Restricting to a time range:
+    ``sampler.within(start, end)`` applies any sampler to ``[start, end)``
+    seconds as if that range were the whole video (its time 0 is ``start``;
+    the frame on screen at ``start`` is its first frame).
+
+Spec strings (``from_spec``, used by ``fastvqa decode --sampler``):
+    ``fps:1``, ``fps:2,0.5`` (rate, offset), ``uniform:16``,
+    ``uniform:16,linspace``, ``clips:16,4`` / ``clips:16,4,1``,
+    ``seconds:16`` / ``seconds:16,1``, ``hierarchical:15,35,65/5,7,13``
+    (``/keep|drop|merge`` optional), ``outside:12.5,20,8`` (start, end, n);
+    any of them may end with ``@start-end`` to restrict it to a time range.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+
+#: Slack (seconds) when comparing a requested time with frame timestamps.
+TIME_EPS = 1e-6
+
+
+@dataclass(frozen=True)
+class _Timeline:
+    """The frames a sampler sees: timestamps relative to time 0 (the first is
+    0), the duration, and the index of the first frame in the real video."""
+
+    t: np.ndarray
+    duration: float
+    offset: int = 0
+
+    @property
+    def n(self) -> int:
+        return len(self.t)
+
+    def at(self, times) -> np.ndarray:
+        """Local index of the frame on screen at each time (last pts <= t)."""
+        times = np.asarray(times, dtype=np.float64)
+        idx = np.searchsorted(self.t, times + TIME_EPS, side="right") - 1
+        return np.clip(idx, 0, self.n - 1).astype(np.int64)
+
+
+def _timeline(index) -> _Timeline:
+    ts = np.asarray(index.timestamps, dtype=np.float64)
+    if len(ts) == 0:
+        raise ValueError("the video has no frames")
+    return _Timeline(ts - ts[0], float(index.duration), 0)
+
+
+def _check_number(owner: str, name: str, value, *, positive: bool = True, allow_zero: bool = False):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{owner}: {name} must be a number, got {type(value).__name__}")
+    value = float(value)
+    if not math.isfinite(value):
+        raise ValueError(f"{owner}: {name} must be finite, got {value}")
+    if positive and (value < 0 or (value == 0 and not allow_zero)):
+        raise ValueError(f"{owner}: {name} must be {'>= 0' if allow_zero else '> 0'}, got {value}")
+    return value
+
+
+def _check_int(owner: str, name: str, value, minimum: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{owner}: {name} must be an integer, got {type(value).__name__}")
+    if value < minimum:
+        raise ValueError(f"{owner}: {name} must be >= {minimum}, got {value}")
+    return int(value)
+
+
+class Sampler:
+    """Base of all samplers: ``indices(index)`` and ``within(start, end)``."""
+
+    def indices(self, index) -> np.ndarray:
+        """Frame indices (int64, into ``index.timestamps``) to decode, in output order."""
+        tl = _timeline(index)
+        return self._local(tl) + tl.offset
+
+    def _local(self, tl: _Timeline) -> np.ndarray:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def within(self, start: float, end: Optional[float] = None) -> "Within":
+        """This sampler applied to ``[start, end)`` seconds only (``end=None``: to the
+        end of the video; see the module doc)."""
+        return Within(self, start, end)
+
+
+@dataclass(frozen=True)
+class Fps(Sampler):
+    """``fps`` frames per second: times ``offset + k / fps`` for every ``k >= 0``
+    with that time ``< duration``; the frame on screen at each.
+
+    ``Fps(1)`` is what ``ffmpeg -r 1`` is used for (WildQA, DeVi's CLIP
+    features); ``Fps(1, offset=0.5)`` takes the middle of each second instead.
+    A rate above the video's gives repeated frames (like ffmpeg's duplication).
+    """
+
+    fps: float
+    offset: float = 0.0
+
+    def __post_init__(self):
+        _check_number("Fps", "fps", self.fps)
+        _check_number("Fps", "offset", self.offset, allow_zero=True)
+
+    def _local(self, tl):
+        count = max(0, math.ceil((tl.duration - self.offset) * self.fps - 1e-9))
+        return tl.at(self.offset + np.arange(count) / self.fps)
+
+
+@dataclass(frozen=True)
+class Uniform(Sampler):
+    """``n`` frames spread evenly over the video.
+
+    ``mode="center"`` (default, TSN test-time sampling and most VQA code):
+    split ``[0, duration)`` into ``n`` equal segments and take the frame on
+    screen at each segment's midpoint, ``t_k = (k + 1/2) * duration / n``.
+    For a constant-rate video of ``N`` frames that is frame
+    ``floor((2k + 1) * N / (2n))``.
+
+    ``mode="linspace"``: the first and the last frame and ``n - 2`` between,
+    ``t_k = k * t_last / (n - 1)`` where ``t_last`` is the last frame's time
+    (DALI's ``uniform_sample``; ``n = 1`` takes the first frame).
+
+    ``n`` larger than the number of frames repeats frames.
+    """
+
+    n: int
+    mode: str = "center"
+
+    def __post_init__(self):
+        _check_int("Uniform", "n", self.n)
+        if self.mode not in ("center", "linspace"):
+            raise ValueError(f"Uniform: mode must be 'center' or 'linspace', got {self.mode!r}")
+
+    def _local(self, tl):
+        return tl.at(_uniform_times(self.n, self.mode, 0.0, tl.duration, tl.t[-1]))
+
+
+def _uniform_times(n: int, mode: str, start: float, end: float, last: float) -> np.ndarray:
+    if mode == "center":
+        return start + (np.arange(n) + 0.5) * (end - start) / n
+    if n == 1:
+        return np.array([start])
+    return start + np.arange(n) * (last - start) / (n - 1)
+
+
+@dataclass(frozen=True)
+class Clips(Sampler):
+    """Clips of ``length`` frames, a new clip every ``stride`` frames, ``step``
+    frames apart inside a clip. Counts frames (display order), not seconds.
+
+    Clip ``k`` is frames ``k * stride + j * step`` for ``j = 0 .. length - 1``;
+    only complete clips are taken: ``K = floor((N - span) / stride) + 1``
+    clips with ``span = (length - 1) * step + 1`` (none when ``N < span``).
+    With ``pad_last=True``, frames left after the last complete clip (or a
+    video shorter than one clip) get one more clip starting at the next clip
+    start, its missing frames replaced by the last frame (edge replication).
+
+    DVD (16-frame clips every 4 frames, clip ``k`` = frames ``[4k, 4k + 15]``,
+    72 clips for 301 frames) is ``Clips(16, 4)`` = ``Clips(16, 4, 1)``.
+    Output: ``K * length`` indices, clip by clip; reshape to
+    ``(K, length, ...)``.
+
+    Naming: ``stride`` here is the papers' "stride" (between clip starts).
+    DALI calls that ``step`` and calls the in-clip gap ``stride``: this
+    sampler is DALI's ``sequence_length=length, step=stride, stride=step``.
+    """
+
+    length: int
+    stride: int
+    step: int = 1
+    pad_last: bool = False
+
+    def __post_init__(self):
+        _check_int("Clips", "length", self.length)
+        _check_int("Clips", "stride", self.stride)
+        _check_int("Clips", "step", self.step)
+
+    def starts(self, n: int) -> np.ndarray:
+        """First frame of each clip for a video (or range) of ``n`` frames."""
+        span = (self.length - 1) * self.step + 1
+        count = (n - span) // self.stride + 1 if n >= span else 0
+        starts = np.arange(count, dtype=np.int64) * self.stride
+        if self.pad_last and n > 0:
+            covered = starts[-1] + span if count else 0
+            if covered < n:
+                starts = np.append(starts, count * self.stride)
+        return starts
+
+    def _local(self, tl):
+        starts = self.starts(tl.n)
+        idx = starts[:, None] + np.arange(self.length, dtype=np.int64)[None, :] * self.step
+        return np.minimum(idx, tl.n - 1).reshape(-1)
+
+
+@dataclass(frozen=True)
+class SecondWindows(Sampler):
+    """WildQA's per-second windows: frames at ``fps`` (1 by default, as
+    :class:`Fps`), then for each of those ``S`` frames a window of ``window``
+    of them around it, in temporal order, repeating the first/last frame at
+    the edges.
+
+    Window ``s`` holds the ``fps`` frames ``s - before .. s + after`` clamped
+    to ``[0, S - 1]``, with ``before = window // 2`` and
+    ``after = (window - 1) // 2``: for ``window=16`` that is ``[s - 8, s + 7]``
+    (WildQA's I3D clips: ``ceil(15/2) = 8`` before, ``15 // 2 = 7`` after).
+    Output: ``S * window`` indices, window by window; reshape to
+    ``(S, window, ...)``. Backends decode each distinct frame once.
+    """
+
+    window: int = 16
+    fps: float = 1.0
+
+    def __post_init__(self):
+        _check_int("SecondWindows", "window", self.window)
+        _check_number("SecondWindows", "fps", self.fps)
+
+    def _local(self, tl):
+        base = Fps(self.fps)._local(tl)
+        s = len(base)
+        if s == 0:
+            return base
+        before, after = self.window // 2, (self.window - 1) // 2
+        pos = np.arange(s)[:, None] + np.arange(-before, after + 1)[None, :]
+        return base[np.clip(pos, 0, s - 1)].reshape(-1)
+
+
+@dataclass(frozen=True)
+class Hierarchical(Sampler):
+    """DeVi's multi-scale segments: for each level ``l``, tile the video with
+    non-overlapping segments of ``lengths[l]`` seconds,
+    ``[j * L, (j + 1) * L)``, and take ``frames[l]`` frames uniformly from each
+    (``mode`` as in :class:`Uniform`, over the segment).
+
+    The last segment of a level is usually partial (the video does not end on
+    a multiple of ``L``). ``last`` decides:
+
+    - ``"keep"`` (default): keep it as a shorter segment ``[j * L, duration)``
+      with the same number of frames; a level has ``ceil(duration / L)``
+      segments (DeVE-QA: a 127-s video gives 9 + 4 + 2 = 15 segments for
+      15/35/65 s). A video shorter than ``L`` is one segment.
+    - ``"drop"``: drop it; ``floor(duration / L)`` segments (none for a video
+      shorter than ``L``).
+    - ``"merge"``: merge it into the segment before it (the last full one
+      becomes longer); ``max(1, floor(duration / L))`` segments.
+
+    Output: level by level (in the order given), segment by segment in time,
+    frames in time. :meth:`segments` gives the matching
+    ``(level, start, end, frames)`` rows. DeVE-QA is
+    ``Hierarchical((15, 35, 65), (5, 7, 13))``; NExT-GQA uses lengths
+    ``(5, 15, 45)`` (the frame counts there are not published).
+    """
+
+    lengths: tuple = (15.0, 35.0, 65.0)
+    frames: tuple = (5, 7, 13)
+    last: str = "keep"
+    mode: str = "center"
+
+    def __post_init__(self):
+        object.__setattr__(self, "lengths", tuple(self.lengths))
+        object.__setattr__(self, "frames", tuple(self.frames))
+        if not self.lengths or len(self.lengths) != len(self.frames):
+            raise ValueError(f"Hierarchical: lengths and frames must be non-empty and of one "
+                             f"length, got {len(self.lengths)} and {len(self.frames)}")
+        for v in self.lengths:
+            _check_number("Hierarchical", "lengths", v)
+        for v in self.frames:
+            _check_int("Hierarchical", "frames", v)
+        if self.last not in ("keep", "drop", "merge"):
+            raise ValueError(f"Hierarchical: last must be 'keep', 'drop' or 'merge', got {self.last!r}")
+        if self.mode not in ("center", "linspace"):
+            raise ValueError(f"Hierarchical: mode must be 'center' or 'linspace', got {self.mode!r}")
+
+    def segments(self, duration: float) -> list:
+        """``[(level, start, end, frames), ...]`` in output order."""
+        rows = []
+        for level, (length, k) in enumerate(zip(self.lengths, self.frames)):
+            full = int(math.floor(duration / length + 1e-9))
+            bounds = [(j * length, (j + 1) * length) for j in range(full)]
+            rest = duration - full * length
+            if rest > 1e-9:
+                if self.last == "keep":
+                    bounds.append((full * length, duration))
+                elif self.last == "merge":
+                    if bounds:
+                        bounds[-1] = (bounds[-1][0], duration)
+                    else:
+                        bounds.append((0.0, duration))
+            rows.extend((level, float(s), float(e), k) for s, e in bounds)
+        return rows
+
+    def _local(self, tl):
+        out = []
+        for _, s, e, k in self.segments(tl.duration):
+            last = tl.t[tl.at(np.array([e - TIME_EPS * 2]))[0]]
+            out.append(tl.at(_uniform_times(k, self.mode, s, e, max(last, s))))
+        return np.concatenate(out) if out else np.zeros(0, np.int64)
+
+
+@dataclass(frozen=True)
+class Outside(Sampler):
+    """``n`` frames from outside ``span = (start, end)`` seconds, for
+    distractor mining: evenly over the union ``[0, start) U (end, duration)``.
+
+    The two parts are laid end to end (length ``start + duration - end``)
+    and split into ``n`` equal bins; bin ``k``'s midpoint ``u_k`` maps back to
+    a time ``t`` (``u`` itself left of the span, ``end + (u - start)`` right of
+    it). Frames are taken among those whose timestamp is outside the span
+    (``< start`` or ``> end``): the last such frame at or before ``t`` on its
+    side, or the first one after ``end`` when the frame on screen at ``t``
+    started inside the span. A side without such frames counts as empty.
+    Raises ``ValueError`` when no frame lies outside the span.
+    """
+
+    span: tuple
+    n: int
+
+    def __post_init__(self):
+        span = tuple(self.span)
+        if len(span) != 2:
+            raise ValueError(f"Outside: span must be (start, end), got {self.span!r}")
+        s = _check_number("Outside", "span start", span[0], allow_zero=True)
+        e = _check_number("Outside", "span end", span[1], allow_zero=True)
+        if e < s:
+            raise ValueError(f"Outside: span end {e} is before its start {s}")
+        object.__setattr__(self, "span", (s, e))
+        _check_int("Outside", "n", self.n)
+
+    def _local(self, tl):
+        s, e = self.span
+        t = tl.t
+        left = np.flatnonzero(t < s - TIME_EPS)
+        right = np.flatnonzero(t > e + TIME_EPS)
+        left_len = min(s, tl.duration) if len(left) else 0.0
+        right_len = max(0.0, tl.duration - e) if len(right) else 0.0
+        total = left_len + right_len
+        if total <= 0:
+            raise ValueError(f"Outside: no frame lies outside the span [{s}, {e}] s "
+                             f"of a {tl.duration:.3f}-s video")
+        u = (np.arange(self.n) + 0.5) * total / self.n
+        out = np.empty(self.n, dtype=np.int64)
+        is_left = u < left_len
+        if is_left.any():
+            pos = np.searchsorted(t[left], u[is_left] + TIME_EPS, side="right") - 1
+            out[is_left] = left[np.clip(pos, 0, len(left) - 1)]
+        if (~is_left).any():
+            times = e + (u[~is_left] - left_len)
+            pos = np.searchsorted(t[right], times + TIME_EPS, side="right") - 1
+            out[~is_left] = right[np.clip(pos, 0, len(right) - 1)]
+        return out
+
+
+@dataclass(frozen=True)
+class Within(Sampler):
+    """``sampler`` applied to ``[start, end)`` seconds (``end=None``: to the end).
+
+    The range is clipped to the video. Inside it, time 0 is ``start``, the
+    first frame is the one on screen at ``start`` and the duration is
+    ``min(end, duration) - start``; indices are returned in the whole video's
+    numbering. Raises ``ValueError`` for a range outside the video.
+    """
+
+    sampler: Sampler
+    start: float
+    end: Optional[float] = None
+
+    def __post_init__(self):
+        if not isinstance(self.sampler, Sampler):
+            raise TypeError(f"Within: sampler must be a Sampler, got {type(self.sampler).__name__}")
+        _check_number("Within", "start", self.start, allow_zero=True)
+        if self.end is not None:
+            _check_number("Within", "end", self.end, allow_zero=True)
+            if self.end <= self.start:
+                raise ValueError(f"Within: end {self.end} must be after start {self.start}")
+
+    def _local(self, tl):
+        end = tl.duration if self.end is None else min(float(self.end), tl.duration)
+        start = float(self.start)
+        if start >= end:
+            raise ValueError(f"Within: range [{self.start}, {self.end}) s is outside the "
+                             f"{tl.duration:.3f}-s video")
+        first = int(tl.at(np.array([start]))[0])
+        stop = int(np.searchsorted(tl.t, end - TIME_EPS, side="left"))  # frames with t < end
+        stop = max(stop, first + 1)
+        t = tl.t[first:stop] - start
+        t[0] = 0.0
+        sub = _Timeline(t, end - start, tl.offset + first)
+        return self.sampler._local(sub) + first
+
+
+# ----------------------------------------------------------------- spec strings
+
+
+def from_spec(spec: str) -> Sampler:
+    """Parse a sampler spec string (see the module doc), e.g. ``"uniform:16"``."""
+    if not isinstance(spec, str) or ":" not in spec:
+        raise ValueError(f"sampler spec {spec!r}: expected NAME:ARGS, e.g. fps:1, uniform:16, "
+                         "clips:16,4,1, seconds:16, hierarchical:15,35,65/5,7,13, outside:10,20,8")
+    rng = None
+    if "@" in spec:
+        spec, rng = spec.rsplit("@", 1)
+    name, _, args = spec.partition(":")
+    name = name.strip().lower()
+    try:
+        sampler = _parse(name, args.strip())
+        if rng is not None:
+            lo, _, hi = rng.partition("-")
+            sampler = sampler.within(float(lo), float(hi) if hi.strip() else None)
+    except (TypeError, ValueError, IndexError) as err:
+        raise ValueError(f"sampler spec {spec!r}: {err}") from None
+    return sampler
+
+
+def _nums(text: str, cast=float) -> list:
+    return [cast(x) for x in text.split(",") if x.strip()]
+
+
+def _parse(name: str, args: str) -> Sampler:
+    if name == "fps":
+        return Fps(*_nums(args))
+    if name == "uniform":
+        parts = args.split(",")
+        return Uniform(int(parts[0]), *(p.strip() for p in parts[1:]))
+    if name == "clips":
+        return Clips(*_nums(args, int))
+    if name in ("seconds", "secondwindows"):
+        vals = _nums(args)
+        return SecondWindows(int(vals[0]), *vals[1:]) if vals else SecondWindows()
+    if name == "hierarchical":
+        parts = args.split("/")
+        if len(parts) < 2:
+            raise ValueError("expected hierarchical:LENGTHS/FRAMES[/keep|drop|merge]")
+        return Hierarchical(tuple(_nums(parts[0])), tuple(_nums(parts[1], int)),
+                            *(p.strip() for p in parts[2:]))
+    if name == "outside":
+        s, e, n = _nums(args)
+        return Outside((s, e), int(n))
+    raise ValueError(f"unknown sampler {name!r} (fps, uniform, clips, seconds, hierarchical, outside)")
