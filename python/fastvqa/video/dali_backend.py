@@ -158,13 +158,13 @@ def read_batch_dali(
     size_hw = _pair_or_int(size, "size")
     crop_hw = _pair_or_int(crop, "crop")
 
+    _import_dali()
+    if device == "gpu":
+        _check_gpu(device_id)  # before reading any file or building a GPU pipeline
     requests = [
         _Request.make(ix, fi, size_hw, crop_hw, device)
         for ix, fi in zip(indexes, frame_indices_list)
     ]
-    _import_dali()
-    if device == "gpu":
-        _check_gpu(device_id)
 
     results: list = [None] * len(requests)
     todo = []
