@@ -52,25 +52,25 @@ TARGETS = {"uniform16": 5.0, "fps1": 2.0}
 SECONDS, FPS, WIDTH, HEIGHT, GOP = 60, 30, 1280, 720, 30
 
 
-def make_fixture(path: Path, seconds: int) -> None:
+def make_fixture(path: Path, seconds: int, width: int = WIDTH, height: int = HEIGHT) -> None:
     import av
 
     rng = np.random.default_rng(0)
     # A smooth random texture, twice the frame width, scrolled 6 px per frame.
-    coarse = rng.integers(0, 256, size=(HEIGHT // 16 + 1, 2 * WIDTH // 16 + 1, 3)).astype(np.float32)
-    texture = np.kron(coarse, np.ones((16, 16, 1), np.float32))[:HEIGHT, : 2 * WIDTH]
-    yy = np.linspace(0, 1, HEIGHT, dtype=np.float32)[:, None, None]
+    coarse = rng.integers(0, 256, size=(height // 16 + 1, 2 * width // 16 + 1, 3)).astype(np.float32)
+    texture = np.kron(coarse, np.ones((16, 16, 1), np.float32))[:height, : 2 * width]
+    yy = np.linspace(0, 1, height, dtype=np.float32)[:, None, None]
     texture = (0.6 * texture + 100 * yy).clip(0, 255).astype(np.uint8)
     tmp = path.with_suffix(".partial.mp4")
     with av.open(str(tmp), mode="w") as out:
         stream = out.add_stream("libx264", rate=FPS)
-        stream.width, stream.height, stream.pix_fmt = WIDTH, HEIGHT, "yuv420p"
+        stream.width, stream.height, stream.pix_fmt = width, height, "yuv420p"
         stream.codec_context.time_base = Fraction(1, FPS)
         stream.codec_context.options = {"preset": "veryfast", "g": str(GOP),
                                         "keyint_min": str(GOP), "sc_threshold": "0"}
         for i in range(seconds * FPS):
-            x = (6 * i) % WIDTH
-            img = np.ascontiguousarray(texture[:, x:x + WIDTH])
+            x = (6 * i) % width
+            img = np.ascontiguousarray(texture[:, x:x + width])
             img[40:120, 40:40 + 12 * 40] = 0  # a frame counter in 12 binary blocks
             for b in range(12):
                 if (i >> b) & 1:

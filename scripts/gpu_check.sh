@@ -276,6 +276,9 @@ for dev in cuda cpu; do
   done
 done
 
+# shellcheck disable=SC2086
+run_step bench_video_gpu soft timeout 480 "$PY" benchmarks/bench_video_gpu.py --out "$OUT" ${BENCH_ARGS:-}
+
 echo
 log "summary ($SUMMARY):"
 cat "$SUMMARY"
