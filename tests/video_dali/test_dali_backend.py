@@ -143,6 +143,23 @@ def test_cpu_batch_of_files(videos, tmp_path):
         read_batch_dali([indexes[0], bad], [[0], [0]], device="cpu")
 
 
+def test_read_batch_goes_through_one_dali_pipeline_and_keeps_errors_per_file(videos, tmp_path):
+    from fastvqa.video import Uniform, read_batch
+    from fastvqa.video import probe as video_probe
+
+    bad = tmp_path / "bad.mp4"
+    bad.write_text("not a video")
+    paths = [videos["vp9"], videos["mjpeg"], bad]
+    out = read_batch(paths, Uniform(6), backend="dali", device="cpu", on_error="return")
+    for path, frames in zip(paths[:2], out[:2]):
+        want = Uniform(6).indices(video_probe(path))
+        np.testing.assert_array_equal(frames.indices, want)
+        np.testing.assert_array_equal(read_indices(frames.frames), want)
+    assert type(out[2]).__name__ == "VideoError" and "bad.mp4" in str(out[2])
+    with pytest.raises(ValueError, match="bad.mp4"):
+        read_batch(paths, Uniform(6), backend="dali", device="cpu")
+
+
 def test_gpu_request_without_a_gpu_is_a_clear_error(videos):
     torch = pytest.importorskip("torch")
     if torch.cuda.device_count() > 0:

@@ -491,3 +491,72 @@ def _empty(req: _Request, device: str, device_id: int):
 
 
 __all__ = ["CPU_CODECS", "GPU_CODECS", "decode_dali", "read_batch_dali"]
+
+
+def decode_dali_batch(
+    paths: Sequence[Any],
+    sampler: Any,
+    *,
+    size: SizeArg = None,
+    crop: SizeArg = None,
+    backend: str = "dali",
+    device: Optional[str] = None,
+    layout: str = "NHWC",
+    dtype: str = "uint8",
+    progress: Optional[Any] = None,
+    on_error: str = "raise",
+) -> list:
+    """``fastvqa.video.read_batch`` for ``backend="dali"``: probe every file,
+    sample, then decode them all through :func:`read_batch_dali` (one pipeline).
+
+    Returns one :class:`~fastvqa.video.Frames` per path, in order. With
+    ``on_error="return"`` a file that cannot be read yields its ``VideoError``
+    (or DALI's ``ValueError``) in its place; when the batch fails, the files
+    are decoded one by one so each error stays with its own file.
+    """
+    from fastvqa.video.api import Frames, _finish, _indices
+    from fastvqa.video.errors import VideoError
+    from fastvqa.video.index import probe
+
+    del backend  # always DALI here; accepted for read_batch's keyword set
+    gpu = device is None or str(device).startswith("cuda")
+    device_id = int(str(device).split(":")[1]) if device and ":" in str(device) else 0
+    dali_device = "gpu" if gpu else "cpu"
+    tick = progress if progress is not None else (lambda: None)
+
+    results: list = [None] * len(paths)
+    pending = []  # (position, index, frame indices)
+    for k, path in enumerate(paths):
+        try:
+            index = probe(path)
+            pending.append((k, index, _indices(sampler, index)))
+        except VideoError as err:
+            if on_error == "raise":
+                raise
+            results[k] = err
+            tick()
+
+    def finish(k, index, idx, frames):
+        results[k] = Frames(_finish(frames, layout, dtype), index.timestamps[idx].copy(), idx)
+        tick()
+
+    if pending:
+        try:
+            decoded = read_batch_dali([p[1] for p in pending], [p[2] for p in pending],
+                                      size=size, crop=crop, device=dali_device,
+                                      device_id=device_id)
+        except (VideoError, ValueError) as err:
+            if on_error == "raise":
+                raise
+            del err
+            for k, index, idx in pending:
+                try:
+                    finish(k, index, idx, decode_dali(index, idx, size=size, crop=crop,
+                                                      device=dali_device, device_id=device_id))
+                except (VideoError, ValueError) as one_err:
+                    results[k] = one_err
+                    tick()
+        else:
+            for (k, index, idx), frames in zip(pending, decoded):
+                finish(k, index, idx, frames)
+    return results
