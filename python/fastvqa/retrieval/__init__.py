@@ -1,0 +1,39 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Nearest-neighbour retrieval over text: a FAISS index, text encoders with an
+embedding cache, and question-retrieval baselines.
+
+Importing this package is cheap: FAISS, scikit-learn, torch and
+sentence-transformers load only when a class that needs them is used.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_EXPORTS = {
+    "Index": "index",
+    "Encoder": "encoders",
+    "TfidfEncoder": "encoders",
+    "SentenceEncoder": "encoders",
+    "CallableEncoder": "encoders",
+    "cached_encode": "encoders",
+    "default_cache_dir": "encoders",
+    "question_retrieval": "baselines",
+    "RetrievalResult": "baselines",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'fastvqa.retrieval' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"fastvqa.retrieval.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
