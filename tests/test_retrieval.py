@@ -287,3 +287,28 @@ def test_wildqa_closest_baseline_on_real_files(shared_data, tmp_path, capsys):
     with capsys.disabled():
         print("\nWildQA Closest (dev -> test, MiniLM): "
               + json.dumps({k: round(v, 2) for k, v in result.items()}))
+
+
+# ----------------------------------------------------------------------- CLI
+
+
+def test_cli_index_build_and_search(tmp_path, capsys):
+    pytest.importorskip("sklearn")
+    from fastvqa.cli import main
+
+    texts = tmp_path / "texts.json"
+    texts.write_text(json.dumps(["what color is the cube", "how many spheres are there",
+                                 "is the cube red"]))
+    out = tmp_path / "ix"
+    assert main(["index", "build", "--texts", str(texts), "--encoder", "tfidf",
+                 "--out", str(out)]) == 0
+    assert main(["index", "build", "--texts", str(texts), "--out", str(out)]) == 2
+    assert "refusing to overwrite" in capsys.readouterr().err
+    assert main(["index", "search", str(out), "--query", "cube color", "-k", "5", "--json"]) == 0
+    hits = json.loads(capsys.readouterr().out)[0]["hits"]
+    assert [h["id"] for h in hits] == [0, 2, 1]
+    assert hits[0]["text"] == "what color is the cube"
+    lines = tmp_path / "texts.txt"
+    lines.write_text("alpha beta\n\ngamma\n")
+    assert main(["index", "build", "--texts", str(lines), "--out", str(tmp_path / "ix2")]) == 0
+    assert json.loads((tmp_path / "ix2" / "texts.json").read_text()) == ["alpha beta", "gamma"]

@@ -194,6 +194,13 @@ def build_parser() -> argparse.ArgumentParser:
                                      "into an .npz or a folder of images.")
     _add_decode_arguments(dec)
     dec.set_defaults(func=_cmd_decode)
+    from fastvqa.retrieval.cli import add_arguments as _add_index_arguments
+
+    idx = sub.add_parser("index", help="build or search a nearest-neighbour index over texts",
+                         description="Build (fastvqa index build --texts FILE --out DIR) or "
+                                     "search (fastvqa index search DIR --query TEXT) a text "
+                                     "index; needs the faiss and text extras.")
+    _add_index_arguments(idx)
     return parser
 
 
