@@ -87,3 +87,13 @@ def shared_data():
     if path is None:
         pytest.skip("real annotation files (../shared/data) are not present on this machine")
     return path
+
+
+def assert_opcheck(op, args, **kwargs):
+    """``torch.library.opcheck`` raises on a failed check; this also asserts
+    that every check it ran reported success, so a test using it states its
+    expectation."""
+    import torch
+
+    results = torch.library.opcheck(op, args, **kwargs)
+    assert results and all(v == "SUCCESS" for v in results.values()), results

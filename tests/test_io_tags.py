@@ -16,6 +16,7 @@ from hypothesis.extra.numpy import arrays
 
 from fastvqa.ops import io_to_spans, io_to_start_end, span_argmax
 from tests.conftest import DEVICES
+from tests.conftest import assert_opcheck  # noqa: E402
 from tests.reference.io_tags import io_to_spans_ref, io_to_start_end_ref
 
 SETTINGS = dict(
@@ -236,13 +237,13 @@ def test_opcheck(device):
 
     p = _probs(device)
     lengths = torch.tensor([24, 10, 0, 5], device=device)
-    torch.library.opcheck(torch.ops.fastvqa.io_to_spans.default, (p, 0.5, 1, None))
-    torch.library.opcheck(torch.ops.fastvqa.io_to_spans.default, (p, 0.3, 2, lengths))
-    torch.library.opcheck(torch.ops.fastvqa.io_to_start_end.default, (p, None))
+    assert_opcheck(torch.ops.fastvqa.io_to_spans.default, (p, 0.5, 1, None))
+    assert_opcheck(torch.ops.fastvqa.io_to_spans.default, (p, 0.3, 2, lengths))
+    assert_opcheck(torch.ops.fastvqa.io_to_start_end.default, (p, None))
     # Padding steps are NaN, and opcheck compares outputs without equal_nan:
     # full lengths still take the lengths path.
     full = torch.full((4,), 24, device=device)
-    torch.library.opcheck(torch.ops.fastvqa.io_to_start_end.default, (p, full))
+    assert_opcheck(torch.ops.fastvqa.io_to_start_end.default, (p, full))
 
 
 def _pipeline(probs, lengths):

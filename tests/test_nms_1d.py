@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 from fastvqa.ops import nms_1d, temporal_iou
 from tests.conftest import DEVICES
+from tests.conftest import assert_opcheck  # noqa: E402
 from tests.reference.nms_1d import nms_1d_ref
 
 SETTINGS = dict(
@@ -392,8 +393,8 @@ def test_opcheck(device):
     spans, scores, offsets = _random_problem(40, 4, 0, device)
     op = torch.ops.fastvqa.nms_1d.default
     for method in METHODS:
-        torch.library.opcheck(op, (spans, scores, offsets, 0.5, method, 0.5, -math.inf))
-        torch.library.opcheck(op, (spans, scores, None, 0.3, method, 0.5, 0.2))
+        assert_opcheck(op, (spans, scores, offsets, 0.5, method, 0.5, -math.inf))
+        assert_opcheck(op, (spans, scores, None, 0.3, method, 0.5, 0.2))
 
 
 def _pipeline(spans, scores, offsets):
