@@ -35,32 +35,21 @@ from __future__ import annotations
 
 import argparse
 from collections import Counter
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from fastvqa.data.errors import DataFormatError
-from fastvqa.data.io import read_json
+from fastvqa.data.io import read_keyed_predictions
 from fastvqa.evaluation import Baseline, Benchmark, register_baseline, register_benchmark
 from fastvqa.metrics.result import MetricResult
 
 
 def _read_predictions(path: str) -> Any:
-    path_obj = Path(path)
-    data = read_json(path_obj)
-    if isinstance(data, dict):
-        items = data.items()
-    elif isinstance(data, list):
-        items = enumerate(data)
-    else:
-        raise DataFormatError(path_obj, "expected a JSON object {record_key: answer} or a list of "
-                              f"answers in ground-truth order, got {type(data).__name__}")
-    for key, value in items:
-        if value is not None and not isinstance(value, (str, int, float, bool)):
-            raise DataFormatError(path_obj, f"expected an answer string, got "
-                                  f"{type(value).__name__}", record=key)
-    return data
+    return read_keyed_predictions(
+        path, lambda v: isinstance(v, (str, int, float, bool)),
+        container="{record_key: answer} or a list of answers in ground-truth order",
+        value=lambda v: f"expected an answer string, got {type(v).__name__}")
 
 
 def _add_eval_arguments(parser: argparse.ArgumentParser) -> None:

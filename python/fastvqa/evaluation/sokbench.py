@@ -16,13 +16,12 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from fastvqa.data.errors import DataFormatError
-from fastvqa.data.io import read_json
+from fastvqa.data.io import read_keyed_predictions
 from fastvqa.evaluation import Baseline, Benchmark, register_baseline, register_benchmark
 from fastvqa.metrics.result import MetricResult
 
@@ -30,20 +29,10 @@ _SMOOTHING = ("none",) + tuple(f"method{i}" for i in range(8))
 
 
 def _read_predictions(path: str) -> Any:
-    path_obj = Path(path)
-    data = read_json(path_obj)
-    if isinstance(data, dict):
-        items = data.items()
-    elif isinstance(data, list):
-        items = enumerate(data)
-    else:
-        raise DataFormatError(path_obj, "expected a JSON object {question_id: output} or a list "
-                              f"of outputs in file order, got {type(data).__name__}")
-    for key, value in items:
-        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, str))):
-            raise DataFormatError(path_obj, "expected an option index (integer) or text, got "
-                                  f"{json.dumps(value)}", record=key)
-    return data
+    return read_keyed_predictions(
+        path, lambda v: not isinstance(v, bool) and isinstance(v, (int, str)),
+        container="{question_id: output} or a list of outputs in file order",
+        value=lambda v: f"expected an option index (integer) or text, got {json.dumps(v)}")
 
 
 def _add_eval_arguments(parser: argparse.ArgumentParser) -> None:
