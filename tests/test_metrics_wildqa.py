@@ -202,7 +202,7 @@ def problems(draw, with_alternatives=False):
     return preds, golds, alts, draw(threshold)
 
 
-def _check(result, per_q, mean):
+def assert_matches_reference(result, per_q, mean):
     np.testing.assert_array_equal(result.per_question["F1"], np.array(per_q, dtype=np.float64))
     if math.isnan(mean):
         assert math.isnan(result["IoU-F1"])
@@ -215,7 +215,7 @@ def _check(result, per_q, mean):
 def test_2022_matches_reference(problem, pad):
     preds, golds, _, t = problem
     result = iou_f1(preds, golds, mode="wildqa-2022", threshold=t, pad_to_batch=pad)
-    _check(result, *iou_f1_2022(preds, golds, t, pad))
+    assert_matches_reference(result, *iou_f1_2022(preds, golds, t, pad))
 
 
 @SETTINGS
@@ -223,7 +223,7 @@ def test_2022_matches_reference(problem, pad):
 def test_2023_matches_reference(problem):
     preds, golds, alts, t = problem
     result = iou_f1(preds, golds, mode="wildqa-2023", threshold=t, alternatives=alts)
-    _check(result, *iou_f1_2023(preds, golds, alts, t))
+    assert_matches_reference(result, *iou_f1_2023(preds, golds, alts, t))
 
 
 @SETTINGS
@@ -232,7 +232,7 @@ def test_clean_matches_reference(problem, use_alts):
     preds, golds, alts, t = problem
     alts = alts if use_alts else None
     result = iou_f1(preds, golds, mode="clean", threshold=t, alternatives=alts)
-    _check(result, *iou_f1_clean(preds, golds, alts, t))
+    assert_matches_reference(result, *iou_f1_clean(preds, golds, alts, t))
 
 
 @SETTINGS

@@ -32,6 +32,7 @@ Spec strings (``from_spec``, used by ``fastvqa decode --sampler``):
 
 from __future__ import annotations
 
+import abc
 import math
 import numbers
 from dataclasses import dataclass
@@ -89,7 +90,7 @@ def _check_int(owner: str, name: str, value, minimum: int = 1) -> int:
     return int(value)
 
 
-class Sampler:
+class Sampler(abc.ABC):
     """Base of all samplers: ``indices(index)`` and ``within(start, end)``."""
 
     def indices(self, index) -> np.ndarray:
@@ -97,8 +98,9 @@ class Sampler:
         tl = _timeline(index)
         return self._local(tl) + tl.offset
 
-    def _local(self, tl: _Timeline) -> np.ndarray:  # pragma: no cover - abstract
-        raise NotImplementedError
+    @abc.abstractmethod
+    def _local(self, tl: _Timeline) -> np.ndarray:
+        """Frame indices relative to the timeline's first frame."""
 
     def within(self, start: float, end: Optional[float] = None) -> "Within":
         """This sampler applied to ``[start, end)`` seconds only (``end=None``: to the
