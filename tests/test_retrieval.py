@@ -312,3 +312,19 @@ def test_cli_index_build_and_search(tmp_path, capsys):
     lines.write_text("alpha beta\n\ngamma\n")
     assert main(["index", "build", "--texts", str(lines), "--out", str(tmp_path / "ix2")]) == 0
     assert json.loads((tmp_path / "ix2" / "texts.json").read_text()) == ["alpha beta", "gamma"]
+
+
+@pytest.mark.parametrize("k", [1, 11, 50])
+def test_top_k_rows_equals_stable_argsort(k):
+    from fastvqa.retrieval._topk import top_k_rows
+
+    rng = np.random.default_rng(k)
+    n = 40_000  # above the size where a full argsort is used
+    scores = rng.random((9, n), dtype=np.float32)
+    scores[1] = rng.integers(0, 20, n) / 20  # many exact ties everywhere
+    scores[2] = 0.0  # a query with no known term: every column ties
+    scores[3, ::3] = 1.0  # more ties at the top than k
+    values, idx = top_k_rows(scores, k)
+    want = np.argsort(-scores, axis=1, kind="stable")[:, :k]  # ties by column
+    np.testing.assert_array_equal(idx, want)
+    np.testing.assert_array_equal(values, np.take_along_axis(scores, want, axis=1))
