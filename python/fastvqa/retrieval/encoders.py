@@ -197,18 +197,21 @@ class TfidfEncoder:
         few texts only; search large banks with :meth:`search`."""
         return np.ascontiguousarray(self.encode_sparse(texts).toarray())
 
-    def search(self, queries: Sequence[str], bank: Any, k: int, *, chunk: int = 1024):
+    def search(self, queries: Sequence[str], bank: Any, k: int, *, chunk: int = 256):
         """Top-``k`` cosine neighbours of each query among ``bank`` (texts or a
         CSR matrix from :meth:`encode_sparse`).
 
-        Sparse-by-sparse products, ``chunk`` queries at a time, so memory is
-        ``chunk x len(bank)`` scores, never ``len x vocabulary``. Returns
+        ``chunk`` queries at a time: the bank's columns for the terms those
+        queries use (sparse) times the queries densified over those terms
+        only, so memory is ``chunk x len(bank)`` scores plus ``chunk x
+        terms``, never ``len x vocabulary`` (and faster than a
+        sparse-by-sparse product, whose result is nearly dense). Returns
         ``(scores, indices)`` (n_queries, k), ties by bank index, -1/-inf past
         the bank's end, the same convention as :meth:`Index.search`.
         """
         q = self.encode_sparse(queries)
         b = bank if not isinstance(bank, (list, tuple)) else self.encode_sparse(bank)
-        bt = b.T.tocsc()
+        b_cols = b.tocsc()
         nq, nb = q.shape[0], b.shape[0]
         scores = np.full((nq, k), -np.inf, dtype=np.float32)
         idx = np.full((nq, k), -1, dtype=np.int64)
@@ -216,7 +219,11 @@ class TfidfEncoder:
         if kk == 0:
             return scores, idx
         for s in range(0, nq, chunk):
-            sim = (q[s:s + chunk] @ bt).toarray()  # (chunk, nb) dense scores
+            qc = q[s:s + chunk]
+            terms = np.unique(qc.indices)
+            # (chunk, nb) dense scores; the product is (nb, chunk), hence the transpose.
+            sim = np.ascontiguousarray((b_cols[:, terms].tocsr() @ qc[:, terms].toarray().T).T,
+                                       dtype=np.float32)
             # Equal scores keep bank order (smaller index first).
             scores[s:s + chunk, :kk], idx[s:s + chunk, :kk] = top_k_rows(sim, kk)
         return scores, idx
