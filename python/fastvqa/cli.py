@@ -201,6 +201,14 @@ def build_parser() -> argparse.ArgumentParser:
                                      "search (fastvqa index search DIR --query TEXT) a text "
                                      "index; needs the faiss and text extras.")
     _add_index_arguments(idx)
+    from fastvqa.retrieval.cli import add_distractor_arguments
+
+    dis = sub.add_parser("distractors", help="mine wrong options from similar questions' answers",
+                         description="Mine distractors for a benchmark's questions from the "
+                                     "answers of similar questions (the same records, or "
+                                     "--bank), optionally building balanced options; needs the "
+                                     "faiss and text extras.")
+    add_distractor_arguments(dis)
     return parser
 
 

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """Nearest-neighbour retrieval over text: a FAISS index, text encoders with an
-embedding cache, and question-retrieval baselines.
+embedding cache, question-retrieval baselines, distractor mining and
+multiple-choice option building.
 
 Importing this package is cheap: FAISS, scikit-learn, torch and
 sentence-transformers load only when a class that needs them is used.
@@ -21,6 +22,17 @@ _EXPORTS = {
     "default_cache_dir": "encoders",
     "question_retrieval": "baselines",
     "RetrievalResult": "baselines",
+    "DistractorMiner": "distractors",
+    "mine_distractors": "distractors",
+    "normalize_option": "distractors",
+    "Recipe": "options",
+    "OptionSet": "options",
+    "build_options": "options",
+    "DEVEQA_RECIPE": "options",
+    "SOKBENCH_RECIPE": "options",
+    "same_category_pools": "options",
+    "position_balance": "options",
+    "PositionBalance": "options",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
-"""``fastvqa index build|search``: a text index on disk.
+"""``fastvqa index build|search``: a text index on disk; ``fastvqa distractors``:
+wrong options mined from a benchmark's own questions.
 
 An index is a folder holding ``texts.json`` (the indexed texts, id = position),
 ``meta.json`` (encoder and model) and, for dense encoders, ``index.npz``
@@ -13,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from pathlib import Path
 
 from fastvqa.evaluation import CommandError
@@ -99,4 +101,126 @@ def _search(args: argparse.Namespace) -> int:
         print(f"query: {r['query']}")
         for rank, h in enumerate(r["hits"], 1):
             print(f"  {rank:>3}  {h['score']:.4f}  [{h['id']}] {h['text']}")
+    return 0
+
+
+# --------------------------------------------------------------- distractors
+
+#: Benchmarks whose loaders ``fastvqa distractors`` reads, and what ``--gt`` is.
+DISTRACTOR_BENCHMARKS = {
+    "nextgqa": "a folder with <split>.csv and gsub_<split>.json",
+    "deveqa": "a DeVE-QA annotation file (.json/.jsonl)",
+    "wildqa": "a WildQA split file (.json)",
+    "dvd": "a DVD dialogue JSON file or folder",
+    "sokbench": "a SOK-Bench question file (.json)",
+}
+
+
+def add_distractor_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("benchmark", metavar="BENCHMARK",
+                   help="one of: " + ", ".join(DISTRACTOR_BENCHMARKS))
+    p.add_argument("--gt", type=Path, required=True,
+                   help="the benchmark's question file or folder (as for fastvqa eval)")
+    p.add_argument("--bank", type=Path,
+                   help="another file/folder of the same benchmark to mine from "
+                        "(default: the --gt records, each question excluding itself)")
+    p.add_argument("--split", choices=("test", "val"), default="test",
+                   help="nextgqa: which split of the folder (default test)")
+    p.add_argument("--schema", choices=("auto", "devi", "release"), default="auto",
+                   help="deveqa: layout of the records (default: detected)")
+    p.add_argument("-k", "--k", type=int, default=3, help="distractors per question (default 3)")
+    p.add_argument("--encoder", choices=ENCODERS, default="tfidf")
+    p.add_argument("--tau", type=float, default=0.8,
+                   help="drop answers with cosine >= tau to the correct one or to each other "
+                        "(default 0.8)")
+    p.add_argument("--diversity", type=float, default=0.5,
+                   help="MMR weight of redundancy against question similarity (default 0.5)")
+    p.add_argument("--neighbours", type=int, default=10,
+                   help="similar questions whose answers are candidates (default 10)")
+    p.add_argument("--question-key", choices=("full", "first3"), default="full",
+                   help="index questions whole or by their first 3 words (DeVE-QA)")
+    p.add_argument("--options", type=int, metavar="N",
+                   help="also build N options per question (correct + N-1 mined distractors, "
+                        "correct position balanced) and print the position balance")
+    p.add_argument("--seed", type=int, default=0, help="seed of the option shuffles (default 0)")
+    p.add_argument("--out", type=Path, help="write the JSON here (refuses to overwrite); "
+                                            "default: print it")
+    p.set_defaults(func=_distractors)
+
+
+def _load_records(args: argparse.Namespace, path: Path) -> list:
+    from fastvqa import data
+
+    if not path.exists():
+        raise CommandError(f"{path}: no such file or folder")
+    if args.benchmark == "nextgqa":
+        return data.load_nextgqa(path, split=args.split)
+    if args.benchmark == "deveqa":
+        return data.load_deveqa(path, schema=args.schema)
+    return getattr(data, f"load_{args.benchmark}")(path)
+
+
+def correct_text(record) -> str:
+    """The correct answer as text: the correct option when the record has
+    options, else the answer itself."""
+    if record.options:
+        return str(record.options[record.answer])
+    return str(record.answer)
+
+
+def _distractors(args: argparse.Namespace) -> int:
+    from fastvqa.retrieval.distractors import DistractorMiner
+    from fastvqa.retrieval.options import Recipe, build_options, position_balance
+
+    if args.benchmark not in DISTRACTOR_BENCHMARKS:
+        raise CommandError(f"unknown benchmark {args.benchmark!r}; choose one of "
+                           + ", ".join(DISTRACTOR_BENCHMARKS))
+    if args.out is not None and args.out.exists():
+        raise CommandError(f"{args.out} exists; refusing to overwrite it (choose another path)")
+    if args.k < 0:
+        raise CommandError(f"-k must be >= 0, got {args.k}")
+    if args.options is not None and not 2 <= args.options <= args.k + 1:
+        raise CommandError(f"--options must be in [2, k + 1 = {args.k + 1}] (the options are "
+                           f"the correct answer and mined distractors), got {args.options}")
+    records = _load_records(args, args.gt)
+    if not records:
+        raise CommandError(f"{args.gt}: no {args.benchmark} records")
+    keys = [r.key for r in records]
+    if len(set(keys)) != len(keys):
+        raise CommandError(f"{args.gt}: record keys repeat; cannot key the output by them")
+    questions, answers = [r.question for r in records], [correct_text(r) for r in records]
+    bank = _load_records(args, args.bank) if args.bank is not None else records
+    if not bank:
+        raise CommandError(f"{args.bank}: no {args.benchmark} records")
+    t0 = time.perf_counter()
+    miner = DistractorMiner([r.question for r in bank], [correct_text(r) for r in bank],
+                            encoder=args.encoder, question_key=args.question_key,
+                            n_neighbours=args.neighbours)
+    own = range(len(records)) if args.bank is None else None
+    mined = miner.mine(questions, answers, args.k, exclude_similar_to_answer=args.tau,
+                       diversity=args.diversity, exclude_ids=own)
+    result = {key: {"question": q, "answer": a, "distractors": d}
+              for key, q, a, d in zip(keys, questions, answers, mined)}
+    short = sum(len(d) < args.k for d in mined)
+    print(f"mined distractors for {len(records)} questions from a bank of {len(bank)} in "
+          f"{time.perf_counter() - t0:.1f} s; {short} got fewer than {args.k}", file=sys.stderr)
+    if args.options is not None:
+        opts = build_options(answers, [{"similar": d} for d in mined],
+                             Recipe((("similar", args.options - 1),)), args.options, args.seed,
+                             on_short="skip")
+        for item, options, answer in zip(opts.items, opts.options, opts.answer):
+            result[keys[item]]["options"] = options
+            result[keys[item]]["answer_index"] = int(answer)
+        print(f"options for {len(opts.items)} questions ({len(opts.skipped)} left without: "
+              f"fewer than {args.options - 1} distractors)", file=sys.stderr)
+        if len(opts.items):
+            print(position_balance(opts.answer, args.options).format(), file=sys.stderr)
+    text = json.dumps(result, indent=1, ensure_ascii=False)
+    if args.out is None:
+        print(text)
+        return 0
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    with open(args.out, "x", encoding="utf-8") as f:  # "x": never overwrite, also in a race
+        f.write(text + "\n")
+    print(f"wrote {args.out}", file=sys.stderr)
     return 0

@@ -25,6 +25,8 @@ from typing import Any, Callable, Optional, Protocol, Sequence, Union, runtime_c
 
 import numpy as np
 
+from fastvqa.retrieval._topk import top_k_rows
+
 
 @runtime_checkable
 class Encoder(Protocol):
@@ -215,8 +217,6 @@ class TfidfEncoder:
             return scores, idx
         for s in range(0, nq, chunk):
             sim = (q[s:s + chunk] @ bt).toarray()  # (chunk, nb) dense scores
-            # Stable sort of -sim: equal scores keep bank order (smaller index first).
-            order = np.argsort(-sim, axis=1, kind="stable")[:, :kk]
-            scores[s:s + chunk, :kk] = np.take_along_axis(sim, order, axis=1)
-            idx[s:s + chunk, :kk] = order
+            # Equal scores keep bank order (smaller index first).
+            scores[s:s + chunk, :kk], idx[s:s + chunk, :kk] = top_k_rows(sim, kk)
         return scores, idx
