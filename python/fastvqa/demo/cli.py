@@ -128,9 +128,10 @@ def run(args: argparse.Namespace) -> int:
     from fastvqa.demo import options, pipeline, report, synth
 
     _check_dependencies()
-    if args.duration < synth.MIN_DURATION:
-        raise CommandError(f"--duration must be >= {synth.MIN_DURATION:g} s, got "
-                           f"{args.duration:g}")
+    grid = args.duration / synth.GRID
+    if args.duration < synth.MIN_DURATION or abs(grid - round(grid)) > 1e-9:
+        raise CommandError(f"--duration must be >= {synth.MIN_DURATION:g} s and a multiple of "
+                           f"{synth.GRID:g} s, got {args.duration:g}")
     out = _out_folder(args.out)
     stages = _Stages(not args.no_progress)
     config = {"videos": args.videos, "duration": args.duration, "fps": args.fps,

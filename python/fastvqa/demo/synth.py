@@ -119,7 +119,9 @@ def _timeline(rng: np.random.Generator, obj: SceneObject, duration: float) -> No
         action = choices[int(rng.integers(len(choices)))]
         length = _grid(rng, 1.5, 3.0) if action == "fly" else _grid(rng, 2.0, 4.0)
         if t + length + GRID > duration:
-            break
+            if len(segments) > 1:
+                break
+            length = duration - GRID - t  # the first action: shortened to fit (>= 2 s)
         speed = 0.0
         if action == "slide":
             # Toward the side with more room, slowly enough to stay inside.
@@ -139,8 +141,6 @@ def _timeline(rng: np.random.Generator, obj: SceneObject, duration: float) -> No
         segments[-1].end = duration
     else:
         segments.append(Segment("rest", segments[-1].end, duration))
-    if len(segments) == 1:  # too short for any action; the caller's duration check prevents it
-        raise ValueError(f"duration {duration} s leaves no room for an action")
     obj.segments = segments
 
 
