@@ -115,7 +115,7 @@ class _Stages:
             yield bar
         except CommandError:
             raise
-        except Exception as err:  # noqa: BLE001 - any failure ends the demo with one line
+        except Exception as err:  # any failure ends the demo with one line
             if os.environ.get("FASTVQA_DEBUG"):
                 raise
             raise CommandError(f"{name} failed: {type(err).__name__}: {err}") from err

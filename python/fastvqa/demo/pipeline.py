@@ -234,6 +234,8 @@ def answer(question: dict, feats: VideoFeatures) -> tuple:
         return int(np.argmax(scores)), None
     if kind == "first":
         rows = [(k, a) for k, a in enumerate(actions) if a is not None and a != "rest"]
+        if not rows:
+            return 0, None
         found = ground([(feats, colour, a) for _, a in rows])
         best, best_key = 0, None
         for (k, _), spans in zip(rows, found):

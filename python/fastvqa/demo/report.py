@@ -120,6 +120,11 @@ def _plots(tmp: Path, results: dict, questions: list, predictions: dict,
     return out
 
 
+_STYLE = ("<style>body{font-family:sans-serif;max-width:1100px;margin:auto}"
+          "table{border-collapse:collapse;margin:6px 0}td,th{border:1px solid #ccc;"
+          "padding:2px 6px;font-size:13px}img{max-width:100%}.bad{background:#fdd}</style>")
+
+
 def _metrics_table(result) -> str:
     head = "".join(f"<th>{html.escape(n)}</th>" for n in result.metrics)
     row = "".join(f"<td>{'nan' if math.isnan(v) else f'{v:.1f}'}</td>"
@@ -140,10 +145,7 @@ def write_report(path: Path, results: dict, questions: list, predictions: dict,
         plots = _plots(Path(tmp), results, questions, predictions, config["duration"],
                        max_timelines)
     parts = ["<!DOCTYPE html><html><head><meta charset='utf-8'><title>fastvqa demo</title>",
-             "<style>body{font-family:sans-serif;max-width:1100px;margin:auto}"
-             "table{border-collapse:collapse;margin:6px 0}td,th{border:1px solid #ccc;"
-             "padding:2px 6px;font-size:13px}img{max-width:100%}.bad{background:#fdd}</style>",
-             "</head><body><h1>fastvqa demo</h1>"]
+             _STYLE, "</head><body><h1>fastvqa demo</h1>"]
     cfg = ", ".join(f"{k}={html.escape(str(v))}" for k, v in config.items())
     parts.append(f"<p>{cfg}. Spans are [start, end) seconds.</p>")
     for name, title in GROUPS:
