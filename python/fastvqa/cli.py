@@ -176,6 +176,12 @@ def _cmd_decode(args: argparse.Namespace) -> int:
     return video_cli.run(args)
 
 
+def _cmd_demo(args: argparse.Namespace) -> int:
+    from fastvqa.demo import cli as demo_cli
+
+    return demo_cli.run(args)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="fastvqa", description="fast, exact tools for grounded video question answering"
@@ -209,6 +215,15 @@ def build_parser() -> argparse.ArgumentParser:
                                      "--bank), optionally building balanced options; needs the "
                                      "faiss and text extras.")
     add_distractor_arguments(dis)
+    from fastvqa.demo.cli import DESCRIPTION as _DEMO_DESCRIPTION
+    from fastvqa.demo.cli import add_arguments as _add_demo_arguments
+
+    demo = sub.add_parser("demo", help="generate a synthetic grounded video-QA benchmark, "
+                                       "run the pipeline on it and report the scores",
+                          description=_DEMO_DESCRIPTION,
+                          formatter_class=argparse.RawDescriptionHelpFormatter)
+    _add_demo_arguments(demo)
+    demo.set_defaults(func=_cmd_demo)
     return parser
 
 

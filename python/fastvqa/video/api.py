@@ -7,12 +7,12 @@ import importlib
 import importlib.util
 import os
 import sys
-import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, NamedTuple, Optional, Sequence
 
 import numpy as np
 
+from fastvqa._progress import Progress
 from fastvqa.video.errors import VideoError
 from fastvqa.video.index import VideoIndex, probe
 from fastvqa.video.samplers import Sampler
@@ -172,38 +172,6 @@ def read_frames(
     return Frames(frames, index.timestamps[idx].copy(), idx)
 
 
-class _Progress:
-    """tqdm when installed, else a one-line counter on stderr."""
-
-    def __init__(self, total: int, enabled: bool, desc: str = "decoding"):
-        self.total, self.enabled, self.done = total, enabled, 0
-        self._lock = threading.Lock()
-        self._bar = None
-        if enabled:
-            try:
-                from tqdm.auto import tqdm
-
-                self._bar = tqdm(total=total, desc=desc, unit="video")
-            except ImportError:
-                self._desc = desc
-
-    def update(self) -> None:
-        with self._lock:
-            self.done += 1
-            if not self.enabled:
-                return
-            if self._bar is not None:
-                self._bar.update(1)
-            else:
-                end = "\n" if self.done == self.total else ""
-                print(f"\r{self._desc}: {self.done}/{self.total}", end=end, file=sys.stderr,
-                      flush=True)
-
-    def close(self) -> None:
-        if self._bar is not None:
-            self._bar.close()
-
-
 def read_batch(
     paths: Sequence[Any],
     sampler: Any,
@@ -236,7 +204,7 @@ def read_batch(
     chosen = resolve_backend(backend, device)
     if progress is None:
         progress = len(paths) > 10 and sys.stderr.isatty()
-    bar = _Progress(len(paths), bool(progress))
+    bar = Progress(len(paths), bool(progress))
     kwargs = dict(size=size, crop=crop, backend=chosen, device=device, layout=layout, dtype=dtype)
 
     if chosen == "dali":

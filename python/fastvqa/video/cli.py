@@ -101,7 +101,7 @@ def _write_images(folder: Path, frames, fmt: str) -> None:
 def run(args: argparse.Namespace) -> int:
     try:
         from fastvqa.video import from_spec, read_batch
-        from fastvqa.video.api import _Progress
+        from fastvqa._progress import Progress
         from fastvqa.video.index import import_av
 
         import_av()
@@ -121,7 +121,7 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError("--out FILE.npz takes one video in npz format; give a folder for a "
                            "list or for images")
     show = not args.no_progress and len(videos) > 1
-    progress = _Progress(len(videos), show)
+    progress = Progress(len(videos), show)
     kwargs = dict(size=args.size, crop=args.crop, backend=args.backend, workers=args.workers,
                   progress=False, on_error="raise" if not is_list else "return")
     failed = 0
