@@ -10,7 +10,9 @@
 #      really has CUDA kernels and sees the device;
 #   4. `python -m fastvqa.cli info`;
 #   5. `pytest tests -m cuda`, failing if any CUDA test is skipped (or none ran);
-#   6. both microbenchmarks with --device cuda and --device cpu.
+#   6. the op microbenchmarks (span_argmax, temporal_iou, span_scores, nms_1d,
+#      span_similarity) with --device cuda and --device cpu, then the DALI
+#      NVDEC video benchmark (bench_video_gpu.py).
 #
 # Everything goes under $OUT (default ./gpu_check_out): <step>.log for every
 # step, nvidia-smi.txt, pytest_cuda.xml, the benchmark JSON files, and
@@ -28,7 +30,9 @@
 #   BENCH_ARGS="--repeats 10"  extra arguments for every benchmark
 #   PACK=1                     leave only summary.txt and gpu_check.tgz in $OUT
 # Run it in a virtual environment if you do not want pip to touch the system
-# Python. Expected time on an H200: ~3-5 min (most of it the CUDA build),
+# Python. Install the test extra first (pip install ".[test]"): test modules
+# of missing optional backends (DALI, PyAV, FAISS) skip at collection, which
+# step 5's no-skip check counts as skipped CUDA tests. See docs/gpu_check.md. Expected time on an H200: ~3-5 min (most of it the CUDA build),
 # plus any torch download.
 
 set -euo pipefail
