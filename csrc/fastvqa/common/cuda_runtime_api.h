@@ -35,3 +35,15 @@ class DeviceGuard {
 };
 
 }  // namespace fastvqa
+
+// Wraps a call into a CUDA launcher (defined in a .cu file). CPU-only builds do
+// not compile the .cu files, so there the call must not be emitted at all: it
+// would otherwise link only where link-time optimisation happens to drop the
+// unreachable branch, and fail to import with an undefined symbol elsewhere
+// (Debug or non-LTO builds). Callers have already run require_cuda(), which
+// throws in CPU-only builds; the fallback repeats it for safety.
+#if defined(FASTVQA_WITH_CUDA) && FASTVQA_WITH_CUDA
+#define FASTVQA_CUDA_CALL(...) __VA_ARGS__
+#else
+#define FASTVQA_CUDA_CALL(...) ::fastvqa::require_cuda(__func__)
+#endif

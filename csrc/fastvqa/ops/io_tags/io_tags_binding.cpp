@@ -81,7 +81,7 @@ py::tuple to_spans(py::object probs_obj, double threshold, int64_t min_len,
       py::gil_scoped_release release;
       if (cuda) {
         DeviceGuard guard(pv.device_index);
-        io_count_cuda(p, stream);
+        FASTVQA_CUDA_CALL(io_count_cuda(p, stream));
         h_counts = int64_to_host(counts.view(), stream);  // waits for the kernel
       } else {
         io_count_cpu(p);
@@ -98,7 +98,7 @@ py::tuple to_spans(py::object probs_obj, double threshold, int64_t min_len,
       py::gil_scoped_release release;
       if (cuda) {
         DeviceGuard guard(pv.device_index);
-        io_fill_cuda(p, h_off, stream);
+        FASTVQA_CUDA_CALL(io_fill_cuda(p, h_off, stream));
       } else {
         std::copy(h_off.begin(), h_off.end(), static_cast<int64_t*>(offsets.view().data));
         if (h_off[batch] > 0) io_fill_cpu(p);
@@ -127,7 +127,7 @@ py::tuple to_start_end(py::object probs_obj, py::object lengths_obj, std::uintpt
     py::gil_scoped_release release;
     if (pv.is_cuda()) {
       DeviceGuard guard(pv.device_index);
-      io_start_end_cuda(p, stream);
+      FASTVQA_CUDA_CALL(io_start_end_cuda(p, stream));
     } else {
       io_start_end_cpu(p);
     }

@@ -134,7 +134,7 @@ py::tuple run(py::object spans_obj, py::object scores_obj, py::object offsets_ob
       py::gil_scoped_release release;
       if (cuda) {
         DeviceGuard guard(sv.device_index);
-        nms_1d_cuda_select(p, plan.get(), cs, stream);
+        FASTVQA_CUDA_CALL(nms_1d_cuda_select(p, plan.get(), cs, stream));
         h_counts = int64_to_host(counts.view(), stream);  // waits for the kernels
       } else {
         nms_1d_cpu_select(p);
@@ -152,9 +152,11 @@ py::tuple run(py::object spans_obj, py::object scores_obj, py::object offsets_ob
       py::gil_scoped_release release;
       if (cuda) {
         DeviceGuard guard(sv.device_index);
-        nms_1d_cuda_gather(p, out_off, static_cast<int64_t*>(offsets_out.view().data),
-                           static_cast<int64_t*>(keep.view().data),
-                           static_cast<scalar_t*>(keep_scores.view().data), stream);
+        FASTVQA_CUDA_CALL(nms_1d_cuda_gather(p, out_off,
+                                             static_cast<int64_t*>(offsets_out.view().data),
+                                             static_cast<int64_t*>(keep.view().data),
+                                             static_cast<scalar_t*>(keep_scores.view().data),
+                                             stream));
       } else {
         std::copy(out_off.begin(), out_off.end(), static_cast<int64_t*>(offsets_out.view().data));
         if (groups > 0)

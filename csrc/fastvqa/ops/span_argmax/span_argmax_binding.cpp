@@ -86,7 +86,7 @@ py::tuple run(py::object start_obj, py::object end_obj, py::object max_len_obj, 
     py::gil_scoped_release release;
     if (sv.is_cuda()) {
       DeviceGuard guard(sv.device_index);
-      span_argmax_cuda(p, stream);
+      FASTVQA_CUDA_CALL(span_argmax_cuda(p, stream));
     } else {
       span_argmax_cpu(p);
     }

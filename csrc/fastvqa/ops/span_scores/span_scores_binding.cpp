@@ -105,7 +105,7 @@ py::object forward(py::object x_obj, const std::string& reduce_name, int64_t min
       p.counts = data_of<int64_t>(counts);
       py::gil_scoped_release release;
       DeviceGuard guard(xv.device_index);
-      forward_cuda(p, stream);
+      FASTVQA_CUDA_CALL(forward_cuda(p, stream));
     } else {
       py::gil_scoped_release release;
       forward_cpu(p);
@@ -152,7 +152,7 @@ py::object backward(py::object grad_obj, const std::string& reduce_name, int64_t
       p.every = data_of<double>(every);
       py::gil_scoped_release release;
       DeviceGuard guard(gv.device_index);
-      backward_cuda(p, stream);
+      FASTVQA_CUDA_CALL(backward_cuda(p, stream));
     } else {
       py::gil_scoped_release release;
       backward_cpu(p);
@@ -213,7 +213,7 @@ py::tuple top_spans(py::object x_obj, int64_t k, const std::string& reduce_name,
       p.cand_scores = data_of<scalar_t>(cv);
       py::gil_scoped_release release;
       DeviceGuard guard(xv.device_index);
-      top_spans_cuda(p, stream);
+      FASTVQA_CUDA_CALL(top_spans_cuda(p, stream));
     } else {
       py::gil_scoped_release release;
       top_spans_cpu(p);

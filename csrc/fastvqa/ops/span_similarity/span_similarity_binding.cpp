@@ -166,7 +166,7 @@ py::object forward(py::object frames, py::object query, py::object spans, const 
     if (f.is_cuda()) {
       p.work = static_cast<double*>(work->view().data);
       DeviceGuard guard(f.device_index);
-      forward_cuda(p, stream);
+      FASTVQA_CUDA_CALL(forward_cuda(p, stream));
     } else {
       forward_cpu(p);
     }
@@ -206,7 +206,7 @@ py::tuple backward(py::object grad_obj, py::object frames, py::object query, py:
     if (f.is_cuda()) {
       p.work = static_cast<double*>(work->view().data);
       DeviceGuard guard(f.device_index);
-      backward_cuda(p, stream);
+      FASTVQA_CUDA_CALL(backward_cuda(p, stream));
     } else {
       backward_cpu(p);
     }

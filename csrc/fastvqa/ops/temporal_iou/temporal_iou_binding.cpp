@@ -70,7 +70,7 @@ py::object overlap(py::object a_obj, py::object b_obj, const std::string& mode_n
     py::gil_scoped_release release;
     if (av.is_cuda()) {
       DeviceGuard guard(av.device_index);
-      overlap_cuda(p, stream);
+      FASTVQA_CUDA_CALL(overlap_cuda(p, stream));
     } else {
       overlap_cpu(p);
     }
@@ -124,7 +124,7 @@ py::tuple grounding(py::object pred_obj, py::object gt_obj, py::object off_obj,
       py::gil_scoped_release release;
       if (pv.is_cuda()) {
         DeviceGuard guard(pv.device_index);
-        grounding_cuda(p, stream);
+        FASTVQA_CUDA_CALL(grounding_cuda(p, stream));
       } else {
         grounding_cpu(p);
       }
