@@ -64,3 +64,24 @@ def test_cli_info_runs():
     assert f"({info['distribution']})" in out.stdout
     if info["cuda"]:
         assert f"needs driver >= {info['cuda_min_driver']}" in out.stdout
+
+
+def test_cli_info_flags_a_driver_older_than_the_build(monkeypatch, capsys):
+    """A CUDA 13 build on a driver that supports only CUDA 12.8: the driver's
+    major is below the build's, so info names the minimum driver."""
+    from fastvqa import cli
+
+    cuda13 = dict(fastvqa.build_info(), cuda=True, cuda_version="13.0.88", cuda_major=13,
+                  cuda_min_driver=NVIDIA_MIN_DRIVER[13], cuda_archs=["90-real"], cuda_runtime="static",
+                  distribution="fastvqa-cu13")
+    monkeypatch.setattr(fastvqa, "build_info", lambda: cuda13)
+    monkeypatch.setattr(cli, "_gpu_report",
+                        lambda info: {"visible_to_fastvqa": 0, "driver_version": "12.8", "nvidia_smi": None})
+    assert cli.main(["info"]) == 0
+    gpu = [ln.split(None, 1)[1] for ln in capsys.readouterr().out.splitlines() if ln.startswith("gpu ")]
+    assert gpu == ["none visible (CPU path only), driver 12.8 (too old: this CUDA 13 build needs >= 580.65.06)"]
+    # The same build on a 13.x driver carries no warning.
+    monkeypatch.setattr(cli, "_gpu_report",
+                        lambda info: {"visible_to_fastvqa": 1, "driver_version": "13.0", "nvidia_smi": None})
+    assert cli.main(["info"]) == 0
+    assert "too old" not in capsys.readouterr().out
