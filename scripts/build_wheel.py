@@ -154,13 +154,19 @@ def source_files(root: Path) -> list[Path]:
     """Files a build needs, relative to ``root``: what git tracks or would
     track (not ignored), or, outside a git checkout, everything but build
     outputs and environments."""
+    names = None
     if (root / ".git").exists() and shutil.which("git"):
-        out = subprocess.run(
+        proc = subprocess.run(
             ["git", "-C", str(root), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-            capture_output=True, check=True).stdout
-        names = [Path(n) for n in out.decode().split("\0") if n]
-    else:
-        names = [p.relative_to(root) for p in root.rglob("*") if p.is_file()]
+            capture_output=True)
+        if proc.returncode == 0:
+            names = [Path(n) for n in proc.stdout.decode().split("\0") if n]
+        else:  # e.g. "dubious ownership" in a container; the walk below still works
+            print(f"build_wheel.py: git ls-files failed ({proc.stderr.decode().strip()}); "
+                  "copying the tree without git", file=sys.stderr)
+    if names is None:
+        names = [p.relative_to(root) for p in root.rglob("*")
+                 if p.is_file() and p.suffix not in (".so", ".pyc")]
     return sorted(n for n in names
                   if n.parts[0] not in _SKIP_TOP and not n.parts[0].startswith(".venv")
                   and "__pycache__" not in n.parts and (root / n).is_file())

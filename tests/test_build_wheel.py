@@ -123,3 +123,20 @@ def test_cmake_refuses_a_cuda_wheel_without_cuda(tmp_path):
         capture_output=True, text=True)
     assert proc.returncode != 0
     assert "FASTVQA_EXPECT_CUDA_MAJOR=13 but the build has CUDA ''" in proc.stderr
+
+
+def test_outside_git_the_same_sources_are_staged(build_wheel, tmp_path):
+    """Without git (an sdist, a container where git refuses the checkout) the
+    tree walk finds the tracked sources and skips build outputs."""
+    with_git = build_wheel.source_files(build_wheel.ROOT)
+    copy = tmp_path / "tree"
+    for rel in with_git:
+        (copy / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(build_wheel.ROOT / rel, copy / rel)
+    (copy / "build" / "x").mkdir(parents=True)
+    (copy / "build" / "x" / "CMakeCache.txt").write_text("stale")
+    (copy / ".venv-cpu" / "bin").mkdir(parents=True)
+    (copy / ".venv-cpu" / "bin" / "python").write_text("")
+    (copy / "python" / "fastvqa" / "_C.cpython-311-x86_64-linux-gnu.so").write_bytes(b"\x7fELF")
+    assert not (copy / ".git").exists()
+    assert build_wheel.source_files(copy) == with_git
