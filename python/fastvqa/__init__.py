@@ -17,12 +17,17 @@ def build_info() -> dict:
     """What this build of fastvqa contains.
 
     Returns:
-        A dict with ``version`` (str), ``cuda`` (bool: CUDA kernels compiled),
-        ``cuda_version`` (toolkit version used, or None), ``cuda_archs`` (list of
+        A dict with ``version`` (str), ``distribution`` (the installed
+        distribution's name: ``"fastvqa"``, ``"fastvqa-cu12"`` or
+        ``"fastvqa-cu13"``), ``cuda`` (bool: CUDA kernels compiled),
+        ``cuda_version`` (toolkit version used, or None), ``cuda_major`` (int,
+        or None), ``cuda_min_driver`` (oldest NVIDIA Linux driver this build
+        runs on, such as ``"580.65.06"``, or None), ``cuda_archs`` (list of
         CMake architecture entries such as ``"80-real"``), ``cuda_runtime``
         (``"static"`` or None), ``openmp`` (bool), ``openmp_version`` (the
         ``_OPENMP`` date, or None), ``openmp_max_threads``, ``compiler`` and
-        ``cuda_host_compiler``.
+        ``cuda_host_compiler``. CUDA fields are None (archs empty) in a
+        CPU-only build.
     """
     return dict(_C.build_info())
 

@@ -65,14 +65,14 @@ def _cmd_info(args: argparse.Namespace) -> int:
         print(json.dumps({"build": info, "backends": backends, "gpu": gpu}, indent=2))
         return 0
     rows = [
-        ("fastvqa", info["version"]),
+        ("fastvqa", f"{info['version']} ({info['distribution']})"),
         ("python", sys.version.split()[0]),
         ("compiler", info["compiler"]),
         ("openmp", f"yes ({info['openmp_max_threads']} threads)" if info["openmp"] else "no"),
         (
             "cuda kernels",
             f"yes (CUDA {info['cuda_version']}, archs {';'.join(info['cuda_archs'])}, "
-            f"{info['cuda_runtime']} runtime)"
+            f"{info['cuda_runtime']} runtime, needs driver >= {info['cuda_min_driver']})"
             if info["cuda"]
             else "no (CPU-only build; install fastvqa-cu12/-cu13 or build with nvcc on PATH)",
         ),
@@ -80,7 +80,13 @@ def _cmd_info(args: argparse.Namespace) -> int:
     if info["cuda"]:
         count = gpu["visible_to_fastvqa"]
         driver = f", driver {gpu['driver_version']}" if gpu["driver_version"] else ""
-        rows.append(("gpu", f"{count} visible{driver}" if count else "none visible (CPU path only)"))
+        # driver_version is the newest CUDA the driver supports ("13.0"); minor
+        # version compatibility needs only the build's major.
+        driver_major = int(gpu["driver_version"].split(".")[0]) if gpu["driver_version"] else None
+        if driver_major and info["cuda_major"] and driver_major < info["cuda_major"]:
+            driver += f" (too old: this CUDA {info['cuda_major']} build needs >= {info['cuda_min_driver']})"
+        # A too-old driver hides every device, so the driver note is shown either way.
+        rows.append(("gpu", f"{count} visible{driver}" if count else f"none visible (CPU path only){driver}"))
     else:
         listed = gpu["nvidia_smi"]
         rows.append(("gpu", f"{len(listed)} listed by nvidia-smi" if listed else "none found"))

@@ -2,6 +2,8 @@
 // What this build contains; the values come from CMake as definitions.
 #include <pybind11/pybind11.h>
 
+#include <string>
+
 #include "fastvqa/common/cuda_runtime_api.h"
 
 #if defined(_OPENMP)
@@ -19,6 +21,15 @@ namespace py = pybind11;
 #ifndef FASTVQA_CUDA_ARCHS
 #define FASTVQA_CUDA_ARCHS ""
 #endif
+#ifndef FASTVQA_CUDA_MAJOR
+#define FASTVQA_CUDA_MAJOR ""
+#endif
+#ifndef FASTVQA_CUDA_MIN_DRIVER
+#define FASTVQA_CUDA_MIN_DRIVER ""
+#endif
+#ifndef FASTVQA_DISTRIBUTION
+#define FASTVQA_DISTRIBUTION "fastvqa"
+#endif
 #ifndef FASTVQA_COMPILER
 #define FASTVQA_COMPILER "unknown"
 #endif
@@ -28,11 +39,21 @@ namespace py = pybind11;
 
 namespace fastvqa {
 
+namespace {
+// An empty compile definition (unknown, or a CPU-only build) becomes None.
+py::object str_or_none(const char* s) { return *s ? py::object(py::str(s)) : py::none(); }
+}  // namespace
+
 py::dict build_info() {
   py::dict d;
   d["version"] = FASTVQA_VERSION;
+  d["distribution"] = FASTVQA_DISTRIBUTION;
   d["cuda"] = built_with_cuda();
-  d["cuda_version"] = built_with_cuda() ? py::object(py::str(FASTVQA_CUDA_VERSION)) : py::none();
+  d["cuda_version"] = built_with_cuda() ? str_or_none(FASTVQA_CUDA_VERSION) : py::none();
+  const std::string major = FASTVQA_CUDA_MAJOR;
+  d["cuda_major"] = built_with_cuda() && !major.empty() ? py::object(py::int_(std::stoi(major)))
+                                                         : py::none();
+  d["cuda_min_driver"] = built_with_cuda() ? str_or_none(FASTVQA_CUDA_MIN_DRIVER) : py::none();
   py::list archs;
   if (built_with_cuda()) {
     std::string s = FASTVQA_CUDA_ARCHS;
