@@ -21,6 +21,11 @@ _EXPORTS = {
     "default_cache_dir": "encoders",
     "question_retrieval": "baselines",
     "RetrievalResult": "baselines",
+    "normalize_question": "duplicates",
+    "duplicate_groups": "duplicates",
+    "unique_question_count": "duplicates",
+    "unique_counts_by_split": "duplicates",
+    "UniqueCounts": "duplicates",
 }
 
 __all__ = sorted(_EXPORTS)
