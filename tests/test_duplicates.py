@@ -218,3 +218,44 @@ def test_dvd_file_unique_questions(shared_data):
                                             for q in qs})
     groups = duplicate_groups(qs, exact="raw")
     assert len(qs) - sum(len(g) - 1 for g in groups) == len(set(qs))
+
+
+def test_cli_duplicates(tmp_path, capsys):
+    import json
+
+    from fastvqa.cli import main
+
+    qs = templated_questions(120, 5)
+    path = tmp_path / "qs.json"
+    path.write_text(json.dumps(qs))
+    assert main(["duplicates", str(path), "--json"]) == 0
+    counts = json.loads(capsys.readouterr().out)
+    assert counts == {"total": 120, "unique_exact": len(set(qs)),
+                      "unique_normalized": len({reference_normalize(q) for q in qs}),
+                      "unique_near": None}
+    out = tmp_path / "groups.json"
+    assert main(["duplicates", str(path), "--threshold", "0.8", "--groups-out", str(out),
+                 "--json"]) == 0
+    want = reference_groups(qs, 0.8)
+    assert json.loads(capsys.readouterr().out)["unique_near"] == len(want)
+    written = json.loads(out.read_text())
+    assert [g["indices"] for g in written["groups"]] == [g for g in want if len(g) > 1]
+    assert all(g["questions"] == [qs[i] for i in g["indices"]] for g in written["groups"])
+    before = out.read_text()
+    assert main(["duplicates", str(path), "--groups-out", str(out)]) == 2
+    assert "refusing to overwrite" in capsys.readouterr().err
+    assert out.read_text() == before
+    assert main(["duplicates", str(path), "--threshold", "1.5"]) == 2
+    assert "threshold" in capsys.readouterr().err
+
+
+def test_cli_duplicates_reads_a_benchmark(shared_data, capsys):
+    from fastvqa.cli import main
+    from fastvqa.data.wildqa import load_wildqa
+
+    dev = shared_data / "wildqa" / "dev.json"
+    qs = [r.question for r in load_wildqa(dev)]
+    assert main(["duplicates", str(dev), "--format", "wildqa"]) == 0
+    lines = dict(line.split() for line in capsys.readouterr().out.splitlines())
+    assert lines == {"total": str(len(qs)), "unique_exact": str(len(set(qs))),
+                     "unique_normalized": str(len({reference_normalize(q) for q in qs}))}

@@ -201,6 +201,12 @@ def build_parser() -> argparse.ArgumentParser:
                                      "search (fastvqa index search DIR --query TEXT) a text "
                                      "index; needs the faiss and text extras.")
     _add_index_arguments(idx)
+    from fastvqa.retrieval.cli import add_duplicates_arguments
+
+    dup = sub.add_parser("duplicates", help="count unique and near-duplicate questions",
+                         description="Count exact, normalised and (--threshold) near-duplicate "
+                                     "questions, as DVD Table 1's '# unique questions'.")
+    add_duplicates_arguments(dup)
     return parser
 
 
