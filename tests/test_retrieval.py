@@ -226,6 +226,44 @@ def test_tfidf_cosine_equals_sklearn_cosine():
     np.testing.assert_array_equal(idx[2, :5], np.arange(5))
 
 
+@pytest.mark.parametrize("k", [1, 3, 10, 40])
+def test_top_k_by_index_matches_a_stable_sort(k):
+    from fastvqa.retrieval.encoders import top_k_by_index
+
+    rng = np.random.default_rng(4)
+    sim = rng.integers(0, 5, size=(30, 50)).astype(np.float32)  # many exact ties
+    sim[3] = 0.0  # a row that is one tie
+    scores, cols = top_k_by_index(sim, k)
+    want = np.argsort(-sim, axis=1, kind="stable")[:, :k]
+    np.testing.assert_array_equal(cols, want)
+    np.testing.assert_array_equal(scores, np.take_along_axis(sim, want, axis=1))
+    assert cols.dtype == np.int64
+
+
+def test_tfidf_search_large_bank_with_duplicates():
+    pytest.importorskip("sklearn")
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    from fastvqa.retrieval import TfidfEncoder
+
+    rng = np.random.default_rng(5)
+    words = ["red", "cube", "sphere", "how", "many", "what", "color", "is", "the", "big"]
+    bank = [" ".join(rng.choice(words, size=4)) for _ in range(300)]  # many repeats
+    queries = [" ".join(rng.choice(words, size=3)) for _ in range(40)] + ["zz unknown"]
+    enc = TfidfEncoder(bank)
+    ref = TfidfVectorizer(dtype=np.float64).fit(bank)
+    sim = (ref.transform(queries) @ ref.transform(bank).T).toarray()
+    order = np.argsort(-sim, axis=1, kind="stable")[:, :7]
+    want = (np.take_along_axis(sim, order, axis=1), order)
+    for chunk in (None, 4):
+        got = enc.search(queries, bank, 7, chunk=chunk)
+        assert_same_neighbours(got, want, atol=1e-6)
+        for row in got[1]:  # copies of one text (equal scores) come in bank order
+            assert all(a < b for a, b in zip(row, row[1:]) if bank[a] == bank[b])
+    # The unknown query ties with everything at 0: the first bank rows.
+    np.testing.assert_array_equal(got[1][-1], np.arange(7))
+
+
 def test_callable_encoder_cache_hit(tmp_path):
     calls = []
 

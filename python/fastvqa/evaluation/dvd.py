@@ -21,8 +21,7 @@ Baselines (``fastvqa baseline dvd NAME``), each writing that format:
   analytic``: the sub-space the paper's data types define; ``observed``: the
   distinct answers of that group in ``--train``);
 - ``qtype-frequent``: per sub-type (or type), the most frequent answer of that
-  group in ``--train``.
-
+  group in ``--train``;
 - ``q-retrieval``: the paper's Q-retrieval (TF-IDF): each turn gets the
   answer of the ``--train`` question (``--train`` required) nearest under
   TF-IDF cosine (scikit-learn ``TfidfVectorizer`` defaults, fitted on the

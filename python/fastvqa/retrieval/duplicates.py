@@ -91,7 +91,8 @@ def _similarity_chunks(texts: list[str], encoder: Any, corpus: list[str]):
     TF-IDF (fitted on ``corpus``) stays sparse; only a block of ``rows``
     columns of it is densified at a time; a dense encoder's rows are L2-normalised (zero rows stay
     zero: cosine 0 with everything)."""
-    from fastvqa.retrieval.encoders import SentenceEncoder, TfidfEncoder
+    from fastvqa.retrieval.encoders import (SentenceEncoder, TfidfEncoder,
+                                            sparse_similarity_blocks)
 
     n = len(texts)
     chunk = max(1, _CHUNK_CELLS // max(n, 1))
@@ -101,12 +102,8 @@ def _similarity_chunks(texts: list[str], encoder: Any, corpus: list[str]):
         encoder = SentenceEncoder()
     if isinstance(encoder, TfidfEncoder):
         x = encoder.encode_sparse(texts)
-        # sparse (n, V) @ dense (V, chunk): ~4x faster than a sparse-by-sparse
-        # product for templated questions, whose common words make the result
-        # dense anyway; the dense (V, chunk) block is bounded like the result.
-        chunk = max(1, min(chunk, _CHUNK_CELLS // max(x.shape[1], 1)))
-        for s in range(0, n, chunk):
-            yield s, (x @ x[s:s + chunk].T.toarray()).T
+        rows = max(1, min(chunk, _CHUNK_CELLS // max(x.shape[1], 1)))
+        yield from sparse_similarity_blocks(x, x, rows=rows)
         return
     if not hasattr(encoder, "encode"):
         raise TypeError("duplicate_groups: encoder must be 'tfidf', 'sentence' or an object "
