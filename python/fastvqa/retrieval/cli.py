@@ -223,6 +223,7 @@ def _distractors(args: argparse.Namespace) -> int:
     with open(args.out, "x", encoding="utf-8") as f:  # "x": never overwrite, also in a race
         f.write(text + "\n")
     print(f"wrote {args.out}", file=sys.stderr)
+    return 0
 
 
 # ------------------------------------------------------- fastvqa duplicates
