@@ -27,15 +27,20 @@
 # Environment knobs:
 #   PYTHON=python3.11          interpreter to use (default: python3, else python)
 #   TORCH_SPEC="torch>=2.4"    what to pip-install when torch is missing
+#   DALI_SPEC, FAISS_SPEC      likewise for DALI (default nvidia-dali-cuda130,
+#                              needs driver >= 580) and FAISS (default faiss-cpu;
+#                              faiss-gpu or faiss-gpu-cuvs for the GPU benchmark)
 #   PIP_INDEX_URL / PIP_EXTRA_INDEX_URL   honoured by pip as usual
 #   SKIP_INSTALL=1             reuse an installed CUDA build (skip step 3's build)
 #   BENCH_ARGS="--repeats 10"  extra arguments for every benchmark
 #   PACK=1                     leave only summary.txt and gpu_check.tgz in $OUT
 # Run it in a virtual environment if you do not want pip to touch the system
-# Python. Install the test extra first (pip install ".[test]"): test modules
-# of missing optional backends (DALI, PyAV, FAISS) skip at collection, which
-# step 5's no-skip check counts as skipped CUDA tests. See docs/gpu_check.md. Expected time on an H200: ~3-5 min (most of it the CUDA build),
-# plus any torch download.
+# Python. Step 2 also installs the optional backends the tests import (PyAV,
+# DALI, FAISS, scikit-learn, matplotlib): a test module whose backend is
+# missing skips at collection, and step 5's no-skip check counts that as a
+# failure. Offline, install them first (pip install ".[test]" or carried
+# wheels). See docs/gpu_check.md. Expected time on an H200: ~3-5 min (most of
+# it the CUDA build), plus any downloads.
 
 set -euo pipefail
 
@@ -159,10 +164,14 @@ pip_install() {
 deps() {
   local missing=() mod spec
   "$PY" -m pip --version >/dev/null 2>&1 || "$PY" -m ensurepip --upgrade || return 1
-  # module:requirement pairs for what the build and the tests import.
+  # module:requirement pairs for what the build and the tests import. The
+  # optional backends are here too: a test module whose backend is missing
+  # skips at collection, which the no-skip step (rightly) counts as a failure.
   for pair in "torch:${TORCH_SPEC:-torch>=2.4}" "numpy:numpy>=1.22" "pytest:pytest>=7" \
               "hypothesis:hypothesis>=6" "scikit_build_core:scikit-build-core>=0.11" \
-              "pybind11:pybind11>=2.13"; do
+              "pybind11:pybind11>=2.13" "av:av>=12" "sklearn:scikit-learn>=1.3" \
+              "matplotlib:matplotlib>=3.7" "faiss:${FAISS_SPEC:-faiss-cpu>=1.8}" \
+              "nvidia.dali:${DALI_SPEC:-nvidia-dali-cuda130}"; do
     mod=${pair%%:*}
     spec=${pair#*:}
     if "$PY" -c "import $mod" >/dev/null 2>&1; then
