@@ -61,7 +61,7 @@ def test_cuda_variant_is_staged_with_its_name_extras_and_cmake_settings(build_wh
     assert f"CUDA {cuda} build (NVIDIA driver >= {want['driver']}" in project["description"]
     extras = project["optional-dependencies"]
     assert extras["dali"] == [want["dali"]]
-    assert extras["faiss"] == [want["faiss"]]
+    assert extras["faiss"] == [want["faiss"], "scikit-learn>=1.3"]
     assert "faiss-gpu" not in extras
     dali_in_test = [r for r in extras["test"] if r.startswith("nvidia-dali")]
     assert dali_in_test == [f"{want['dali']}>=2.4; platform_system == 'Linux'"]
