@@ -370,3 +370,20 @@ def test_top_k_rows_equals_stable_argsort(k):
     want = np.argsort(-scores, axis=1, kind="stable")[:, :k]  # ties by column
     np.testing.assert_array_equal(idx, want)
     np.testing.assert_array_equal(values, np.take_along_axis(scores, want, axis=1))
+
+
+def test_cli_missing_extra_is_one_line(tmp_path, monkeypatch, capsys):
+    """A command whose optional backend is missing prints the pip install
+    that fixes it, exit status 2, no traceback."""
+    from fastvqa.cli import main
+
+    texts = tmp_path / "q.txt"
+    texts.write_text("what color is the cube\n")
+    monkeypatch.setitem(sys.modules, "sentence_transformers", None)  # import fails
+    rc = main(["index", "build", "--texts", str(texts), "--encoder", "sentence",
+               "--out", str(tmp_path / "ix")])
+    err = capsys.readouterr().err
+    assert rc == 2
+    assert err.startswith("fastvqa index: error: SentenceEncoder needs sentence-transformers")
+    assert "pip install" in err and "Traceback" not in err
+    assert not (tmp_path / "ix").exists()

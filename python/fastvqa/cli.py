@@ -257,6 +257,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             raise
         print(f"fastvqa {args.command}: error: {err}", file=sys.stderr)
         return 2
+    except ImportError as err:
+        # A missing optional extra: fastvqa's own messages name the pip install
+        # that fixes it, so one line is enough. Anything else is a bug: traceback.
+        if "pip install" not in str(err) or os.environ.get("FASTVQA_DEBUG"):
+            raise
+        print(f"fastvqa {args.command}: error: {err}", file=sys.stderr)
+        return 2
     except BrokenPipeError:
         # The reader went away (e.g. `| head`): not an error of ours. Point
         # stdout at devnull so the interpreter's final flush stays quiet.
