@@ -113,10 +113,12 @@ def _plots(tmp: Path, results: dict, questions: list, predictions: dict,
             r = overlap[q["id"]]
             pred = r["pred_spans"][0] if r["pred_spans"] else None
             rows.append({"label": q["text"], "gt": q["spans"], "pred": pred,
+                         "more_pred": r["pred_spans"][1:],
                          "IoU": r.get("IoU"), "IoP": r.get("IoP")})
         if rows:
             p = plot_video_timeline(vid, rows, tmp / f"timeline_{vid}.png", duration=duration)
-            out.append((f"Timeline of {vid}: best predicted span vs ground truth", _png(p)))
+            out.append((f"Timeline of {vid}: predicted spans (best solid, others light; "
+                        "IoU/IoP of the best) vs ground truth", _png(p)))
     return out
 
 

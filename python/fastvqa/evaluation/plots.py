@@ -139,7 +139,9 @@ def plot_video_timeline(
         video_id: shown in the title.
         rows: one dict per question: ``label`` (str), ``gt`` (``(K, 2)``
             seconds), ``pred`` (``[start, end]`` seconds or None for no
-            prediction), optional ``IoU``/``IoP`` (0-1) shown beside the label.
+            prediction), optional ``IoU``/``IoP`` (0-1) shown beside the label,
+            optional ``more_pred`` (``(M, 2)`` seconds: further predicted spans,
+            drawn lighter; the scores are of ``pred``).
         path: the PNG to write (refuses to overwrite).
         duration: video length in seconds (the axis end); default: the
             largest span end.
@@ -147,7 +149,7 @@ def plot_video_timeline(
     fig = _figure(10.0, 1.2 + 0.55 * max(len(rows), 1))
     ax = fig.subplots()
     ends = [0.0]
-    legend = {"ground truth": False, "prediction": False}
+    legend = {"ground truth": False, "prediction": False, "other predicted spans": False}
 
     def label_once(name: str) -> Optional[str]:
         first = not legend[name]
@@ -170,6 +172,12 @@ def plot_video_timeline(
             if hi == lo:  # zero-length predictions: a visible tick
                 ax.plot([lo, lo], [y - 0.45, y - 0.05], color="tab:blue", linewidth=2)
             ends.append(hi)
+        more = np.asarray(row.get("more_pred", np.zeros((0, 2))), dtype=np.float64).reshape(-1, 2)
+        for s, e in more[~np.isnan(more).any(axis=1)]:
+            lo, hi = min(s, e), max(s, e)
+            ax.broken_barh([(lo, max(hi - lo, 0.0))], (y - 0.45, 0.4), color="tab:blue",
+                           alpha=0.3, label=label_once("other predicted spans"))
+            ends.append(hi)
     labels = []
     for row in rows:
         text = str(row.get("label", ""))
@@ -187,7 +195,9 @@ def plot_video_timeline(
     ax.set_xlabel("time (s)")
     handles, names = ax.get_legend_handles_labels()
     if handles:
-        ax.legend(handles, names, loc="upper right", fontsize=8)
+        # Below the axes: inside, it would hide spans near the video's end.
+        ax.legend(handles, names, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=3,
+                  fontsize=8, frameon=False)
     ax.set_title(title or f"video {video_id}: prediction (below) vs ground truth (above)",
                  fontsize=10)
     fig.tight_layout()
