@@ -32,7 +32,6 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 import _harness as H  # noqa: E402
-import fastvqa  # noqa: E402
 from fastvqa.ops import span_argmax  # noqa: E402
 
 NAME = "span_argmax"

@@ -21,6 +21,8 @@ from typing import Any, Optional, Sequence, Union
 
 import numpy as np
 
+from fastvqa.retrieval.encoders import check_texts
+
 QUESTION_KEYS = ("full", "first3")
 _SPACES = re.compile(r"\s+")
 _TRAILING_PUNCT = re.compile(r"[\s.,;:!?]+$")
@@ -49,16 +51,6 @@ def index_key(question: str, rule: str) -> str:
     if rule == "full":
         return question
     return " ".join(question.split()[:3])
-
-
-def _check_texts(name: str, texts: Any) -> list[str]:
-    if isinstance(texts, (str, bytes)):
-        raise TypeError(f"{name} must be a list of strings, not a single string")
-    out = list(texts)
-    for i, t in enumerate(out):
-        if not isinstance(t, str):
-            raise TypeError(f"{name}[{i}] must be a string, got {type(t).__name__}")
-    return out
 
 
 def _check_unit(name: str, value: Any) -> float:
@@ -98,8 +90,8 @@ class DistractorMiner:
     def __init__(self, bank_questions: Sequence[str], bank_answers: Sequence[str], *,
                  encoder: Union[str, Any] = "tfidf", question_key: str = "full",
                  n_neighbours: int = 10):
-        questions = _check_texts("bank_questions", bank_questions)
-        answers = _check_texts("bank_answers", bank_answers)
+        questions = check_texts(bank_questions, "bank_questions", "DistractorMiner")
+        answers = check_texts(bank_answers, "bank_answers", "DistractorMiner")
         if len(questions) != len(answers):
             raise ValueError(f"DistractorMiner: {len(answers)} bank answers for "
                              f"{len(questions)} bank questions")
@@ -206,8 +198,8 @@ class DistractorMiner:
         first written in the bank (stripped). A list is shorter than ``k``
         when the candidates run out; it is never padded.
         """
-        questions = _check_texts("questions", questions)
-        answers = _check_texts("answers", answers)
+        questions = check_texts(questions, "questions", "DistractorMiner.mine")
+        answers = check_texts(answers, "answers", "DistractorMiner.mine")
         if len(questions) != len(answers):
             raise ValueError(f"mine: {len(answers)} answers for {len(questions)} questions")
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 0:

@@ -20,6 +20,8 @@ from typing import Any, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
+from fastvqa.retrieval.encoders import check_texts
+
 #: Characters :func:`normalize_question` strips from the end of a question.
 TRAILING_PUNCTUATION = ".?!,;:\u2026\u3002\uff1f\uff01"
 
@@ -43,16 +45,6 @@ def normalize_question(text: str) -> str:
     if not isinstance(text, str):
         raise TypeError(f"normalize_question: expected a string, got {type(text).__name__}")
     return " ".join(text.casefold().split()).rstrip(TRAILING_PUNCTUATION + " ")
-
-
-def _questions(questions: Any, who: str) -> list[str]:
-    if isinstance(questions, (str, bytes)):
-        raise TypeError(f"{who}: questions must be a list of strings, not a single string")
-    out = list(questions)
-    for i, q in enumerate(out):
-        if not isinstance(q, str):
-            raise TypeError(f"{who}: questions[{i}] must be a string, got {type(q).__name__}")
-    return out
 
 
 def _check_threshold(threshold: Any, who: str) -> Optional[float]:
@@ -190,7 +182,7 @@ def duplicate_groups(questions: Sequence[str], threshold: Optional[float] = None
         memory stays O(n x chunk), see the module notes.
     """
     who = "duplicate_groups"
-    qs = _questions(questions, who)
+    qs = check_texts(questions, "questions", who)
     t = _check_threshold(threshold, who)
     return _groups_from_labels(_group_labels(qs, t, encoder, exact, who), include_singletons)
 
@@ -215,7 +207,7 @@ def unique_question_count(questions: Sequence[str], threshold: Optional[float] =
     ``threshold``) the number of near-duplicate groups counted as in
     :func:`duplicate_groups` (``encoder``, ``exact`` as there)."""
     who = "unique_question_count"
-    qs = _questions(questions, who)
+    qs = check_texts(questions, "questions", who)
     t = _check_threshold(threshold, who)
     near = None
     if t is not None:
@@ -238,6 +230,6 @@ def unique_counts_by_split(splits: Mapping[str, Sequence[str]],
         raise ValueError("unique_counts_by_split: 'total' is reserved for the union of splits")
     out = {name: unique_question_count(qs, threshold, encoder=encoder, exact=exact)
            for name, qs in splits.items()}
-    union = [q for qs in splits.values() for q in _questions(qs, "unique_counts_by_split")]
+    union = [q for qs in splits.values() for q in check_texts(qs, "questions", "unique_counts_by_split")]
     out["total"] = unique_question_count(union, threshold, encoder=encoder, exact=exact)
     return out

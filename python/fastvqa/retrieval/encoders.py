@@ -35,13 +35,15 @@ class Encoder(Protocol):
     def encode(self, texts: Sequence[str]) -> np.ndarray: ...
 
 
-def _texts(texts: Any) -> list[str]:
+def check_texts(texts: Any, name: str = "texts", who: str = "encode") -> list[str]:
+    """``texts`` as a list of str; TypeError naming ``who`` and the bad item
+    otherwise (one string instead of a list is the usual mistake)."""
     if isinstance(texts, (str, bytes)):
-        raise TypeError("encode: texts must be a list of strings, not a single string")
+        raise TypeError(f"{who}: {name} must be a list of strings, not a single string")
     out = list(texts)
     for i, t in enumerate(out):
         if not isinstance(t, str):
-            raise TypeError(f"encode: texts[{i}] must be a string, got {type(t).__name__}")
+            raise TypeError(f"{who}: {name}[{i}] must be a string, got {type(t).__name__}")
     return out
 
 
@@ -79,7 +81,7 @@ def cached_encode(model: str, texts: Sequence[str], fn: Callable[[list[str]], An
     """``fn(texts)`` as float32, read from / written to
     ``cache_dir/<sha256(model, texts)>.npy``. ``cache_dir=False`` disables
     the cache; None uses :func:`default_cache_dir`."""
-    texts = _texts(texts)
+    texts = check_texts(texts)
     if cache_dir is False:
         return _as_embeddings(fn(texts), len(texts), model)
     folder = Path(cache_dir) if cache_dir else default_cache_dir()
@@ -185,7 +187,7 @@ class TfidfEncoder:
                               "(or pip install scikit-learn)") from err
         vectorizer_kwargs["norm"] = "l2"
         self.vectorizer = TfidfVectorizer(**vectorizer_kwargs)
-        self.vectorizer.fit(_texts(corpus))
+        self.vectorizer.fit(check_texts(corpus, "corpus", "TfidfEncoder"))
 
     @property
     def dim(self) -> int:
@@ -194,7 +196,7 @@ class TfidfEncoder:
     def encode_sparse(self, texts: Sequence[str]):
         """CSR float32 (n, vocabulary) rows of unit L2 norm (zero rows for texts
         with no known term)."""
-        return self.vectorizer.transform(_texts(texts)).astype(np.float32).tocsr()
+        return self.vectorizer.transform(check_texts(texts)).astype(np.float32).tocsr()
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """Dense (n, vocabulary) float32. Densifies: for small vocabularies or
