@@ -180,3 +180,35 @@ def test_help_documents_the_options(capsys):
     text = capsys.readouterr().out
     for option in ("--videos", "--duration", "--fps", "--backend", "--out", "--seed"):
         assert option in text
+
+
+def test_negative_seed_is_an_argument_error(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["demo", "--out", str(tmp_path / "o"), "--seed", "-1"])
+    assert exc.value.code == 2
+    assert "--seed: expected an integer >= 0, got -1" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("existed", [False, True])
+def test_failure_removes_the_partial_output(tmp_path, monkeypatch, capsys, existed):
+    """A stage that fails leaves --out as it was: gone if the demo made it,
+    empty if it was an empty folder the user gave."""
+    from fastvqa.demo import pipeline
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("decoder exploded")
+
+    monkeypatch.setattr(pipeline, "decode", broken)
+    out = tmp_path / "o"
+    if existed:
+        out.mkdir()
+    assert main(["demo", "--out", str(out), "--videos", "1", "--duration", "5",
+                 "--backend", "pyav", "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("fastvqa demo: error: decode failed: RuntimeError: decoder exploded")
+    assert "partial output removed" in err
+    if existed:
+        assert out.is_dir() and not any(out.iterdir())
+    else:
+        assert not out.exists()

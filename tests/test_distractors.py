@@ -476,7 +476,8 @@ def test_cli_errors(tmp_path, capsys):
              (["distractors", "wildqa", "--gt", str(tmp_path / "nope.json")], "no such file"),
              (["distractors", "sokbench", "--gt", str(empty)], "no sokbench records"),
              (["distractors", "sokbench", "--gt", str(empty), "-k", "2", "--options", "4"],
-              "--options must be")]
+              "--options must be"),
+             (["distractors", "sokbench", "--gt", str(empty), "-k", "0"], "-k must be >= 1")]
     for argv, message in cases:
         assert main(argv) == 2
         err = capsys.readouterr().err

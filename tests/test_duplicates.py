@@ -247,6 +247,11 @@ def test_cli_duplicates(tmp_path, capsys):
     assert out.read_text() == before
     assert main(["duplicates", str(path), "--threshold", "1.5"]) == 2
     assert "threshold" in capsys.readouterr().err
+    records = tmp_path / "records.json"
+    records.write_text(json.dumps([{"question": "q"}]))
+    assert main(["duplicates", str(records)]) == 2
+    err = capsys.readouterr().err
+    assert "expected a JSON list of strings" in err and "--format" in err
 
 
 def test_cli_duplicates_reads_a_benchmark(shared_data, capsys):

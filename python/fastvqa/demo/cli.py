@@ -36,6 +36,16 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {value}")
+    return value
+
+
 def _positive_float(text: str) -> float:
     try:
         value = float(text)
@@ -60,7 +70,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", metavar="DIR",
                    help="output folder, kept (must not exist or be empty); default: a new "
                         "temporary folder, also kept, whose path is printed")
-    p.add_argument("--seed", type=int, default=0,
+    p.add_argument("--seed", type=_non_negative_int, default=0,
                    help="seed of the benchmark (scenes, questions, options); the same seed "
                         "gives the same annotations (default 0)")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
@@ -125,14 +135,40 @@ class _Stages:
 
 
 def run(args: argparse.Namespace) -> int:
-    from fastvqa.demo import options, pipeline, report, synth
+    from fastvqa.demo import synth
 
     _check_dependencies()
     grid = args.duration / synth.GRID
     if args.duration < synth.MIN_DURATION or abs(grid - round(grid)) > 1e-9:
         raise CommandError(f"--duration must be >= {synth.MIN_DURATION:g} s and a multiple of "
                            f"{synth.GRID:g} s, got {args.duration:g}")
+    existed = args.out is not None and Path(args.out).exists()
     out = _out_folder(args.out)
+    try:
+        return _run_in(out, args)
+    except CommandError as err:
+        # The folder was new or empty: what is in it now is the demo's own
+        # partial output, which would only make a rerun refuse the folder.
+        _clear_folder(out, remove=not existed)
+        raise CommandError(f"{err} (partial output removed from {out})") from err
+
+
+def _clear_folder(folder: Path, remove: bool) -> None:
+    import shutil
+
+    if remove:
+        shutil.rmtree(folder, ignore_errors=True)
+        return
+    for child in folder.iterdir():
+        if child.is_dir() and not child.is_symlink():
+            shutil.rmtree(child, ignore_errors=True)
+        else:
+            child.unlink(missing_ok=True)
+
+
+def _run_in(out: Path, args: argparse.Namespace) -> int:
+    from fastvqa.demo import options, pipeline, report, synth
+
     stages = _Stages(not args.no_progress)
     config = {"videos": args.videos, "duration": args.duration, "fps": args.fps,
               "backend": args.backend, "seed": args.seed}

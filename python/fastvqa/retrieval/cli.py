@@ -177,8 +177,8 @@ def _distractors(args: argparse.Namespace) -> int:
                            + ", ".join(DISTRACTOR_BENCHMARKS))
     if args.out is not None and args.out.exists():
         raise CommandError(f"{args.out} exists; refusing to overwrite it (choose another path)")
-    if args.k < 0:
-        raise CommandError(f"-k must be >= 0, got {args.k}")
+    if args.k < 1:
+        raise CommandError(f"-k must be >= 1 (distractors per question), got {args.k}")
     if args.options is not None and not 2 <= args.options <= args.k + 1:
         raise CommandError(f"--options must be in [2, k + 1 = {args.k + 1}] (the options are "
                            f"the correct answer and mined distractors), got {args.options}")
@@ -253,7 +253,11 @@ def add_duplicates_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _read_questions(args: argparse.Namespace) -> list[str]:
     if args.format == "texts":
-        return read_texts(args.input)
+        try:
+            return read_texts(args.input)
+        except CommandError as err:
+            raise CommandError(f"{err} (a benchmark's file? name its loader with --format, "
+                               f"one of: {', '.join(LOADERS)})") from None
     import fastvqa.data
 
     return [r.question for r in getattr(fastvqa.data, LOADERS[args.format])(args.input)]
