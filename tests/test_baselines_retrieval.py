@@ -143,3 +143,38 @@ def test_wildqa_closest_against_brute_force(shared_data, tmp_path, capsys, monke
     metrics = _eval_metrics(capsys, "wildqa-qa", "--gt", str(test), "--pred", str(out))
     for name in ("ROUGE-1", "ROUGE-2", "ROUGE-L"):
         assert metrics[name] == pytest.approx(direct[name], abs=1e-12)
+
+
+@pytest.mark.parametrize("k", [1, 3])
+def test_question_retrieval_with_repeated_questions(k):
+    """Templated questions repeat (DVD: 360k distinct of 615k): searching each
+    distinct question once must give exactly the brute-force answer, the
+    earliest of equal training questions, and with k > 1 every copy keeps
+    its own neighbour slot."""
+    from fastvqa.retrieval import question_retrieval
+
+    rng = np.random.default_rng(11)
+    objects = ["cube", "sphere", "cone", "cylinder"]
+    colours = ["red", "blue", "green"]
+    templates = ["what color is the {o}", "how many {c} {o}s are there",
+                 "is the {c} {o} moving", "where is the {o} after it slides"]
+
+    def draw(n):
+        return [templates[rng.integers(4)].format(o=objects[rng.integers(4)],
+                                                  c=colours[rng.integers(3)]) for _ in range(n)]
+
+    train_q, test_q = draw(300), draw(120) + ["a question with no known word"]
+    assert len(set(train_q)) < len(train_q) / 2  # heavily repeated
+    train_a = [f"a{i}" for i in range(len(train_q))]
+    res = question_retrieval(train_q, train_a, test_q, "tfidf", k=k)
+    want = _nearest_first_max(test_q, train_q)
+    np.testing.assert_array_equal(res.indices[:, 0], want)
+    assert res.answers == [train_a[i] for i in want]
+    if k > 1:
+        # A repeated nearest question fills the next slots with its copies.
+        for row, top in zip(res.indices, res.scores[:, 0]):
+            if top == 0:  # no known word: every training question ties at 0
+                assert list(row) == list(range(k))
+                continue
+            copies = [i for i, t in enumerate(train_q) if t == train_q[row[0]]]
+            assert list(row[:min(k, len(copies))]) == copies[:k]

@@ -41,26 +41,61 @@ def question_retrieval(train_questions: Sequence[str], train_answers: Sequence[A
             inner-product :class:`Index` (cosine when the encoder normalises).
         k: neighbours returned in ``indices``/``scores`` (the answer comes
             from the first). Ties go to the earlier training question.
-    """
-    from fastvqa.retrieval.encoders import SentenceEncoder, TfidfEncoder
 
-    train_questions, test_questions = list(train_questions), list(test_questions)
+    Repeated strings are searched once (each distinct test question; with
+    ``k=1`` also each distinct training question, as its first occurrence),
+    which gives the same result as searching every copy and is much faster
+    on templated benchmarks.
+    """
+    from fastvqa.retrieval.encoders import SentenceEncoder, TfidfEncoder, check_texts
+
+    train_questions = check_texts(train_questions, "train_questions", "question_retrieval")
+    test_questions = check_texts(test_questions, "test_questions", "question_retrieval")
     if len(train_answers) != len(train_questions):
         raise ValueError(f"question_retrieval: {len(train_answers)} answers for "
                          f"{len(train_questions)} training questions")
     if k < 1:
         raise ValueError(f"question_retrieval: k must be >= 1, got {k}")
     if encoder == "tfidf":
-        encoder = TfidfEncoder(train_questions)
+        encoder = TfidfEncoder(train_questions)  # IDF from every training question
     elif encoder == "sentence":
         encoder = SentenceEncoder()
+    # Equal strings have equal vectors, hence equal results: search each
+    # distinct test question once. With k == 1 the training side is
+    # deduplicated too: of equal strings only the first occurrence can win a
+    # tie, so this is exact (templated benchmarks such as DVD repeat most
+    # questions). With k > 1 every training copy keeps its own slot.
+    test_unique, test_of = _distinct(test_questions)
+    if k == 1:
+        bank, _ = _distinct(train_questions)
+        bank_ids = _first_occurrences(train_questions, bank)
+    else:
+        bank, bank_ids = train_questions, np.arange(len(train_questions), dtype=np.int64)
     if isinstance(encoder, TfidfEncoder):
-        scores, idx = encoder.search(test_questions, encoder.encode_sparse(train_questions), k)
+        scores, idx = encoder.search(test_unique, encoder.encode_sparse(bank), k)
     else:
         from fastvqa.retrieval.index import Index
 
         index = Index("ip", "flat", "cpu")
-        index.add(encoder.encode(train_questions))
-        scores, idx = index.search(encoder.encode(test_questions), k)
+        index.add(encoder.encode(bank))
+        scores, idx = index.search(encoder.encode(test_unique), k)
+    idx = np.where(idx >= 0, bank_ids[np.maximum(idx, 0)], -1)[test_of]
+    scores = scores[test_of]
     answers = [train_answers[i] if i >= 0 else None for i in idx[:, 0]]
     return RetrievalResult(answers, idx, scores)
+
+
+def _distinct(texts: list[str]) -> tuple[list[str], np.ndarray]:
+    """Distinct texts in order of first occurrence, and for each text the
+    position of its distinct copy."""
+    position: dict[str, int] = {}
+    of = np.fromiter((position.setdefault(t, len(position)) for t in texts), dtype=np.int64,
+                     count=len(texts))
+    return list(position), of
+
+
+def _first_occurrences(texts: list[str], distinct: list[str]) -> np.ndarray:
+    first: dict[str, int] = {}
+    for i, t in enumerate(texts):
+        first.setdefault(t, i)
+    return np.array([first[t] for t in distinct], dtype=np.int64)
