@@ -61,15 +61,21 @@ def reference_mine(bank_q, bank_a, qs, ans, k, tau, div, m, qvecs, avecs, exclud
             distinct.append(a.strip())
     bq, qq = qvecs([key(q) for q in bank_q], [key(q) for q in qs])
     bq, qq = unit(bq), unit(qq)
+    # Repeated (question, answer) pairs count once, at their first entry.
+    pair = [(norm(q), norm(a)) for q, a in zip(bank_q, bank_a)]
+    first_of = {}
+    for j, p in enumerate(pair):
+        first_of.setdefault(p, j)
+    firsts = sorted(first_of.values())
     av, cv = avecs(distinct, ans)
     av, cv = unit(av), unit(cv)
     out = []
     for i in range(len(qs)):
         sims = bq @ qq[i]
-        order = sorted(range(len(bank_q)), key=lambda j: (-sims[j], j))
+        order = sorted(firsts, key=lambda j: (-sims[j], j))
         neigh = []
         for j in order:
-            if exclude is not None and j == exclude[i]:
+            if exclude is not None and exclude[i] >= 0 and pair[j] == pair[exclude[i]]:
                 continue
             if norm(bank_q[j]) == norm(qs[i]) and norm(bank_a[j]) == norm(ans[i]):
                 continue
@@ -125,6 +131,23 @@ def tfidf_reference_vectors():
     av = lambda d, c: (tfidf_vectors(d, d, token_pattern=ANSWER_TOKENS),  # noqa: E731
                        tfidf_vectors(d, c, token_pattern=ANSWER_TOKENS))
     return qv, av
+
+
+def test_repeated_pairs_count_once():
+    """A templated bank repeats pairs thousands of times (DVD). Copies count
+    once: the result matches the reference, whose neighbours are the distinct
+    pairs, and the search width does not grow with the number of copies."""
+    bank_q, bank_a = templated_bank(150, seed=4)
+    rng = np.random.default_rng(5)
+    order = rng.permutation(np.repeat(np.arange(150), 40))  # 6,000 entries, 40 copies each
+    rep_q, rep_a = [bank_q[i] for i in order], [bank_a[i] for i in order]
+    miner = DistractorMiner(rep_q, rep_a, n_neighbours=10)
+    qs, ans = bank_q[:30], bank_a[:30]
+    got = miner.mine(qs, ans, 3)
+    qv, av = tfidf_reference_vectors()
+    assert got == reference_mine(rep_q, rep_a, qs, ans, 3, 0.8, 0.5, 10, qv, av)
+    assert sum(map(len, got)) > 0
+
 
 
 # ------------------------------------------------------------------- mining

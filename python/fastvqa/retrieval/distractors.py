@@ -121,13 +121,19 @@ class DistractorMiner:
         for a, i in zip(answers, self._answer_id):
             if not self._distinct_text[i]:
                 self._distinct_text[i] = a.strip()
-        # Bank entries sharing the same (question, answer): all of them are
-        # "self" for a query with that question and answer; search this many
-        # extra neighbours so n_neighbours remain after removing them.
+        # The neighbours are distinct (question, answer) pairs, each at its
+        # first bank entry: templated banks repeat pairs thousands of times,
+        # and copies would only fill the n_neighbours slots with one answer
+        # (and make the search width, hence memory, grow with the copies).
         pairs: dict[tuple[str, int], int] = {}
-        for q, a in zip(self._bank_qnorm, self._answer_id):
-            pairs[(q, int(a))] = pairs.get((q, int(a)), 0) + 1
-        self._max_copies = max(pairs.values(), default=0)
+        self._pair_of = np.array([pairs.setdefault((q, int(a)), len(pairs))
+                                  for q, a in zip(self._bank_qnorm, self._answer_id)],
+                                 dtype=np.int64)
+        first_entry = np.full(len(pairs), len(questions), dtype=np.int64)
+        np.minimum.at(first_entry, self._pair_of, np.arange(len(questions)))
+        self._pair_qnorm = np.array([self._bank_qnorm[i] for i in first_entry], dtype=object)
+        self._pair_answer = self._answer_id[first_entry]
+        self._pair_keys = [self._bank_keys[i] for i in first_entry]
         self._build_encoders(encoder)
 
     # ------------------------------------------------------------ encoding
@@ -138,8 +144,9 @@ class DistractorMiner:
             encoder = SentenceEncoder()
         self._sparse = encoder == "tfidf"
         if self._sparse:
+            # IDF from every bank question; only the distinct pairs are searched.
             self._qenc = TfidfEncoder(self._bank_keys) if self._bank_keys else None
-            self._qbank = self._qenc.encode_sparse(self._bank_keys) if self._qenc else None
+            self._qbank = self._qenc.encode_sparse(self._pair_keys) if self._qenc else None
             # Single-character tokens count in answers ("3", "a dog" vs "2").
             self._aenc = (TfidfEncoder(self._distinct_text, token_pattern=r"(?u)\b\w+\b")
                           if self._distinct_text else None)
@@ -150,13 +157,14 @@ class DistractorMiner:
         self._encoder = encoder
         self._qindex = Index("ip", "flat", "cpu")
         if self._bank_keys:
-            self._qindex.add(_unit_rows(encoder.encode(self._bank_keys)))
+            self._qindex.add(_unit_rows(encoder.encode(self._pair_keys)))
             self._abank = _unit_rows(encoder.encode(self._distinct_text))
         else:
             self._abank = None
 
     def _search(self, keys: list[str], k: int) -> tuple[np.ndarray, np.ndarray]:
-        """(scores, bank indices) (n, k), cosine, descending, ties by bank index."""
+        """(scores, pair indices) (n, k), cosine, descending, ties by pair
+        index (= by first bank entry)."""
         if self._sparse:
             return self._qenc.search(keys, self._qbank, k)
         return self._qindex.search(_unit_rows(self._encoder.encode(keys)), k)
@@ -181,10 +189,12 @@ class DistractorMiner:
              exclude_ids: Optional[Sequence[int]] = None) -> list[list[str]]:
         """Up to ``k`` distractors for each (question, correct answer).
 
-        For question i: its ``n_neighbours`` most similar bank questions
-        (cosine, ties by bank order), not counting itself: bank entry
-        ``exclude_ids[i]`` (its own bank index, or -1 for none) and every bank
-        entry with the same question and the same answer (both normalised).
+        The bank is searched as its distinct (question, answer) pairs (both
+        normalised), each at its first bank entry, so that repeated pairs
+        count once. For question i: its ``n_neighbours`` most similar pairs
+        (cosine, ties by first bank entry), not counting itself: the pair of
+        bank entry ``exclude_ids[i]`` (its own bank index, or -1 for none) and
+        the pair with its own question and answer.
         Their answers, deduplicated by normalised text (each keeps its most
         similar question's score), are the candidates. Dropped: a candidate
         equal to the correct answer, or with answer cosine >= ``tau``
@@ -224,26 +234,26 @@ class DistractorMiner:
         return out
 
     def _mine_block(self, questions, answers, own, k, tau, diversity) -> list[list[str]]:
-        nb, m = len(self.bank_questions), self.n_neighbours
+        n_pairs, m = len(self._pair_keys), self.n_neighbours
         nq = len(questions)
-        # Extra neighbours to cover the excluded "self" entries.
-        extra = self._max_copies + 1
+        # Two extra neighbours cover the excluded "self" pairs: the pair of
+        # the given bank id and the pair (question, correct answer).
         keys = [index_key(q, self.question_key) for q in questions]
-        sim, idx = self._search(keys, min(nb, m + extra))
+        sim, idx = self._search(keys, min(n_pairs, m + 2))
         valid = idx >= 0
         safe = np.where(valid, idx, 0)
-        # Self: the given bank id, or the same normalised question and answer.
+        # Self: the given bank id's pair, or the same normalised question and answer.
+        own_pair = np.where(own >= 0, self._pair_of[np.maximum(own, 0)], -1)
         qnorm = np.array([normalize_option(q) for q in questions], dtype=object)
         anorm = [normalize_option(a) for a in answers]
         lookup = {t: i for i, t in enumerate(self._distinct_norm)}
         correct_id = np.array([lookup.get(t, -1) for t in anorm], dtype=np.int64)
-        bank_q = np.array(self._bank_qnorm, dtype=object)
-        same_pair = (bank_q[safe] == qnorm[:, None]) & \
-            (self._answer_id[safe] == correct_id[:, None]) & (correct_id[:, None] >= 0)
-        keep = valid & (safe != own[:, None]) & ~same_pair
+        same_pair = (self._pair_qnorm[safe] == qnorm[:, None]) & \
+            (self._pair_answer[safe] == correct_id[:, None]) & (correct_id[:, None] >= 0)
+        keep = valid & (safe != own_pair[:, None]) & ~same_pair
         # First m kept neighbours per row, in rank order.
         keep &= np.cumsum(keep, axis=1) <= m
-        cand = np.where(keep, self._answer_id[safe], -1)
+        cand = np.where(keep, self._pair_answer[safe], -1)
         # Deduplicate by answer, keeping the first (most similar) occurrence;
         # drop the correct answer itself.
         earlier = np.tril(np.ones((cand.shape[1],) * 2, dtype=bool), -1)
