@@ -126,7 +126,10 @@ def test_python_snippet_runs(snippet: Snippet, tmp_path, monkeypatch, request):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("FASTVQA_CACHE", str(tmp_path / "cache"))
     code = compile(snippet.code, f"{snippet.document} ({snippet.heading})", "exec")
-    exec(code, {"__name__": "__snippet__"})
+    namespace = {"__name__": "__snippet__"}
+    exec(code, namespace)  # an exception anywhere in the snippet fails the test
+    # Every documented snippet binds at least one name the reader goes on to use.
+    assert set(namespace) - {"__name__", "__builtins__"}, "the snippet ran but defined nothing"
 
 
 def _eval_block() -> Snippet:

@@ -10,6 +10,7 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
+from fastvqa._argtypes import int_at_least, positive_float
 from fastvqa.evaluation import CommandError
 
 STAGES = ("generate", "decode", "features", "ground", "answer", "evaluate", "report")
@@ -26,42 +27,12 @@ report.html into the output folder. Needs PyAV, scikit-learn and matplotlib:
 pip install 'fastvqa[demo]'."""
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
-    return value
-
-
-def _non_negative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {value}")
-    return value
-
-
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text}")
-    return value
-
-
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--videos", type=_positive_int, default=12,
+    p.add_argument("--videos", type=int_at_least(1), default=12,
                    help="number of synthetic videos (default 12)")
-    p.add_argument("--duration", type=_positive_float, default=20.0,
+    p.add_argument("--duration", type=positive_float, default=20.0,
                    help="seconds per video, >= 5 and a multiple of 0.5 (default 20)")
-    p.add_argument("--fps", type=_positive_float, default=5.0,
+    p.add_argument("--fps", type=positive_float, default=5.0,
                    help="decoding rate in frames per second; the videos are 10 fps "
                         "(default 5)")
     p.add_argument("--backend", choices=("auto", "pyav", "dali"), default="auto",
@@ -70,7 +41,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", metavar="DIR",
                    help="output folder, kept (must not exist or be empty); default: a new "
                         "temporary folder, also kept, whose path is printed")
-    p.add_argument("--seed", type=_non_negative_int, default=0,
+    p.add_argument("--seed", type=int_at_least(0), default=0,
                    help="seed of the benchmark (scenes, questions, options); the same seed "
                         "gives the same annotations (default 0)")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")

@@ -20,24 +20,15 @@ from typing import Any
 
 import numpy as np
 
+from fastvqa._argtypes import int_at_least
 from fastvqa.evaluation import Baseline, Benchmark, register_baseline, register_benchmark
 from fastvqa.metrics.result import MetricResult
 
 NAME = "qvhighlights"
 
 
-def _count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {value}")
-    return value
-
-
 def _add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--max-pred-windows", type=_count, default=10, metavar="N",
+    parser.add_argument("--max-pred-windows", type=int_at_least(0), default=10, metavar="N",
                         help="mAP keeps the first N windows of each query in file order, before "
                              "sorting by score (official: 10; 0 keeps all)")
     parser.add_argument("--partial", action="store_true",

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from fastvqa._argtypes import int_at_least, unit_interval
 from fastvqa.data.errors import DataFormatError
 from fastvqa.data.io import read_json
 from fastvqa.evaluation import Baseline, Benchmark, register_baseline, register_benchmark
@@ -117,26 +118,6 @@ def _thresholds(text: str) -> list[float]:
     return values
 
 
-def _unit_interval(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not 0.0 <= value <= 1.0:
-        raise argparse.ArgumentTypeError(f"must lie in [0, 1], got {value}")
-    return value
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
-
-
 # --------------------------------------------------------------------------
 # wildqa-evidence
 # --------------------------------------------------------------------------
@@ -144,12 +125,12 @@ def _positive_int(text: str) -> int:
 
 def _evidence_arguments(parser: argparse.ArgumentParser) -> None:
     _add_split(parser)
-    parser.add_argument("--threshold", type=_unit_interval, default=0.5,
+    parser.add_argument("--threshold", type=unit_interval, default=0.5,
                         help="IoU a prediction needs (>=) to count (default 0.5, the paper's; "
                              "the 2023 code logged 0.1)")
     parser.add_argument("--thresholds", type=_thresholds, default=None, metavar="T1,T2,...",
                         help="extra thresholds, each reported as IoU-F1@T")
-    parser.add_argument("--pad-to-batch", type=_positive_int, default=None, metavar="B",
+    parser.add_argument("--pad-to-batch", type=int_at_least(1), default=None, metavar="B",
                         help="wildqa-2022 only: count the paper-era (0, 0) gold padding of "
                              "eval batches of B questions (the release used 32, or 16)")
     parser.add_argument("--evidence-filter", action="store_true",
@@ -349,7 +330,7 @@ def _closest_answer(args: argparse.Namespace) -> list[str]:
 
 def _random_spans_arguments(parser: argparse.ArgumentParser) -> None:
     _add_split(parser)
-    parser.add_argument("--spans", type=_positive_int, default=5, metavar="K",
+    parser.add_argument("--spans", type=int_at_least(1), default=5, metavar="K",
                         help="spans per question (default 5, the official span_prediction_count)")
 
 

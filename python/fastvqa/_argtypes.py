@@ -1,0 +1,46 @@
+# SPDX-License-Identifier: Apache-2.0
+"""argparse ``type=`` converters shared by the command line: a bad value is
+reported by argparse as ``argument --x: <message>`` with exit status 2."""
+
+from __future__ import annotations
+
+import argparse
+import math
+from typing import Callable
+
+
+def int_at_least(minimum: int) -> Callable[[str], int]:
+    """An integer >= ``minimum``."""
+
+    def convert(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"expected an integer >= {minimum}, got {value}")
+        return value
+
+    return convert
+
+
+def positive_float(text: str) -> float:
+    """A finite number > 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not (value > 0 and math.isfinite(value)):
+        raise argparse.ArgumentTypeError(f"expected a finite number > 0, got {text}")
+    return value
+
+
+def unit_interval(text: str) -> float:
+    """A number in [0, 1]."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not 0.0 <= value <= 1.0:  # also rejects NaN
+        raise argparse.ArgumentTypeError(f"must lie in [0, 1], got {value}")
+    return value
