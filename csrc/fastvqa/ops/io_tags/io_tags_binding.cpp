@@ -7,6 +7,7 @@
 #include <memory>
 #include <vector>
 
+#include "fastvqa/bindings/arg_checks.h"
 #include "fastvqa/bindings/array_arg.h"
 #include "fastvqa/common/cuda_runtime_api.h"
 #include "fastvqa/common/dispatch.h"
@@ -25,19 +26,12 @@ TensorView check_rows(const ArrayArg& probs, py::object lengths_obj, const char*
   const TensorView& pv = probs.view();
   check_float(pv, op, "probs");
   check_ndim(pv, 2, op, "probs", "(B, T)");
-  const int64_t batch = pv.shape[0], steps = pv.shape[1];
   if (pv.is_cuda()) require_cuda(op);
   if (!lengths_obj.is_none()) {
     *lengths = std::make_unique<ArrayArg>(lengths_obj, op, "lengths", stream);
     const TensorView& lv = (*lengths)->view();
     check_same_device(pv, lv, op, "probs", "lengths");
-    check_int64(lv, op, "lengths");
-    FASTVQA_CHECK(lv.ndim == 1 && lv.shape[0] == batch, op,
-                  ": lengths must have shape (B,) = (", batch, ",), got shape ", lv.shape_str());
-    const std::vector<int64_t> h = int64_to_host(lv, stream);
-    for (int64_t b = 0; b < batch; ++b)
-      FASTVQA_CHECK(0 <= h[b] && h[b] <= steps, op, ": lengths must lie in [0, T] = [0, ", steps,
-                    "], got lengths[", b, "] = ", h[b]);
+    check_lengths(lv, pv.shape[0], pv.shape[1], op, stream);
   }
   return pv;
 }

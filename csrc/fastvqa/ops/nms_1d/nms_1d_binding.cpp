@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "fastvqa/bindings/arg_checks.h"
 #include "fastvqa/bindings/array_arg.h"
 #include "fastvqa/common/cuda_runtime_api.h"
 #include "fastvqa/common/dispatch.h"
@@ -39,15 +40,7 @@ std::vector<int64_t> host_offsets(const ArrayArg* off, int64_t n, std::uintptr_t
   FASTVQA_CHECK(ov.ndim == 1 && ov.shape[0] >= 1, kOp,
                 ": offsets must have shape (G + 1,) with G >= 0 groups, got shape ",
                 ov.shape_str());
-  std::vector<int64_t> h = int64_to_host(ov, stream);
-  const int64_t groups = ov.shape[0] - 1;
-  FASTVQA_CHECK(h[0] == 0, kOp, ": offsets must start at 0, got ", h[0]);
-  for (int64_t g = 0; g < groups; ++g)
-    FASTVQA_CHECK(h[g] <= h[g + 1], kOp, ": offsets must be non-decreasing, got ", h[g],
-                  " then ", h[g + 1], " at positions ", g, " and ", g + 1);
-  FASTVQA_CHECK(h[groups] == n, kOp, ": offsets must end at the number of spans (", n,
-                "), got ", h[groups]);
-  return h;
+  return host_row_offsets(ov, n, kOp, "offsets", "spans", stream);
 }
 
 py::tuple run(py::object spans_obj, py::object scores_obj, py::object offsets_obj,

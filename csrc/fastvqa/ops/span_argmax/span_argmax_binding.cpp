@@ -4,6 +4,7 @@
 
 #include <vector>
 
+#include "fastvqa/bindings/arg_checks.h"
 #include "fastvqa/bindings/array_arg.h"
 #include "fastvqa/common/cuda_runtime_api.h"
 #include "fastvqa/common/dispatch.h"
@@ -17,16 +18,6 @@ namespace span_argmax {
 namespace {
 
 constexpr const char* kOp = "span_argmax";
-
-void check_lengths(const TensorView& lv, int64_t batch, int64_t steps, std::uintptr_t stream) {
-  check_int64(lv, kOp, "lengths");
-  FASTVQA_CHECK(lv.ndim == 1 && lv.shape[0] == batch, kOp, ": lengths must have shape (B,) = (",
-                batch, ",), got shape ", lv.shape_str());
-  const std::vector<int64_t> h = int64_to_host(lv, stream);
-  for (int64_t b = 0; b < batch; ++b)
-    FASTVQA_CHECK(0 <= h[b] && h[b] <= steps, kOp, ": lengths must lie in [0, T] = [0, ", steps,
-                  "], got lengths[", b, "] = ", h[b]);
-}
 
 py::tuple run(py::object start_obj, py::object end_obj, py::object max_len_obj, int64_t min_len,
               int64_t topk, py::object lengths_obj, std::uintptr_t stream, py::object alloc) {
@@ -43,24 +34,16 @@ py::tuple run(py::object start_obj, py::object end_obj, py::object max_len_obj, 
                      sv.dtype_str, " and ", ev.dtype_str);
   check_same_device(sv, ev, kOp, "start", "end");
   FASTVQA_CHECK(topk >= 1, kOp, ": topk must be >= 1, got ", topk);
-  FASTVQA_CHECK(min_len >= 1, kOp, ": min_len must be >= 1, got ", min_len);
   const int64_t batch = sv.shape[0], steps = sv.shape[1];
-  int64_t max_len = steps;
-  if (!max_len_obj.is_none()) {
-    max_len = max_len_obj.cast<int64_t>();
-    FASTVQA_CHECK(max_len >= 1, kOp, ": max_len must be >= 1 (or None for no limit), got ",
-                  max_len);
-    FASTVQA_CHECK(max_len >= min_len, kOp, ": max_len must be >= min_len, got max_len = ",
-                  max_len, " and min_len = ", min_len);
-    if (max_len > steps) max_len = steps;
-  }
+  int64_t max_len = max_len_arg(max_len_obj, min_len, steps, kOp, "no limit");
+  if (max_len > steps) max_len = steps;
   if (sv.is_cuda()) require_cuda(kOp);
 
   std::unique_ptr<ArrayArg> lengths;
   if (!lengths_obj.is_none()) {
     lengths = std::make_unique<ArrayArg>(lengths_obj, kOp, "lengths", stream);
     check_same_device(sv, lengths->view(), kOp, "start", "lengths");
-    check_lengths(lengths->view(), batch, steps, stream);
+    check_lengths(lengths->view(), batch, steps, kOp, stream);
   }
 
   ArrayArg spans = allocate_output(alloc, {batch, topk, 2}, "int64", kOp, stream);

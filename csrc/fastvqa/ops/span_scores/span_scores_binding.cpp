@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "fastvqa/bindings/arg_checks.h"
 #include "fastvqa/bindings/array_arg.h"
 #include "fastvqa/common/cuda_runtime_api.h"
 #include "fastvqa/common/dispatch.h"
@@ -27,34 +28,15 @@ Reduce parse_reduce(const std::string& name, const char* op) {
                                   name, "'"));
 }
 
-// Optional (B,) lengths in [0, steps], checked on the host before a kernel
-// trusts them as bounds.
+// Optional (B,) lengths in [0, steps].
 std::unique_ptr<ArrayArg> lengths_arg(py::object obj, const TensorView& like, const char* op,
                                       const char* like_name, int64_t batch, int64_t steps,
                                       std::uintptr_t stream) {
   if (obj.is_none()) return nullptr;
   auto lengths = std::make_unique<ArrayArg>(obj, op, "lengths", stream);
-  const TensorView& lv = lengths->view();
-  check_int64(lv, op, "lengths");
-  check_same_device(like, lv, op, like_name, "lengths");
-  FASTVQA_CHECK(lv.ndim == 1 && lv.shape[0] == batch, op, ": lengths must have shape (B,) = (",
-                batch, ",), got shape ", lv.shape_str());
-  const std::vector<int64_t> h = int64_to_host(lv, stream);
-  for (int64_t b = 0; b < batch; ++b)
-    FASTVQA_CHECK(0 <= h[b] && h[b] <= steps, op, ": lengths must lie in [0, T] = [0, ", steps,
-                  "], got lengths[", b, "] = ", h[b]);
+  check_same_device(like, lengths->view(), op, like_name, "lengths");
+  check_lengths(lengths->view(), batch, steps, op, stream);
   return lengths;
-}
-
-// max_len: None for T, else >= 1 and >= min_len.
-int64_t max_len_arg(py::object obj, int64_t min_len, int64_t steps, const char* op) {
-  FASTVQA_CHECK(min_len >= 1, op, ": min_len must be >= 1, got ", min_len);
-  if (obj.is_none()) return steps;
-  const int64_t max_len = obj.cast<int64_t>();
-  FASTVQA_CHECK(max_len >= 1, op, ": max_len must be >= 1 (or None for T), got ", max_len);
-  FASTVQA_CHECK(max_len >= min_len, op, ": max_len must be >= min_len, got max_len = ", max_len,
-                " and min_len = ", min_len);
-  return max_len;
 }
 
 template <typename T>

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "fastvqa/bindings/arg_checks.h"
 #include "fastvqa/bindings/array_arg.h"
 #include "fastvqa/common/cuda_runtime_api.h"
 #include "fastvqa/common/dispatch.h"
@@ -116,29 +117,14 @@ Call check_call(py::object frames_obj, py::object query_obj, py::object spans_ob
     c.cells = s.shape[1];
     return c;
   }
-  FASTVQA_CHECK(min_len >= 1, op, ": min_len must be >= 1, got ", min_len);
+  c.width = max_len_arg(max_len_obj, min_len, c.steps, op);
   c.min_len = min_len;
-  c.width = c.steps;
-  if (!max_len_obj.is_none()) {
-    c.width = max_len_obj.cast<int64_t>();
-    FASTVQA_CHECK(c.width >= 1, op, ": max_len must be >= 1 (or None for T), got ", c.width);
-    FASTVQA_CHECK(c.width >= min_len, op, ": max_len must be >= min_len, got max_len = ",
-                  c.width, " and min_len = ", min_len);
-  }
   c.max_len = c.width;
   c.cells = c.steps * c.width;
   if (!lengths_obj.is_none()) {
     c.lengths = std::make_unique<ArrayArg>(lengths_obj, op, "lengths", stream);
-    const TensorView& lv = c.lengths->view();
-    check_int64(lv, op, "lengths");
-    check_same_device(f, lv, op, "frames", "lengths");
-    FASTVQA_CHECK(lv.ndim == 1 && lv.shape[0] == c.batch, op,
-                  ": lengths must have shape (B,) = (", c.batch, ",), got shape ",
-                  lv.shape_str());
-    const std::vector<int64_t> h = int64_to_host(lv, stream);
-    for (int64_t b = 0; b < c.batch; ++b)
-      FASTVQA_CHECK(0 <= h[b] && h[b] <= c.steps, op, ": lengths must lie in [0, T] = [0, ",
-                    c.steps, "], got lengths[", b, "] = ", h[b]);
+    check_same_device(f, c.lengths->view(), op, "frames", "lengths");
+    check_lengths(c.lengths->view(), c.batch, c.steps, op, stream);
   }
   return c;
 }

@@ -5,6 +5,7 @@
 
 #include <vector>
 
+#include "fastvqa/bindings/arg_checks.h"
 #include "fastvqa/bindings/array_arg.h"
 #include "fastvqa/common/cuda_runtime_api.h"
 #include "fastvqa/common/dispatch.h"
@@ -96,15 +97,7 @@ py::tuple grounding(py::object pred_obj, py::object gt_obj, py::object off_obj,
                 ": gt_offsets must have shape (N + 1,) = (", n + 1, ",) for N = ", n,
                 " predictions, got shape ", ov.shape_str());
   if (pv.is_cuda()) require_cuda(op);
-  // The row pointers are checked on the host: a malformed one would make the
-  // kernel read out of bounds.
-  const std::vector<int64_t> h = int64_to_host(ov, stream);
-  FASTVQA_CHECK(h[0] == 0, op, ": gt_offsets must start at 0, got ", h[0]);
-  for (int64_t i = 0; i < n; ++i)
-    FASTVQA_CHECK(h[i] <= h[i + 1], op, ": gt_offsets must be non-decreasing, got ", h[i],
-                  " then ", h[i + 1], " at positions ", i, " and ", i + 1);
-  FASTVQA_CHECK(h[n] == k, op, ": gt_offsets must end at the number of ground-truth spans (", k,
-                "), got ", h[n]);
+  host_row_offsets(ov, k, op, "gt_offsets", "ground-truth spans", stream);
 
   ArrayArg iou = allocate_output(alloc, {n}, dtype_name(pv.dtype), op, stream);
   ArrayArg iop = allocate_output(alloc, {n}, dtype_name(pv.dtype), op, stream);
