@@ -30,6 +30,30 @@ FASTVQA_HD bool ranks_before(T sa, int64_t ia, int64_t ja, T sb, int64_t ib, int
   return ja < jb;
 }
 
+// Inserts (s, i, j) into the list sorted by rank (count entries, capacity cap)
+// when it belongs there; the last entry drops out of a full list.
+template <typename T>
+FASTVQA_HD void insert_ranked(T s, int64_t i, int64_t j, int64_t cap, int64_t* count,
+                              int64_t* spans, T* scores) {
+  const int64_t n = *count;
+  if (n == cap && !ranks_before(s, i, j, scores[cap - 1], spans[2 * (cap - 1)],
+                                spans[2 * (cap - 1) + 1]))
+    return;
+  // A shift beats a heap for the small lists used here.
+  int64_t pos = n < cap ? n : cap - 1;
+  while (pos > 0 &&
+         ranks_before(s, i, j, scores[pos - 1], spans[2 * (pos - 1)], spans[2 * (pos - 1) + 1])) {
+    scores[pos] = scores[pos - 1];
+    spans[2 * pos] = spans[2 * (pos - 1)];
+    spans[2 * pos + 1] = spans[2 * (pos - 1) + 1];
+    --pos;
+  }
+  scores[pos] = s;
+  spans[2 * pos] = i;
+  spans[2 * pos + 1] = j;
+  if (n < cap) *count = n + 1;
+}
+
 // Inclusive range [lo, hi] of starts that may pair with end j; empty if lo > hi.
 FASTVQA_HD void start_window(int64_t j, int64_t min_len, int64_t max_len, int64_t* lo,
                              int64_t* hi) {
@@ -109,22 +133,7 @@ FASTVQA_HD int64_t topk_row(const RowView<T>& r, int64_t min_len, int64_t max_le
       const T si = r.start[i * r.ss];
       const T score = si + ej;
       if (is_nan(score)) continue;
-      if (count == k && !ranks_before(score, i, j, out_scores[k - 1], out_spans[2 * (k - 1)],
-                                      out_spans[2 * (k - 1) + 1]))
-        continue;
-      // Insertion into the sorted list; k is small, so a shift beats a heap.
-      int64_t pos = count < k ? count : k - 1;
-      while (pos > 0 && ranks_before(score, i, j, out_scores[pos - 1], out_spans[2 * (pos - 1)],
-                                     out_spans[2 * (pos - 1) + 1])) {
-        out_scores[pos] = out_scores[pos - 1];
-        out_spans[2 * pos] = out_spans[2 * (pos - 1)];
-        out_spans[2 * pos + 1] = out_spans[2 * (pos - 1) + 1];
-        --pos;
-      }
-      out_scores[pos] = score;
-      out_spans[2 * pos] = i;
-      out_spans[2 * pos + 1] = j;
-      if (count < k) ++count;
+      insert_ranked(score, i, j, k, &count, out_spans, out_scores);
     }
   }
   return count;

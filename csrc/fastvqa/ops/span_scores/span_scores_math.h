@@ -27,6 +27,7 @@ namespace fastvqa {
 namespace span_scores {
 
 using span_argmax::fill_missing;
+using span_argmax::insert_ranked;
 using span_argmax::is_nan;
 using span_argmax::ranks_before;
 
@@ -248,30 +249,6 @@ FASTVQA_HD double index_iou(int64_t i1, int64_t j1, int64_t i2, int64_t j2) {
   const int64_t inter = hi >= lo ? hi - lo + 1 : 0;
   const int64_t uni = (j1 - i1 + 1) + (j2 - i2 + 1) - inter;
   return static_cast<double>(inter) / static_cast<double>(uni);
-}
-
-// Inserts (s, i, j) into the list sorted by rank (count entries, capacity cap)
-// when it belongs there; the last entry drops out of a full list.
-template <typename T>
-FASTVQA_HD void insert_ranked(T s, int64_t i, int64_t j, int64_t cap, int64_t* count,
-                              int64_t* spans, T* scores) {
-  const int64_t n = *count;
-  if (n == cap && !ranks_before(s, i, j, scores[cap - 1], spans[2 * (cap - 1)],
-                                spans[2 * (cap - 1) + 1]))
-    return;
-  // A shift beats a heap for the small lists used here.
-  int64_t pos = n < cap ? n : cap - 1;
-  while (pos > 0 &&
-         ranks_before(s, i, j, scores[pos - 1], spans[2 * (pos - 1)], spans[2 * (pos - 1) + 1])) {
-    scores[pos] = scores[pos - 1];
-    spans[2 * pos] = spans[2 * (pos - 1)];
-    spans[2 * pos + 1] = spans[2 * (pos - 1) + 1];
-    --pos;
-  }
-  scores[pos] = s;
-  spans[2 * pos] = i;
-  spans[2 * pos + 1] = j;
-  if (n < cap) *count = n + 1;
 }
 
 // A position in the rank order: only spans ranking strictly after it are
