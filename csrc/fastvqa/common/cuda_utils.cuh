@@ -37,6 +37,10 @@ inline unsigned int blocks_for(long long n, int threads = kThreadsPerBlock) {
   return static_cast<unsigned int>(blocks);
 }
 
+// One block per item (a row, a group, a tile), with blocks_for's floor and
+// cap; a kernel launched this way loops over the items past the cap.
+inline unsigned int block_per_item(long long n) { return blocks_for(n, 1); }
+
 inline cudaStream_t as_stream(std::uintptr_t stream) {
   return reinterpret_cast<cudaStream_t>(stream);
 }

@@ -143,11 +143,6 @@ __global__ void gather_kernel(Params<T> p, const int64_t* out_offsets, int64_t* 
   }
 }
 
-unsigned int grid_for_blocks(int64_t blocks) {
-  return static_cast<unsigned int>(blocks < 65535LL * 16 ? (blocks > 0 ? blocks : 1)
-                                                         : 65535LL * 16);
-}
-
 }  // namespace
 
 template <typename T>
@@ -170,10 +165,10 @@ void nms_1d_cuda_select(const Params<T>& p, const HardPlan* plan, const CudaScra
     FASTVQA_CUDA_CHECK_LAUNCH();
   }
   if (plan->blocks() > 0) {
-    mask_kernel<T><<<grid_for_blocks(plan->blocks()), kTile, 0, st>>>(p, s.table, s.order, mask);
+    mask_kernel<T><<<block_per_item(plan->blocks()), kTile, 0, st>>>(p, s.table, s.order, mask);
     FASTVQA_CUDA_CHECK_LAUNCH();
   }
-  reduce_kernel<T><<<grid_for_blocks(p.groups), kReduceThreads, 0, st>>>(
+  reduce_kernel<T><<<block_per_item(p.groups), kReduceThreads, 0, st>>>(
       p, s.table, s.order, mask, reinterpret_cast<unsigned long long*>(s.removed));
   FASTVQA_CUDA_CHECK_LAUNCH();
 }

@@ -147,9 +147,7 @@ void span_argmax_cuda(const Params<T>& p, std::uintptr_t stream) {
   if (p.batch == 0) return;
   const cudaStream_t s = as_stream(stream);
   if (p.k == 1) {
-    const unsigned int blocks = p.batch < 65535 * 16 ? static_cast<unsigned int>(p.batch)
-                                                     : 65535u * 16;
-    top1_kernel<T><<<blocks, kTop1Threads, 0, s>>>(p);
+    top1_kernel<T><<<block_per_item(p.batch), kTop1Threads, 0, s>>>(p);
   } else {
     topk_kernel<T><<<blocks_for(p.batch, 64), 64, 0, s>>>(p);
   }

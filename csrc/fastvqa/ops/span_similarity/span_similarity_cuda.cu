@@ -129,17 +129,13 @@ __global__ void backward_kernel(Params<T> p, int64_t row_size) {
   }
 }
 
-unsigned int row_blocks(int64_t batch) {
-  return batch < 65535LL * 16 ? static_cast<unsigned int>(batch) : 65535u * 16;
-}
-
 }  // namespace
 
 template <typename T>
 void forward_cuda(const Params<T>& p, std::uintptr_t stream) {
   if (p.batch == 0) return;
   const int64_t size = RowWork::size(p.steps, p.dim, p.cells, p.pool, false);
-  forward_kernel<T><<<row_blocks(p.batch), kThreads, 0, as_stream(stream)>>>(p, size);
+  forward_kernel<T><<<block_per_item(p.batch), kThreads, 0, as_stream(stream)>>>(p, size);
   FASTVQA_CUDA_CHECK_LAUNCH();
 }
 
@@ -147,7 +143,7 @@ template <typename T>
 void backward_cuda(const Params<T>& p, std::uintptr_t stream) {
   if (p.batch == 0) return;
   const int64_t size = RowWork::size(p.steps, p.dim, p.cells, p.pool, true);
-  backward_kernel<T><<<row_blocks(p.batch), kThreads, 0, as_stream(stream)>>>(p, size);
+  backward_kernel<T><<<block_per_item(p.batch), kThreads, 0, as_stream(stream)>>>(p, size);
   FASTVQA_CUDA_CHECK_LAUNCH();
 }
 
