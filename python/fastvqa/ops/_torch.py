@@ -97,9 +97,11 @@ def _(a: Tensor, b: Tensor, mode: str, paired: bool) -> Tensor:
     return a.new_empty(shape, dtype=dtype)
 
 
-# The public entry points detach their inputs: these ops have no gradient
-# formula, and a result that claimed to need one would only fail later, in
-# backward(). Results therefore never require grad.
+# The public entry points detach their float inputs: these ops have no
+# gradient formula, and a result that claimed to need one would only fail
+# later, in backward(). Results therefore never require grad. Index inputs
+# (lengths, offsets, spans) are integer tensors, which never require grad, and
+# anything else is refused by _prep_index, so they are passed as they are.
 
 
 def temporal_iou(a: Tensor, b: Tensor, mode: str, paired: bool) -> Tensor:
@@ -127,6 +129,7 @@ def _(pred: Tensor, gt: Tensor, gt_offsets: Tensor) -> tuple[Tensor, Tensor]:
 
 
 def grounding_overlap(pred: Tensor, gt: Tensor, gt_offsets: Tensor) -> tuple[Tensor, Tensor]:
+    # gt_offsets is required: .detach() keeps a None failing here, as it always has.
     return _grounding_op(pred.detach(), gt.detach(), gt_offsets.detach())
 
 
@@ -177,6 +180,4 @@ def span_argmax(
     topk: int,
     lengths: Optional[Tensor],
 ) -> tuple[Tensor, Tensor]:
-    return _span_argmax_op(
-        start.detach(), end.detach(), max_len, min_len, topk, None if lengths is None else lengths.detach()
-    )
+    return _span_argmax_op(start.detach(), end.detach(), max_len, min_len, topk, lengths)

@@ -61,8 +61,7 @@ def _(spans, scores, offsets, iou_threshold, method, sigma, score_threshold):
 
 def nms_1d(spans, scores, offsets, iou_threshold, method, sigma, score_threshold):
     return _nms_1d_op(
-        spans.detach(), scores.detach(), None if offsets is None else offsets.detach(),
-        iou_threshold, method, sigma, score_threshold,
+        spans.detach(), scores.detach(), offsets, iou_threshold, method, sigma, score_threshold,
     )
 
 
@@ -95,9 +94,7 @@ def _(probs, threshold, min_len, lengths):
 
 
 def io_to_spans(probs, threshold, min_len, lengths):
-    return _io_to_spans_op(
-        probs.detach(), threshold, min_len, None if lengths is None else lengths.detach()
-    )
+    return _io_to_spans_op(probs.detach(), threshold, min_len, lengths)
 
 
 @torch.library.custom_op("fastvqa::io_to_start_end", mutates_args=())
@@ -117,4 +114,4 @@ def _(probs, lengths):
 
 
 def io_to_start_end(probs, lengths):
-    return _io_to_start_end_op(probs.detach(), None if lengths is None else lengths.detach())
+    return _io_to_start_end_op(probs.detach(), lengths)

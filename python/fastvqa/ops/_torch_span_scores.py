@@ -90,8 +90,7 @@ _span_scores_op.register_autograd(_backward, setup_context=_setup_context)
 def span_scores(
     x: Tensor, reduce: str, min_len: int, max_len: Optional[int], lengths: Optional[Tensor]
 ) -> Tensor:
-    return _span_scores_op(x, reduce, min_len, max_len,
-                           None if lengths is None else lengths.detach())
+    return _span_scores_op(x, reduce, min_len, max_len, lengths)
 
 
 # ------------------------------------------------------------------- top_spans
@@ -144,5 +143,4 @@ def top_spans(
     lengths: Optional[Tensor],
     nms_iou: Optional[float],
 ) -> tuple[Tensor, Tensor]:
-    return _top_spans_op(x.detach(), k, reduce, min_len, max_len,
-                         None if lengths is None else lengths.detach(), nms_iou)
+    return _top_spans_op(x.detach(), k, reduce, min_len, max_len, lengths, nms_iou)

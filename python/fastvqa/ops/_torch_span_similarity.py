@@ -129,8 +129,5 @@ def span_similarity(
     lengths: Optional[Tensor],
     eps: float,
 ) -> Tensor:
-    # Index arguments never carry gradient; frames and query keep theirs.
-    return _forward_op(
-        frames, query, None if spans is None else spans.detach(), pool, min_len, max_len,
-        None if lengths is None else lengths.detach(), eps,
-    )
+    # frames and query keep their gradient; the integer index arguments have none.
+    return _forward_op(frames, query, spans, pool, min_len, max_len, lengths, eps)
