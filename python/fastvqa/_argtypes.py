@@ -24,12 +24,16 @@ def int_at_least(minimum: int) -> Callable[[str], int]:
     return convert
 
 
-def positive_float(text: str) -> float:
-    """A finite number > 0."""
+def _number(text: str) -> float:
     try:
-        value = float(text)
+        return float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+
+
+def positive_float(text: str) -> float:
+    """A finite number > 0."""
+    value = _number(text)
     if not (value > 0 and math.isfinite(value)):
         raise argparse.ArgumentTypeError(f"expected a finite number > 0, got {text}")
     return value
@@ -37,10 +41,7 @@ def positive_float(text: str) -> float:
 
 def unit_interval(text: str) -> float:
     """A number in [0, 1]."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    value = _number(text)
     if not 0.0 <= value <= 1.0:  # also rejects NaN
         raise argparse.ArgumentTypeError(f"must lie in [0, 1], got {value}")
     return value

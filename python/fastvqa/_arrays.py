@@ -38,30 +38,26 @@ def require_all_torch(op: str, **named: Any) -> None:
             )
 
 
-def _native_order(arr: np.ndarray) -> np.ndarray:
-    """Byte-swapped (e.g. big-endian file) arrays are converted once; kernels read native order."""
-    if arr.dtype.byteorder not in ("=", "|") and arr.dtype.isnative is False:
-        return arr.astype(arr.dtype.newbyteorder("="))
-    return arr
-
-
 def numpy_float(x: Any, op: str, name: str) -> np.ndarray:
     """``x`` as a float32/float64 ndarray (no copy when it already is one).
 
     Integer inputs become float64 (NumPy's promotion); float16 becomes float32.
     Booleans, complex and non-numeric inputs raise TypeError.
     """
-    arr = _native_order(np.asarray(x))
+    arr = np.asarray(x)
     kind = arr.dtype.kind
-    if arr.dtype in _FLOAT_DTYPES:
-        return arr
+    native = arr.dtype.newbyteorder("=")
+    if native in _FLOAT_DTYPES:
+        # Kernels read native byte order: a byte-swapped (e.g. big-endian file)
+        # array is converted here; the casts below already produce native order.
+        return arr.astype(native, copy=False)
     if kind == "f" and arr.dtype.itemsize < 4:
         return arr.astype(np.float32)
     if kind in "iu":
         return arr.astype(np.float64)
     raise TypeError(
         f"{op}: {name} must hold real numbers (float32 or float64; integers are converted), "
-        f"got dtype {arr.dtype}"
+        f"got dtype {native}"
     )
 
 
@@ -76,9 +72,11 @@ def numpy_common_float(op: str, **named: Any) -> tuple[list[np.ndarray], np.dtyp
 
 def numpy_index(x: Any, op: str, name: str) -> np.ndarray:
     """``x`` as an int64 ndarray; floats and booleans raise TypeError."""
-    arr = _native_order(np.asarray(x))
+    arr = np.asarray(x)
     if arr.dtype.kind not in "iu":
-        raise TypeError(f"{op}: {name} must hold integers, got dtype {arr.dtype}")
+        native = arr.dtype.newbyteorder("=")  # named in native order, as numpy_float does
+        raise TypeError(f"{op}: {name} must hold integers, got dtype {native}")
+    # The cast also brings a byte-swapped array to native order.
     return arr.astype(np.int64, copy=False)
 
 

@@ -250,17 +250,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         return args.func(args)
     except (CommandError, DataFormatError, FileNotFoundError, IsADirectoryError,
-            ValueError, TypeError) as err:
+            ValueError, TypeError, ImportError) as err:
         # Bad files and arguments are the user's to fix: one line, no traceback
-        # (FASTVQA_DEBUG=1 shows it, for reporting a fastvqa bug).
-        if os.environ.get("FASTVQA_DEBUG"):
-            raise
-        print(f"fastvqa {args.command}: error: {err}", file=sys.stderr)
-        return 2
-    except ImportError as err:
-        # A missing optional extra: fastvqa's own messages name the pip install
-        # that fixes it, so one line is enough. Anything else is a bug: traceback.
-        if "pip install" not in str(err) or os.environ.get("FASTVQA_DEBUG"):
+        # (FASTVQA_DEBUG=1 shows it, for reporting a fastvqa bug). So is a
+        # missing optional extra, whose message names the pip install that
+        # fixes it; any other ImportError is a bug: traceback.
+        if os.environ.get("FASTVQA_DEBUG") or (
+            isinstance(err, ImportError) and "pip install" not in str(err)
+        ):
             raise
         print(f"fastvqa {args.command}: error: {err}", file=sys.stderr)
         return 2

@@ -66,16 +66,13 @@ class SpanHead(nn.Module):
         gold = gold.reshape(B, -1, 2).to(torch.int64)
         if T == 0:
             return start_logits.sum() * 0.0
-        mask = lengths_to_mask(lengths, B, T, start_logits.device)
-        lp_s = masked_log_softmax(start_logits, mask)
-        lp_e = masked_log_softmax(end_logits, mask)
+        lp_s, lp_e, mask = self._log_probs(start_logits, end_logits, lengths)
         length = mask.sum(-1, keepdim=True)
         gs, ge = gold[..., 0], gold[..., 1]
         valid = (gs >= 0) & (gs <= ge) & (ge < length)  # [B, G]
         if self.multi_span == "first":
             # The first *valid* gold span of each row.
-            first = valid & (valid.cumsum(-1) == 1)
-            valid = first
+            valid = valid & (valid.cumsum(-1) == 1)
         gs_c, ge_c = gs.clamp(0, T - 1), ge.clamp(0, T - 1)
         if self.multi_span == "logsumexp":
             hot_s = torch.zeros(B, T, device=mask.device).scatter_add(1, gs_c, valid.float()) > 0
@@ -101,9 +98,14 @@ class SpanHead(nn.Module):
         rows with fewer valid spans (e.g. ``lengths[b] == 0``) are padded with
         ``(-1, -1)`` and ``-inf``. Ties: higher score, smaller start, smaller end.
         """
+        lp_s, lp_e, mask = self._log_probs(start_logits, end_logits, lengths)
+        return span_argmax(lp_s, lp_e, max_len=max_len, min_len=min_len, topk=topk,
+                           lengths=mask.sum(-1))
+
+    @staticmethod
+    def _log_probs(start_logits: Tensor, end_logits: Tensor,
+                   lengths: Optional[Tensor]) -> tuple[Tensor, Tensor, Tensor]:
+        """``(log P(start), log P(end), mask)`` over the valid steps of each row."""
         B, T = start_logits.shape
         mask = lengths_to_mask(lengths, B, T, start_logits.device)
-        lp_s = masked_log_softmax(start_logits, mask)
-        lp_e = masked_log_softmax(end_logits, mask)
-        lens = mask.sum(-1)
-        return span_argmax(lp_s, lp_e, max_len=max_len, min_len=min_len, topk=topk, lengths=lens)
+        return masked_log_softmax(start_logits, mask), masked_log_softmax(end_logits, mask), mask

@@ -52,7 +52,17 @@ def _prep_float(t: Tensor, dtype: torch.dtype) -> Tensor:
     return t.detach().to(dtype)
 
 
-def _prep_index(t: Tensor, op: str, name: str) -> Tensor:
+def _prep_floats(op: str, **named: Tensor) -> tuple[list[Tensor], torch.dtype]:
+    """The float inputs in their compute dtype, and the dtype the op returns
+    (the torch counterpart of :func:`fastvqa._arrays.numpy_common_float`)."""
+    out_dtype = _float_dtype(op, **named)
+    work = _compute_dtype(out_dtype)
+    return [_prep_float(t, work) for t in named.values()], out_dtype
+
+
+def _prep_index(t: Optional[Tensor], op: str, name: str) -> Optional[Tensor]:
+    if t is None:  # optional index inputs (lengths, offsets) pass through
+        return None
     if t.dtype.is_floating_point or t.dtype.is_complex or t.dtype == torch.bool:
         raise TypeError(f"{op}: {name} must hold integers, got {t.dtype}")
     # Row pointers and lengths are read on the host before launch; on CUDA the
@@ -75,9 +85,7 @@ def _check_devices(op: str, **named: Optional[Tensor]) -> None:
 def _temporal_iou_op(a: Tensor, b: Tensor, mode: str, paired: bool) -> Tensor:
     op = "paired_temporal_iou" if paired else "temporal_iou"
     _check_devices(op, a=a, b=b)
-    out_dtype = _float_dtype(op, a=a, b=b)
-    work = _compute_dtype(out_dtype)
-    a_w, b_w = _prep_float(a, work), _prep_float(b, work)
+    (a_w, b_w), out_dtype = _prep_floats(op, a=a, b=b)
     out = _C.temporal_iou(a_w, b_w, mode, paired, _stream(a_w), _allocator(a.device))
     return out.to(out_dtype)
 
@@ -89,9 +97,11 @@ def _(a: Tensor, b: Tensor, mode: str, paired: bool) -> Tensor:
     return a.new_empty(shape, dtype=dtype)
 
 
-# The public entry points detach their inputs: these ops have no gradient
-# formula, and a result that claimed to need one would only fail later, in
-# backward(). Results therefore never require grad.
+# The public entry points detach their float inputs: these ops have no
+# gradient formula, and a result that claimed to need one would only fail
+# later, in backward(). Results therefore never require grad. Index inputs
+# (lengths, offsets, spans) are integer tensors, which never require grad, and
+# anything else is refused by _prep_index, so they are passed as they are.
 
 
 def temporal_iou(a: Tensor, b: Tensor, mode: str, paired: bool) -> Tensor:
@@ -105,9 +115,7 @@ def temporal_iou(a: Tensor, b: Tensor, mode: str, paired: bool) -> Tensor:
 def _grounding_op(pred: Tensor, gt: Tensor, gt_offsets: Tensor) -> tuple[Tensor, Tensor]:
     op = "grounding_overlap"
     _check_devices(op, pred=pred, gt=gt, gt_offsets=gt_offsets)
-    out_dtype = _float_dtype(op, pred=pred, gt=gt)
-    work = _compute_dtype(out_dtype)
-    p_w, g_w = _prep_float(pred, work), _prep_float(gt, work)
+    (p_w, g_w), out_dtype = _prep_floats(op, pred=pred, gt=gt)
     offsets = _prep_index(gt_offsets, op, "gt_offsets")
     iou, iop = _C.grounding_overlap(p_w, g_w, offsets, _stream(p_w), _allocator(pred.device))
     return iou.to(out_dtype), iop.to(out_dtype)
@@ -121,6 +129,7 @@ def _(pred: Tensor, gt: Tensor, gt_offsets: Tensor) -> tuple[Tensor, Tensor]:
 
 
 def grounding_overlap(pred: Tensor, gt: Tensor, gt_offsets: Tensor) -> tuple[Tensor, Tensor]:
+    # gt_offsets is required: .detach() keeps a None failing here, as it always has.
     return _grounding_op(pred.detach(), gt.detach(), gt_offsets.detach())
 
 
@@ -138,10 +147,8 @@ def _span_argmax_op(
 ) -> tuple[Tensor, Tensor]:
     op = "span_argmax"
     _check_devices(op, start=start, end=end, lengths=lengths)
-    out_dtype = _float_dtype(op, start=start, end=end)
-    work = _compute_dtype(out_dtype)
-    s_w, e_w = _prep_float(start, work), _prep_float(end, work)
-    lens = None if lengths is None else _prep_index(lengths, op, "lengths")
+    (s_w, e_w), out_dtype = _prep_floats(op, start=start, end=end)
+    lens = _prep_index(lengths, op, "lengths")
     spans, scores = _C.span_argmax(
         s_w, e_w, max_len, min_len, topk, lens, _stream(s_w), _allocator(start.device)
     )
@@ -173,6 +180,4 @@ def span_argmax(
     topk: int,
     lengths: Optional[Tensor],
 ) -> tuple[Tensor, Tensor]:
-    return _span_argmax_op(
-        start.detach(), end.detach(), max_len, min_len, topk, None if lengths is None else lengths.detach()
-    )
+    return _span_argmax_op(start.detach(), end.detach(), max_len, min_len, topk, lengths)

@@ -17,9 +17,8 @@ from fastvqa._ext import _C
 from fastvqa.ops._torch import (
     _allocator,
     _check_devices,
-    _compute_dtype,
     _float_dtype,
-    _prep_float,
+    _prep_floats,
     _prep_index,
     _stream,
 )
@@ -39,10 +38,8 @@ def _nms_1d_op(
 ) -> tuple[Tensor, Tensor, Tensor]:
     op = "nms_1d"
     _check_devices(op, spans=spans, scores=scores, offsets=offsets)
-    out_dtype = _float_dtype(op, spans=spans, scores=scores)
-    work = _compute_dtype(out_dtype)
-    sp, sc = _prep_float(spans, work), _prep_float(scores, work)
-    off = None if offsets is None else _prep_index(offsets, op, "offsets")
+    (sp, sc), out_dtype = _prep_floats(op, spans=spans, scores=scores)
+    off = _prep_index(offsets, op, "offsets")
     keep, keep_offsets, kept = _C.nms_1d(
         sp, sc, off, iou_threshold, method, sigma, score_threshold, _stream(sp),
         _allocator(spans.device),
@@ -64,8 +61,7 @@ def _(spans, scores, offsets, iou_threshold, method, sigma, score_threshold):
 
 def nms_1d(spans, scores, offsets, iou_threshold, method, sigma, score_threshold):
     return _nms_1d_op(
-        spans.detach(), scores.detach(), None if offsets is None else offsets.detach(),
-        iou_threshold, method, sigma, score_threshold,
+        spans.detach(), scores.detach(), offsets, iou_threshold, method, sigma, score_threshold,
     )
 
 
@@ -78,9 +74,8 @@ def _io_to_spans_op(
 ) -> tuple[Tensor, Tensor, Tensor]:
     op = "io_to_spans"
     _check_devices(op, probs=probs, lengths=lengths)
-    out_dtype = _float_dtype(op, probs=probs)
-    p = _prep_float(probs, _compute_dtype(out_dtype))
-    lens = None if lengths is None else _prep_index(lengths, op, "lengths")
+    (p,), out_dtype = _prep_floats(op, probs=probs)
+    lens = _prep_index(lengths, op, "lengths")
     spans, scores, row_offsets = _C.io_to_spans(
         p, threshold, min_len, lens, _stream(p), _allocator(probs.device)
     )
@@ -99,18 +94,15 @@ def _(probs, threshold, min_len, lengths):
 
 
 def io_to_spans(probs, threshold, min_len, lengths):
-    return _io_to_spans_op(
-        probs.detach(), threshold, min_len, None if lengths is None else lengths.detach()
-    )
+    return _io_to_spans_op(probs.detach(), threshold, min_len, lengths)
 
 
 @torch.library.custom_op("fastvqa::io_to_start_end", mutates_args=())
 def _io_to_start_end_op(probs: Tensor, lengths: Optional[Tensor]) -> tuple[Tensor, Tensor]:
     op = "io_to_start_end"
     _check_devices(op, probs=probs, lengths=lengths)
-    out_dtype = _float_dtype(op, probs=probs)
-    p = _prep_float(probs, _compute_dtype(out_dtype))
-    lens = None if lengths is None else _prep_index(lengths, op, "lengths")
+    (p,), out_dtype = _prep_floats(op, probs=probs)
+    lens = _prep_index(lengths, op, "lengths")
     start, end = _C.io_to_start_end(p, lens, _stream(p), _allocator(probs.device))
     return start.to(out_dtype), end.to(out_dtype)
 
@@ -122,4 +114,4 @@ def _(probs, lengths):
 
 
 def io_to_start_end(probs, lengths):
-    return _io_to_start_end_op(probs.detach(), None if lengths is None else lengths.detach())
+    return _io_to_start_end_op(probs.detach(), lengths)

@@ -21,6 +21,7 @@ from fastvqa.ops._torch import (
     _compute_dtype,
     _float_dtype,
     _prep_float,
+    _prep_floats,
     _prep_index,
     _stream,
 )
@@ -34,9 +35,8 @@ def _span_scores_op(
 ) -> Tensor:
     op = "span_scores"
     _check_devices(op, x=x, lengths=lengths)
-    out_dtype = _float_dtype(op, x=x)
-    x_w = _prep_float(x, _compute_dtype(out_dtype))
-    lens = None if lengths is None else _prep_index(lengths, op, "lengths")
+    (x_w,), out_dtype = _prep_floats(op, x=x)
+    lens = _prep_index(lengths, op, "lengths")
     out = _C.span_scores(x_w, reduce, min_len, max_len, lens, _stream(x_w), _allocator(x.device))
     return out.to(out_dtype)
 
@@ -55,7 +55,7 @@ def _span_scores_backward_op(
     op = "span_scores_backward"
     _check_devices(op, grad=grad, lengths=lengths)
     g_w = _prep_float(grad, _compute_dtype(grad.dtype))
-    lens = None if lengths is None else _prep_index(lengths, op, "lengths")
+    lens = _prep_index(lengths, op, "lengths")
     out = _C.span_scores_backward(g_w, reduce, min_len, lens, _stream(g_w),
                                   _allocator(grad.device))
     return out.to(grad.dtype)
@@ -90,8 +90,7 @@ _span_scores_op.register_autograd(_backward, setup_context=_setup_context)
 def span_scores(
     x: Tensor, reduce: str, min_len: int, max_len: Optional[int], lengths: Optional[Tensor]
 ) -> Tensor:
-    return _span_scores_op(x, reduce, min_len, max_len,
-                           None if lengths is None else lengths.detach())
+    return _span_scores_op(x, reduce, min_len, max_len, lengths)
 
 
 # ------------------------------------------------------------------- top_spans
@@ -109,9 +108,8 @@ def _top_spans_op(
 ) -> tuple[Tensor, Tensor]:
     op = "top_spans"
     _check_devices(op, x=x, lengths=lengths)
-    out_dtype = _float_dtype(op, x=x)
-    x_w = _prep_float(x, _compute_dtype(out_dtype))
-    lens = None if lengths is None else _prep_index(lengths, op, "lengths")
+    (x_w,), out_dtype = _prep_floats(op, x=x)
+    lens = _prep_index(lengths, op, "lengths")
     spans, scores = _C.top_spans(x_w, k, reduce, min_len, max_len, lens, nms_iou,
                                  _stream(x_w), _allocator(x.device))
     return spans, scores.to(out_dtype)
@@ -145,5 +143,4 @@ def top_spans(
     lengths: Optional[Tensor],
     nms_iou: Optional[float],
 ) -> tuple[Tensor, Tensor]:
-    return _top_spans_op(x.detach(), k, reduce, min_len, max_len,
-                         None if lengths is None else lengths.detach(), nms_iou)
+    return _top_spans_op(x.detach(), k, reduce, min_len, max_len, lengths, nms_iou)

@@ -21,6 +21,7 @@ from fastvqa.ops._torch import (
     _compute_dtype,
     _float_dtype,
     _prep_float,
+    _prep_floats,
     _prep_index,
     _stream,
 )
@@ -34,12 +35,10 @@ def _prepare(frames, query, spans, lengths):
     """Inputs as the kernels want them: one float dtype, int64 indices."""
     op = _name(spans)
     _check_devices(op, frames=frames, query=query, spans=spans, lengths=lengths)
-    out_dtype = _float_dtype(op, frames=frames, query=query)
-    work = _compute_dtype(out_dtype)
-    f, q = _prep_float(frames, work), _prep_float(query, work)
-    s = None if spans is None else _prep_index(spans, op, "spans")
-    lens = None if lengths is None else _prep_index(lengths, op, "lengths")
-    return f, q, s, lens, out_dtype, work
+    (f, q), out_dtype = _prep_floats(op, frames=frames, query=query)
+    s = _prep_index(spans, op, "spans")
+    lens = _prep_index(lengths, op, "lengths")
+    return f, q, s, lens, out_dtype, _compute_dtype(out_dtype)
 
 
 def _out_shape(frames: Tensor, spans: Optional[Tensor], max_len: Optional[int]) -> tuple:
@@ -130,8 +129,5 @@ def span_similarity(
     lengths: Optional[Tensor],
     eps: float,
 ) -> Tensor:
-    # Index arguments never carry gradient; frames and query keep theirs.
-    return _forward_op(
-        frames, query, None if spans is None else spans.detach(), pool, min_len, max_len,
-        None if lengths is None else lengths.detach(), eps,
-    )
+    # frames and query keep their gradient; the integer index arguments have none.
+    return _forward_op(frames, query, spans, pool, min_len, max_len, lengths, eps)
