@@ -52,7 +52,8 @@ import numpy as np
 
 from fastvqa.data.errors import DataFormatError
 from fastvqa.data.io import read_keyed_predictions
-from fastvqa.evaluation import Baseline, Benchmark, register_baseline, register_benchmark
+from fastvqa.evaluation import (Baseline, Benchmark, CommandError, register_baseline,
+                                register_benchmark)
 from fastvqa.metrics.result import MetricResult
 
 
@@ -202,7 +203,6 @@ def _distinct_questions(questions: list[str], answers: list[str]) -> tuple[list,
 
 def _run_retrieval(args: argparse.Namespace) -> dict[str, str]:
     from fastvqa.data.dvd import load_dvd
-    from fastvqa.evaluation import CommandError
     from fastvqa.retrieval import question_retrieval
 
     train = load_dvd(args.train)
