@@ -7,9 +7,7 @@ the field. Loaders are imported on first use.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
-
+from fastvqa._lazy import lazy_getattr
 from fastvqa.data.errors import DataFormatError
 from fastvqa.data.record import QARecord, spans_to_csr
 
@@ -27,10 +25,4 @@ _LAZY = {
 __all__ = ["DataFormatError", "QARecord", "spans_to_csr", *_LAZY]
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'fastvqa.data' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"fastvqa.data.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, _LAZY)

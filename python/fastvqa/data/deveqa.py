@@ -26,7 +26,7 @@ import numpy as np
 
 from fastvqa.data.errors import DataFormatError
 from fastvqa.data.io import read_json
-from fastvqa.data.nextgqa import is_number, parse_span
+from fastvqa.data.nextgqa import _grounding_spans, is_number, parse_span
 from fastvqa.data.record import QARecord
 
 PathLike = Union[str, Path]
@@ -312,13 +312,11 @@ def read_deveqa_predictions(path: PathLike) -> tuple[dict[str, Optional[tuple[fl
         ``(spans, answers)``: ``{id: (start, end) or None}`` and ``{id: int}``,
         ``id`` being the record's ``qid`` (or ``key``) or the grounding file's key.
     """
-    from fastvqa.data.nextgqa import read_grounding_predictions
-
     path = Path(path)
     if path.suffix.lower() != ".jsonl":
         data = read_json(path)
         if isinstance(data, dict):
-            return dict(read_grounding_predictions(path)), {}
+            return _grounding_spans(data, path), {}
         if not isinstance(data, list):
             raise DataFormatError(path, "expected JSON Lines / a list of {qid, answer, span} "
                                   "records, or an object {key: [start, end]}")

@@ -265,7 +265,11 @@ def read_grounding_predictions(path: PathLike) -> dict[str, tuple[float, float]]
     ``[-1]`` of any list; fastvqa asks for exactly two so a malformed entry is
     an error, not a silently different number)."""
     path = Path(path)
-    data = read_json(path)
+    return _grounding_spans(read_json(path), path)
+
+
+def _grounding_spans(data: Any, path: PathLike) -> dict[str, tuple[float, float]]:
+    """:func:`read_grounding_predictions` on an already parsed document."""
     if not isinstance(data, dict):
         raise DataFormatError(path, 'expected a JSON object {"<video_id>_<qid>": [start, end]}, '
                               f"got a {type(data).__name__}")

@@ -52,7 +52,8 @@ import numpy as np
 
 from fastvqa.data.errors import DataFormatError
 from fastvqa.data.io import read_keyed_predictions
-from fastvqa.evaluation import Baseline, Benchmark, register_baseline, register_benchmark
+from fastvqa.evaluation import (Baseline, Benchmark, CommandError, register_baseline,
+                                register_benchmark)
 from fastvqa.metrics.result import MetricResult
 
 
@@ -92,10 +93,13 @@ def _plot(result: MetricResult, args: argparse.Namespace, path: str) -> None:
                        title=f"DVD: {result.info.get('evaluated', '?')} turns")
 
 
-def _train_records(args: argparse.Namespace) -> list:
+def _train_and_gt(args: argparse.Namespace) -> tuple[list, list]:
+    """The ``--train`` records (default: the ``--gt`` ones) and the ``--gt``
+    records; the ground truth is read once when it is both."""
     from fastvqa.data.dvd import load_dvd
 
-    return load_dvd(args.train if args.train else args.gt)
+    train = load_dvd(args.train if args.train else args.gt)
+    return train, (load_dvd(args.gt) if args.train else train)
 
 
 def _most_frequent(answers: list[str]) -> str:
@@ -125,10 +129,9 @@ def _add_by(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_prior(args: argparse.Namespace) -> dict[str, str]:
-    from fastvqa.data.dvd import load_dvd
-
-    answer = _most_frequent([str(r.answer) for r in _train_records(args)])
-    return {r.key: answer for r in load_dvd(args.gt)}
+    train, gt = _train_and_gt(args)
+    answer = _most_frequent([str(r.answer) for r in train])
+    return {r.key: answer for r in gt}
 
 
 def _add_random_arguments(parser: argparse.ArgumentParser) -> None:
@@ -146,15 +149,18 @@ def _run_random(args: argparse.Namespace) -> dict[str, str]:
     field = _group_field(args)
     observed: dict[str, list[str]] = {}
     if args.answer_set == "observed":
+        train, gt = _train_and_gt(args)
         rank = {a: i for i, a in enumerate(DVD_ANSWERS)}
         seen: dict[str, set] = {}
-        for r in _train_records(args):
+        for r in train:
             seen.setdefault(r.extra[field], set()).add(str(r.answer))
         observed = {g: sorted(s, key=lambda a: (rank.get(a, len(rank)), a))
                     for g, s in seen.items()}
+    else:
+        gt = load_dvd(args.gt)
     rng = np.random.default_rng(args.seed)
     out = {}
-    for r in load_dvd(args.gt):
+    for r in gt:
         group = r.extra[field]
         space = observed.get(group) or answer_subspace(group)
         out[r.key] = space[int(rng.integers(len(space)))]
@@ -167,16 +173,14 @@ def _add_frequent_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_frequent(args: argparse.Namespace) -> dict[str, str]:
-    from fastvqa.data.dvd import load_dvd
-
     field = _group_field(args)
-    train = _train_records(args)
+    train, gt = _train_and_gt(args)
     by_group: dict[str, list[str]] = {}
     for r in train:
         by_group.setdefault(r.extra[field], []).append(str(r.answer))
     best = {g: _most_frequent(a) for g, a in by_group.items()}
     fallback = _most_frequent([str(r.answer) for r in train])
-    return {r.key: best.get(r.extra[field], fallback) for r in load_dvd(args.gt)}
+    return {r.key: best.get(r.extra[field], fallback) for r in gt}
 
 
 def _add_retrieval_arguments(parser: argparse.ArgumentParser) -> None:
@@ -199,7 +203,6 @@ def _distinct_questions(questions: list[str], answers: list[str]) -> tuple[list,
 
 def _run_retrieval(args: argparse.Namespace) -> dict[str, str]:
     from fastvqa.data.dvd import load_dvd
-    from fastvqa.evaluation import CommandError
     from fastvqa.retrieval import question_retrieval
 
     train = load_dvd(args.train)

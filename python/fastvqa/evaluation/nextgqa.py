@@ -39,18 +39,13 @@ import numpy as np
 
 from fastvqa.data.errors import DataFormatError
 from fastvqa.data.record import QARecord, spans_to_csr
-from fastvqa.evaluation import Baseline, Benchmark, register_baseline, register_benchmark
+from fastvqa.evaluation import (Baseline, Benchmark, CommandError, register_baseline,
+                                register_benchmark)
 from fastvqa.metrics.result import MetricResult
 
 NO_ANSWER = -1
 INVALID_ANSWER = -2
 DEFAULT_BINS = {"nextgqa": "0,30,60,90,inf", "deveqa": "0,60,120,inf"}
-
-
-def _command_error(message: str) -> Exception:
-    from fastvqa.evaluation import CommandError
-
-    return CommandError(message)
 
 
 # ------------------------------------------------------------------- options
@@ -200,7 +195,7 @@ def _score(records: list[QARecord], spans: dict[str, Any], answers: Optional[dic
                              gt_answers=gt_answers, mode=mode, durations=durations,
                              normalized=normalized, keys=[rec.key for rec in records])
     except ValueError as err:  # e.g. several gold segments under --mode deveqa-repo
-        raise _command_error(str(err)) from None
+        raise CommandError(str(err)) from None
     info = dict(result.info)
     info.update({
         "gt": str(args.gt),
@@ -219,7 +214,7 @@ def _score(records: list[QARecord], spans: dict[str, Any], answers: Optional[dic
 def _evaluate(bench: str) -> Callable[[argparse.Namespace], MetricResult]:
     def evaluate(args: argparse.Namespace) -> MetricResult:
         if getattr(args, "plot_video", None) and not args.plot:
-            raise _command_error("--plot-video needs --plot FILE.png")
+            raise CommandError("--plot-video needs --plot FILE.png")
         _parse_edges(args.length_bins)  # a bad value fails before any work
         records = _load_gt(args, bench)
         spans, answers = _load_predictions(args, bench)
@@ -240,11 +235,11 @@ def _parse_edges(text: str) -> list[float]:
     try:
         edges = [float(x) for x in str(text).split(",") if x.strip()]
     except ValueError:
-        raise _command_error(f"--length-bins: expected comma-separated numbers, got {text!r}") \
+        raise CommandError(f"--length-bins: expected comma-separated numbers, got {text!r}") \
             from None
     if len(edges) < 2 or any(math.isnan(e) for e in edges) or \
             any(b <= a for a, b in zip(edges, edges[1:])):
-        raise _command_error(f"--length-bins: need at least two increasing edges, got {text!r}")
+        raise CommandError(f"--length-bins: need at least two increasing edges, got {text!r}")
     return edges
 
 
@@ -257,7 +252,7 @@ def _plot(bench: str) -> Callable[[MetricResult, argparse.Namespace, str], None]
             return
         records = [r for r in _load_gt(args, bench) if r.video_id == args.plot_video]
         if not records:
-            raise _command_error(f"--plot-video: no video {args.plot_video!r} in {args.gt}")
+            raise CommandError(f"--plot-video: no video {args.plot_video!r} in {args.gt}")
         spans, _ = _load_predictions(args, bench)
         by_key = {k: i for i, k in enumerate(result.per_question.get("key", []))}
         rows = []
@@ -280,11 +275,6 @@ def _plot(bench: str) -> Callable[[MetricResult, argparse.Namespace, str], None]
 # ----------------------------------------------------------------- baselines
 
 
-def _baseline_records(args: argparse.Namespace) -> list[QARecord]:
-    records = _load_gt(args, args.benchmark)
-    return records
-
-
 def _need_duration(rec: QARecord, args: argparse.Namespace) -> float:
     if rec.duration is None:
         raise DataFormatError(args.gt, "no video duration (pass --durations)", record=rec.key,
@@ -293,12 +283,12 @@ def _need_duration(rec: QARecord, args: argparse.Namespace) -> float:
 
 
 def _full_video(args: argparse.Namespace) -> dict[str, list[float]]:
-    return {r.key: [0.0, _need_duration(r, args)] for r in _baseline_records(args)}
+    return {r.key: [0.0, _need_duration(r, args)] for r in _load_gt(args, args.benchmark)}
 
 
 def _centre_half(args: argparse.Namespace) -> dict[str, list[float]]:
     out = {}
-    for r in _baseline_records(args):
+    for r in _load_gt(args, args.benchmark):
         d = _need_duration(r, args)
         out[r.key] = [0.25 * d, 0.75 * d]
     return out
@@ -307,7 +297,7 @@ def _centre_half(args: argparse.Namespace) -> dict[str, list[float]]:
 def _random_span(args: argparse.Namespace) -> dict[str, list[float]]:
     rng = random.Random(args.seed)
     out = {}
-    for r in _baseline_records(args):
+    for r in _load_gt(args, args.benchmark):
         d = _need_duration(r, args)
         out[r.key] = sorted([round(rng.uniform(0, d), 1), round(rng.uniform(0, d), 1)])
     return out
@@ -316,11 +306,11 @@ def _random_span(args: argparse.Namespace) -> dict[str, list[float]]:
 def _random_answer(args: argparse.Namespace) -> dict[str, dict[str, int]]:
     rng = random.Random(args.seed)
     out = {}
-    for r in _baseline_records(args):
+    for r in _load_gt(args, args.benchmark):
         if not r.options or not isinstance(r.answer, int):
             where = f"{args.gt} has no options/answers" + (
                 f" (the folder needs {args.split}.csv)" if args.benchmark == "nextgqa" else "")
-            raise _command_error(f"random-answer: {where}; question {r.key}")
+            raise CommandError(f"random-answer: {where}; question {r.key}")
         out[r.key] = {"prediction": rng.randrange(len(r.options)), "answer": r.answer}
     return out
 

@@ -26,7 +26,8 @@ import numpy as np
 from fastvqa._argtypes import int_at_least, unit_interval
 from fastvqa.data.errors import DataFormatError
 from fastvqa.data.io import read_json
-from fastvqa.evaluation import Baseline, Benchmark, register_baseline, register_benchmark
+from fastvqa.evaluation import (Baseline, Benchmark, CommandError, register_baseline,
+                                register_benchmark)
 from fastvqa.metrics.result import MetricResult
 
 EVIDENCE_MODES = ("wildqa-2022", "wildqa-2023", "clean")
@@ -57,12 +58,6 @@ def _load_gt(args: argparse.Namespace, evidence_filter: bool = False):
 
     gt = _gt_path(args)
     return gt, load_wildqa(gt, evidence_filter=evidence_filter)
-
-
-def _command_error(message: str) -> Exception:
-    from fastvqa.evaluation import CommandError
-
-    return CommandError(message)
 
 
 def _read_predictions(path: str, n_gt: int, gt: Path) -> tuple[Path, list]:
@@ -142,8 +137,8 @@ def _evaluate_evidence(args: argparse.Namespace) -> MetricResult:
     from fastvqa.metrics.wildqa import iou_f1
 
     if args.pad_to_batch is not None and args.mode != "wildqa-2022":
-        raise _command_error("--pad-to-batch reproduces a wildqa-2022 artefact; "
-                             f"it does not apply to --mode {args.mode}")
+        raise CommandError("--pad-to-batch reproduces a wildqa-2022 artefact; "
+                           f"it does not apply to --mode {args.mode}")
     gt, records = _load_gt(args, evidence_filter=args.evidence_filter)
     pred, data = _read_predictions(args.pred, len(records), gt)
     spans = _check_span_predictions(pred, data)

@@ -7,9 +7,7 @@ Submodules are imported on first use, so ``import fastvqa`` stays light.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
-
+from fastvqa._lazy import lazy_getattr
 from fastvqa.metrics.result import MetricResult
 
 # public name -> submodule that defines it
@@ -32,10 +30,4 @@ _LAZY = {
 __all__ = ["MetricResult", *_LAZY]
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'fastvqa.metrics' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"fastvqa.metrics.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, _LAZY)
