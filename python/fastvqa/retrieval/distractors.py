@@ -116,7 +116,7 @@ class DistractorMiner:
         first: dict[str, int] = {}
         self._answer_id = np.array([first.setdefault(t, len(first)) for t in norm],
                                    dtype=np.int64)
-        self._distinct_norm = list(first)
+        self._answer_lookup = first  # normalised answer -> distinct id, for mine()
         self._distinct_text = [""] * len(first)
         for a, i in zip(answers, self._answer_id):
             if not self._distinct_text[i]:
@@ -246,8 +246,7 @@ class DistractorMiner:
         own_pair = np.where(own >= 0, self._pair_of[np.maximum(own, 0)], -1)
         qnorm = np.array([normalize_option(q) for q in questions], dtype=object)
         anorm = [normalize_option(a) for a in answers]
-        lookup = {t: i for i, t in enumerate(self._distinct_norm)}
-        correct_id = np.array([lookup.get(t, -1) for t in anorm], dtype=np.int64)
+        correct_id = np.array([self._answer_lookup.get(t, -1) for t in anorm], dtype=np.int64)
         same_pair = (self._pair_qnorm[safe] == qnorm[:, None]) & \
             (self._pair_answer[safe] == correct_id[:, None]) & (correct_id[:, None] >= 0)
         keep = valid & (safe != own_pair[:, None]) & ~same_pair
