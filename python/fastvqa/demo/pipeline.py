@@ -267,13 +267,6 @@ def decode(paths: list, fps: float, backend: str, progress: bool) -> list:
     return frames
 
 
-def _csr(spans_per_q: list) -> tuple:
-    offsets = np.zeros(len(spans_per_q) + 1, dtype=np.int64)
-    offsets[1:] = np.cumsum([len(s) for s in spans_per_q])
-    flat = [s for spans in spans_per_q for s in spans]
-    return np.asarray(flat, dtype=np.float64).reshape(-1, 2), offsets
-
-
 def evaluate(questions: list, predictions: dict, duration: float) -> dict:
     """The demo's metrics, each a :class:`~fastvqa.metrics.MetricResult`.
 
@@ -287,13 +280,14 @@ def evaluate(questions: list, predictions: dict, duration: float) -> dict:
     multiple_choice_accuracy over first/what/which by kind}``; a kind with no
     questions is left out.
     """
+    from fastvqa.data import spans_to_csr
     from fastvqa.metrics import grounded_qa, iou_f1, multiple_choice_accuracy
 
     results = {}
     when = [q for q in questions if q["kind"] == "when"]
     if when:
         best = np.array([predictions[q["id"]]["spans"][0] for q in when], dtype=np.float64)
-        gt, offsets = _csr([q["spans"] for q in when])
+        gt, offsets = spans_to_csr([q["spans"] for q in when])
         results["grounding"] = grounded_qa(best, gt, offsets, keys=[q["id"] for q in when],
                                            durations=np.full(len(when), duration))
         results["evidence"] = iou_f1([predictions[q["id"]]["spans"] for q in when],
@@ -302,7 +296,7 @@ def evaluate(questions: list, predictions: dict, duration: float) -> dict:
     if first:
         span = [predictions[q["id"]].get("span") for q in first]
         pred = np.array([s if s is not None else (np.nan, np.nan) for s in span], dtype=np.float64)
-        gt, offsets = _csr([q["spans"] for q in first])
+        gt, offsets = spans_to_csr([q["spans"] for q in first])
         results["grounded_qa"] = grounded_qa(
             pred, gt, offsets, keys=[q["id"] for q in first],
             pred_answers=[predictions[q["id"]]["answer"] for q in first],

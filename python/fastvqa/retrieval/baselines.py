@@ -67,8 +67,8 @@ def question_retrieval(train_questions: Sequence[str], train_answers: Sequence[A
     # questions). With k > 1 every training copy keeps its own slot.
     test_unique, test_of = _distinct(test_questions)
     if k == 1:
-        bank, _ = _distinct(train_questions)
-        bank_ids = _first_occurrences(train_questions, bank)
+        bank, bank_of = _distinct(train_questions)
+        bank_ids = np.unique(bank_of, return_index=True)[1]  # first index of each distinct
     else:
         bank, bank_ids = train_questions, np.arange(len(train_questions), dtype=np.int64)
     if isinstance(encoder, TfidfEncoder):
@@ -92,10 +92,3 @@ def _distinct(texts: list[str]) -> tuple[list[str], np.ndarray]:
     of = np.fromiter((position.setdefault(t, len(position)) for t in texts), dtype=np.int64,
                      count=len(texts))
     return list(position), of
-
-
-def _first_occurrences(texts: list[str], distinct: list[str]) -> np.ndarray:
-    first: dict[str, int] = {}
-    for i, t in enumerate(texts):
-        first.setdefault(t, i)
-    return np.array([first[t] for t in distinct], dtype=np.int64)

@@ -104,6 +104,21 @@ def _search(args: argparse.Namespace) -> int:
     return 0
 
 
+# ------------------------------------------------------- benchmark loaders
+
+#: Benchmark -> its loader in fastvqa.data. ``fastvqa duplicates --format``
+#: reads any of them; ``fastvqa distractors`` those in DISTRACTOR_BENCHMARKS.
+LOADERS = {"dvd": "load_dvd", "wildqa": "load_wildqa", "sokbench": "load_sokbench",
+           "deveqa": "load_deveqa", "nextgqa": "load_nextgqa", "qvhighlights": "load_qvhighlights"}
+
+
+def _load(benchmark: str, path: Path, **options) -> list:
+    """``path`` read by ``benchmark``'s loader (:data:`LOADERS`)."""
+    import fastvqa.data
+
+    return getattr(fastvqa.data, LOADERS[benchmark])(path, **options)
+
+
 # --------------------------------------------------------------- distractors
 
 #: Benchmarks whose loaders ``fastvqa distractors`` reads, and what ``--gt`` is.
@@ -149,15 +164,10 @@ def add_distractor_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _load_records(args: argparse.Namespace, path: Path) -> list:
-    from fastvqa import data
-
     if not path.exists():
         raise CommandError(f"{path}: no such file or folder")
-    if args.benchmark == "nextgqa":
-        return data.load_nextgqa(path, split=args.split)
-    if args.benchmark == "deveqa":
-        return data.load_deveqa(path, schema=args.schema)
-    return getattr(data, f"load_{args.benchmark}")(path)
+    options = {"nextgqa": {"split": args.split}, "deveqa": {"schema": args.schema}}
+    return _load(args.benchmark, path, **options.get(args.benchmark, {}))
 
 
 def correct_text(record) -> str:
@@ -228,11 +238,6 @@ def _distractors(args: argparse.Namespace) -> int:
 
 # ------------------------------------------------------- fastvqa duplicates
 
-#: --format -> loader in fastvqa.data (each called with the one path).
-LOADERS = {"dvd": "load_dvd", "wildqa": "load_wildqa", "sokbench": "load_sokbench",
-           "deveqa": "load_deveqa", "nextgqa": "load_nextgqa", "qvhighlights": "load_qvhighlights"}
-
-
 def add_duplicates_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("input", type=Path,
                         help="questions: .txt (one per line) / .json list, or a benchmark "
@@ -258,9 +263,7 @@ def _read_questions(args: argparse.Namespace) -> list[str]:
         except CommandError as err:
             raise CommandError(f"{err} (a benchmark's file? name its loader with --format, "
                                f"one of: {', '.join(LOADERS)})") from None
-    import fastvqa.data
-
-    return [r.question for r in getattr(fastvqa.data, LOADERS[args.format])(args.input)]
+    return [r.question for r in _load(args.format, args.input)]
 
 
 def _duplicates(args: argparse.Namespace) -> int:

@@ -21,7 +21,7 @@ from typing import Any, Optional, Sequence, Union
 
 import numpy as np
 
-from fastvqa.retrieval.encoders import check_texts
+from fastvqa.retrieval.encoders import check_texts, unit_rows
 
 QUESTION_KEYS = ("full", "first3")
 _SPACES = re.compile(r"\s+")
@@ -60,13 +60,6 @@ def _check_unit(name: str, value: Any) -> float:
     if not 0.0 <= value <= 1.0:  # also rejects NaN
         raise ValueError(f"{name} must be in [0, 1], got {value}")
     return value
-
-
-def _unit_rows(x: np.ndarray) -> np.ndarray:
-    """Rows scaled to unit L2 norm (zero rows stay zero), float32."""
-    x = np.asarray(x, dtype=np.float32)
-    norms = np.linalg.norm(x, axis=1, keepdims=True)
-    return x / np.where(norms > 0, norms, 1.0)
 
 
 class DistractorMiner:
@@ -116,7 +109,7 @@ class DistractorMiner:
         first: dict[str, int] = {}
         self._answer_id = np.array([first.setdefault(t, len(first)) for t in norm],
                                    dtype=np.int64)
-        self._distinct_norm = list(first)
+        self._answer_lookup = first  # normalised answer -> distinct id, for mine()
         self._distinct_text = [""] * len(first)
         for a, i in zip(answers, self._answer_id):
             if not self._distinct_text[i]:
@@ -157,8 +150,8 @@ class DistractorMiner:
         self._encoder = encoder
         self._qindex = Index("ip", "flat", "cpu")
         if self._bank_keys:
-            self._qindex.add(_unit_rows(encoder.encode(self._pair_keys)))
-            self._abank = _unit_rows(encoder.encode(self._distinct_text))
+            self._qindex.add(unit_rows(encoder.encode(self._pair_keys)))
+            self._abank = unit_rows(encoder.encode(self._distinct_text))
         else:
             self._abank = None
 
@@ -167,12 +160,12 @@ class DistractorMiner:
         index (= by first bank entry)."""
         if self._sparse:
             return self._qenc.search(keys, self._qbank, k)
-        return self._qindex.search(_unit_rows(self._encoder.encode(keys)), k)
+        return self._qindex.search(unit_rows(self._encoder.encode(keys)), k)
 
     def _encode_answers(self, texts: list[str]):
         if self._sparse:
             return self._aenc.encode_sparse(texts)
-        return _unit_rows(self._encoder.encode(texts))
+        return unit_rows(self._encoder.encode(texts))
 
     def _row_cosines(self, a, a_rows: np.ndarray, b, b_rows: np.ndarray) -> np.ndarray:
         """cos(a[a_rows[i]], b[b_rows[i]]) for every i (rows are unit or zero)."""
@@ -246,8 +239,7 @@ class DistractorMiner:
         own_pair = np.where(own >= 0, self._pair_of[np.maximum(own, 0)], -1)
         qnorm = np.array([normalize_option(q) for q in questions], dtype=object)
         anorm = [normalize_option(a) for a in answers]
-        lookup = {t: i for i, t in enumerate(self._distinct_norm)}
-        correct_id = np.array([lookup.get(t, -1) for t in anorm], dtype=np.int64)
+        correct_id = np.array([self._answer_lookup.get(t, -1) for t in anorm], dtype=np.int64)
         same_pair = (self._pair_qnorm[safe] == qnorm[:, None]) & \
             (self._pair_answer[safe] == correct_id[:, None]) & (correct_id[:, None] >= 0)
         keep = valid & (safe != own_pair[:, None]) & ~same_pair

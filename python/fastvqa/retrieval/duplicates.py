@@ -84,7 +84,7 @@ def _similarity_chunks(texts: list[str], encoder: Any, corpus: list[str]):
     columns of it is densified at a time; a dense encoder's rows are L2-normalised (zero rows stay
     zero: cosine 0 with everything)."""
     from fastvqa.retrieval.encoders import (SentenceEncoder, TfidfEncoder,
-                                            sparse_similarity_blocks)
+                                            sparse_similarity_blocks, unit_rows)
 
     n = len(texts)
     chunk = max(1, _CHUNK_CELLS // max(n, 1))
@@ -105,8 +105,7 @@ def _similarity_chunks(texts: list[str], encoder: Any, corpus: list[str]):
         raise ValueError(f"duplicate_groups: the encoder returned shape {x.shape} for {n} texts")
     if not np.isfinite(x).all():
         raise ValueError("duplicate_groups: the encoder returned NaN or infinite values")
-    norms = np.linalg.norm(x, axis=1, keepdims=True)
-    x = x / np.where(norms > 0, norms, 1.0)
+    x = unit_rows(x)
     for s in range(0, n, chunk):
         yield s, x[s:s + chunk] @ x.T
 

@@ -47,6 +47,14 @@ def check_texts(texts: Any, name: str = "texts", who: str = "encode") -> list[st
     return out
 
 
+def unit_rows(x: Any) -> np.ndarray:
+    """Rows scaled to unit L2 norm (zero rows stay zero), float32: inner
+    products of the result are cosines."""
+    x = np.asarray(x, dtype=np.float32)
+    norms = np.linalg.norm(x, axis=1, keepdims=True)
+    return x / np.where(norms > 0, norms, 1.0)
+
+
 def _as_embeddings(x: Any, n: int, who: str) -> np.ndarray:
     if type(x).__module__.startswith("torch") and hasattr(x, "detach"):
         x = x.detach().to("cpu").numpy()

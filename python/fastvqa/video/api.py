@@ -3,19 +3,17 @@
 
 from __future__ import annotations
 
-import importlib
 import importlib.util
 import os
 import sys
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, NamedTuple, Optional, Sequence
+from typing import Any, NamedTuple, Optional, Sequence
 
 import numpy as np
 
 from fastvqa._progress import Progress
 from fastvqa.video.errors import VideoError
 from fastvqa.video.index import VideoIndex, probe
-from fastvqa.video.samplers import Sampler
 
 BACKENDS = ("auto", "pyav", "dali")
 LAYOUTS = ("NHWC", "NCHW")
@@ -63,22 +61,8 @@ def resolve_backend(backend: str, device: Optional[str] = None) -> str:
     return "dali" if _dali_available() and _gpu_visible() else "pyav"
 
 
-def _dali_decoder() -> Callable:
-    """``fastvqa.video.dali_backend.decode_dali``, looked up at call time."""
-    try:
-        module = importlib.import_module("fastvqa.video.dali_backend")
-    except ModuleNotFoundError as err:
-        if err.name == "fastvqa.video.dali_backend":
-            raise ImportError("backend='dali': fastvqa.video.dali_backend is not in this fastvqa "
-                              "build; use backend='pyav' (or 'auto')") from err
-        raise
-    return module.decode_dali
-
-
 def _indices(sampler: Any, index: VideoIndex) -> np.ndarray:
-    if isinstance(sampler, Sampler):
-        return np.asarray(sampler.indices(index), dtype=np.int64)
-    if callable(getattr(sampler, "indices", None)):
+    if callable(getattr(sampler, "indices", None)):  # a Sampler, or anything like one
         return np.asarray(sampler.indices(index), dtype=np.int64)
     idx = np.asarray(sampler)
     if idx.ndim == 1 and (idx.size == 0 or np.issubdtype(idx.dtype, np.integer)):
@@ -156,10 +140,11 @@ def read_frames(
         index = probe(path)
     idx = _indices(sampler, index)
     if chosen == "dali":
-        gpu = device is None or str(device).startswith("cuda")
-        device_id = int(str(device).split(":")[1]) if device and ":" in str(device) else 0
-        frames = _dali_decoder()(index, idx, size=size, crop=crop,
-                                 device="gpu" if gpu else "cpu", device_id=device_id)
+        from fastvqa.video.dali_backend import dali_device, decode_dali
+
+        dali_dev, device_id = dali_device(device)
+        frames = decode_dali(index, idx, size=size, crop=crop, device=dali_dev,
+                             device_id=device_id)
     else:
         from fastvqa.video.pyav_backend import decode_pyav
 
@@ -191,7 +176,7 @@ def read_batch(
     On the CPU (PyAV) the videos are decoded by a pool of ``workers`` threads
     (default: ``min(8, cores)``; PyAV releases the GIL while decoding). With
     the DALI backend the videos go through ``dali_backend.decode_dali_batch``
-    when the DALI module provides it (one pipeline), else one after another.
+    (one pipeline).
 
     ``progress``: a tqdm bar (or a stderr counter without tqdm); ``None`` shows
     it when stderr is a terminal and there are more than 10 videos.
@@ -208,13 +193,13 @@ def read_batch(
     kwargs = dict(size=size, crop=crop, backend=chosen, device=device, layout=layout, dtype=dtype)
 
     if chosen == "dali":
-        module = importlib.import_module("fastvqa.video.dali_backend")
-        batch = getattr(module, "decode_dali_batch", None)
-        if batch is not None:
-            try:
-                return batch(paths, sampler, **kwargs, progress=bar.update, on_error=on_error)
-            finally:
-                bar.close()
+        from fastvqa.video.dali_backend import decode_dali_batch
+
+        try:
+            return decode_dali_batch(paths, sampler, **kwargs, progress=bar.update,
+                                     on_error=on_error)
+        finally:
+            bar.close()
 
     def one(path):
         try:
@@ -227,7 +212,7 @@ def read_batch(
             bar.update()
 
     try:
-        if chosen == "dali" or len(paths) <= 1:
+        if len(paths) <= 1:
             return [one(p) for p in paths]
         workers = workers or min(8, os.cpu_count() or 1)
         with ThreadPoolExecutor(max_workers=workers) as pool:

@@ -58,6 +58,8 @@ from typing import Any, Optional, Sequence, Union
 
 import numpy as np
 
+from fastvqa.video.errors import VideoError
+
 SizeArg = Optional[Union[int, Sequence[int]]]
 
 #: Codecs DALI's CPU decoder handles (VP8, VP9, MJPEG); everything else is NVDEC only.
@@ -203,7 +205,7 @@ class _Request:
         path = str(index.path)
         codec = _codec_name(index.codec)
         if device == "cpu" and codec not in CPU_CODECS:
-            raise _video_error(
+            raise VideoError(
                 path,
                 f"codec {codec!r} cannot be decoded by DALI's CPU decoder, which handles only "
                 "VP8, VP9 and MJPEG (H.264 and HEVC are compiled out of the FFmpeg it bundles); "
@@ -211,7 +213,7 @@ class _Request:
                 "(backend='pyav')",
             )
         if device == "gpu" and codec not in GPU_CODECS:
-            raise _video_error(
+            raise VideoError(
                 path,
                 f"codec {codec!r} is not supported by DALI's GPU decoder (NVDEC handles "
                 f"{', '.join(sorted(GPU_CODECS))}); use the PyAV backend (backend='pyav')",
@@ -226,11 +228,11 @@ class _Request:
         fi = fi.astype(np.int64, copy=False)
         if fi.size and (fi.min() < 0 or fi.max() >= n):
             bad = int(fi[(fi < 0) | (fi >= n)][0])
-            raise _video_error(path, f"frame index {bad} is out of range: the video has {n} frames")
+            raise VideoError(path, f"frame index {bad} is out of range: the video has {n} frames")
         # DALI's index skips packets with a negative timestamp: shift the numbering.
         skipped = int(np.count_nonzero(timestamps < 0))
         if skipped and fi.size and fi.min() < skipped:
-            raise _video_error(
+            raise VideoError(
                 path,
                 f"frame {int(fi.min())} has a negative timestamp, and DALI skips the first "
                 f"{skipped} such frames; decode it with the PyAV backend (backend='pyav')",
@@ -252,9 +254,9 @@ class _Request:
             try:
                 data = np.fromfile(path, dtype=np.uint8)
             except OSError as err:
-                raise _video_error(path, f"cannot read the file ({err})") from None
+                raise VideoError(path, f"cannot read the file ({err})") from None
             if data.size == 0:
-                raise _video_error(path, "the file is empty")
+                raise VideoError(path, "the file is empty")
         else:
             data = np.empty(0, np.uint8)
         return _Request(
@@ -310,12 +312,12 @@ def _positive_int(value: Any, name: str) -> int:
     return int(value)
 
 
-def _video_error(path: str, reason: str) -> ValueError:
-    try:  # the shared error type, once fastvqa.video.errors exists
-        from fastvqa.video.errors import VideoError
-    except ImportError:  # pragma: no cover - before the PyAV half of the package is merged
-        return ValueError(f"{path}: {reason}")
-    return VideoError(path, reason)
+def dali_device(device: Optional[str]) -> tuple:
+    """``read_frames``' ``device`` as DALI's ``("gpu" | "cpu", device id)``:
+    None and ``"cuda[:k]"`` decode on GPU ``k`` (default 0), anything else on the CPU."""
+    gpu = device is None or str(device).startswith("cuda")
+    device_id = int(str(device).split(":")[1]) if device and ":" in str(device) else 0
+    return ("gpu" if gpu else "cpu"), device_id
 
 
 # --------------------------------------------------------------------------------------
@@ -427,7 +429,7 @@ def _run_chunk(config: _Config, requests: list) -> list:
         if len(requests) > 1:  # find the file that failed
             return [out for req in requests for out in _run_chunk(config, [req])]
         reason = f"DALI failed to decode it: {_dali_reason(err)}"
-        raise _video_error(requests[0].path, reason) from err
+        raise VideoError(requests[0].path, reason) from err
 
 
 def _dali_reason(err: Exception) -> str:
@@ -515,13 +517,10 @@ def decode_dali_batch(
     are decoded one by one so each error stays with its own file.
     """
     from fastvqa.video.api import Frames, _finish, _indices
-    from fastvqa.video.errors import VideoError
     from fastvqa.video.index import probe
 
     del backend  # always DALI here; accepted for read_batch's keyword set
-    gpu = device is None or str(device).startswith("cuda")
-    device_id = int(str(device).split(":")[1]) if device and ":" in str(device) else 0
-    dali_device = "gpu" if gpu else "cpu"
+    dali_dev, device_id = dali_device(device)
     tick = progress if progress is not None else (lambda: None)
 
     results: list = [None] * len(paths)
@@ -543,7 +542,7 @@ def decode_dali_batch(
     if pending:
         try:
             decoded = read_batch_dali([p[1] for p in pending], [p[2] for p in pending],
-                                      size=size, crop=crop, device=dali_device,
+                                      size=size, crop=crop, device=dali_dev,
                                       device_id=device_id)
         except (VideoError, ValueError) as err:
             if on_error == "raise":
@@ -552,7 +551,7 @@ def decode_dali_batch(
             for k, index, idx in pending:
                 try:
                     finish(k, index, idx, decode_dali(index, idx, size=size, crop=crop,
-                                                      device=dali_device, device_id=device_id))
+                                                      device=dali_dev, device_id=device_id))
                 except (VideoError, ValueError) as one_err:
                     results[k] = one_err
                     tick()
