@@ -9,8 +9,7 @@ sentence-transformers load only when a class that needs them is used.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from fastvqa._lazy import lazy_getattr
 
 _EXPORTS = {
     "Index": "index",
@@ -43,13 +42,7 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'fastvqa.retrieval' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"fastvqa.retrieval.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, _EXPORTS)
 
 
 def __dir__() -> list[str]:
