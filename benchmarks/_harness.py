@@ -289,6 +289,13 @@ def environment_line(env: dict) -> str:
     return line
 
 
+def to_numpy(x) -> np.ndarray:
+    """An implementation's output (torch tensor on any device, or array-like) as NumPy."""
+    import torch
+
+    return x.detach().cpu().numpy() if isinstance(x, torch.Tensor) else np.asarray(x)
+
+
 # ---------------------------------------------------------------------- output
 
 

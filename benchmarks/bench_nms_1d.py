@@ -112,10 +112,6 @@ def hard_nms_numpy(spans, scores, offsets, thr):
     return np.array(keep), np.array(out_off)
 
 
-def to_numpy(x):
-    return x.detach().cpu().numpy() if isinstance(x, torch.Tensor) else np.asarray(x)
-
-
 # -------------------------------------------------------------------- the run
 
 
@@ -178,7 +174,7 @@ def main() -> int:
     del fv_in
 
     # ---- correctness first: same kept indices and offsets, allclose scores.
-    outputs = {i.key: tuple(to_numpy(x) for x in i.fn()) for i in impls}
+    outputs = {i.key: tuple(H.to_numpy(x) for x in i.fn()) for i in impls}
     for i in impls:
         want = outputs[(i.case, *ref)]
         got = outputs[i.key]

@@ -105,10 +105,6 @@ def torch_banded(start: torch.Tensor, end: torch.Tensor, max_len: int):
 # -------------------------------------------------------------------- the run
 
 
-def to_numpy(x):
-    return x.detach().cpu().numpy() if isinstance(x, torch.Tensor) else np.asarray(x)
-
-
 def main() -> int:
     p = H.base_parser(__doc__.split("\n\n")[0])
     p.add_argument("--batch", type=int, default=256, help="B: rows (questions) per call")
@@ -162,7 +158,7 @@ def main() -> int:
     ]
 
     # ---- correctness first: same spans, allclose scores, or no timing at all.
-    outputs = {i.key: tuple(to_numpy(x) for x in i.fn()) for i in impls}
+    outputs = {i.key: tuple(H.to_numpy(x) for x in i.fn()) for i in impls}
     for i in impls:
         ref_spans, ref_scores = outputs[(i.case, *fv_t)]
         spans, scores = outputs[i.key]

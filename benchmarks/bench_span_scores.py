@@ -122,10 +122,6 @@ def band_sort_python_nms(x: torch.Tensor, k: int, max_len: int, reduce: str, thr
 # -------------------------------------------------------------------- the run
 
 
-def to_numpy(x):
-    return x.detach().cpu().numpy() if isinstance(x, torch.Tensor) else np.asarray(x)
-
-
 def main() -> int:
     p = H.base_parser(__doc__.split("\n\n")[0])
     p.add_argument("--batch", type=int, default=64, help="span_scores: rows")
@@ -179,7 +175,7 @@ def main() -> int:
     ]
 
     # ---- correctness first: agreement with fastvqa, or no timing at all.
-    outputs = {i.key: tuple(to_numpy(v) for v in i.fn()) for i in impls}
+    outputs = {i.key: tuple(H.to_numpy(v) for v in i.fn()) for i in impls}
     tol = 1e-4 if args.dtype == "float32" else 1e-9
     for i in impls:
         ref = outputs[(i.case, *fv)]

@@ -83,10 +83,6 @@ def random_spans(rng: np.random.Generator, n: int, duration: float, dtype: str) 
     return np.stack((start, start + length), axis=1).astype(dtype)
 
 
-def to_numpy(x):
-    return x.detach().cpu().numpy() if isinstance(x, torch.Tensor) else np.asarray(x)
-
-
 def main() -> int:
     p = H.base_parser(__doc__.split("\n\n")[0])
     p.add_argument("--n", type=int, default=4096, help="N: spans in a (predictions)")
@@ -125,7 +121,7 @@ def main() -> int:
     ]
 
     # ---- correctness first: every implementation allclose to fastvqa.
-    outputs = {i.key: to_numpy(i.fn()) for i in impls}
+    outputs = {i.key: H.to_numpy(i.fn()) for i in impls}
     for i in impls:
         ref = outputs[(i.case, *fv_t)]
         got = outputs[i.key]

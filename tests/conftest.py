@@ -97,3 +97,17 @@ def assert_opcheck(op, args, **kwargs):
 
     results = torch.library.opcheck(op, args, **kwargs)
     assert results and all(v == "SUCCESS" for v in results.values()), results
+
+
+def to_np(x) -> np.ndarray:
+    """A result as a NumPy array: torch tensors detached and copied to the host
+    (float16/bfloat16 widened to float32, which NumPy lacks or holds exactly);
+    anything else through ``np.asarray``."""
+    import torch
+
+    if isinstance(x, torch.Tensor):
+        x = x.detach().cpu()
+        if x.dtype in (torch.float16, torch.bfloat16):
+            x = x.float()
+        return x.numpy()
+    return np.asarray(x)

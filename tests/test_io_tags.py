@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from fastvqa.ops import io_to_spans, io_to_start_end, span_argmax
-from tests.conftest import DEVICES
+from tests.conftest import DEVICES, to_np
 from tests.conftest import assert_opcheck  # noqa: E402
 from tests.reference.io_tags import io_to_spans_ref, io_to_start_end_ref
 
@@ -24,13 +24,6 @@ SETTINGS = dict(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 QUARTERS = [0.0, 0.25, 0.5, 0.75, 1.0]
-
-
-def to_np(x):
-    if not isinstance(x, torch.Tensor):
-        return np.asarray(x)
-    x = x.detach().cpu()
-    return (x.float() if x.dtype in (torch.float16, torch.bfloat16) else x).numpy()
 
 
 @st.composite

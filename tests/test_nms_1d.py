@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fastvqa.ops import nms_1d, temporal_iou
-from tests.conftest import DEVICES
+from tests.conftest import DEVICES, to_np
 from tests.conftest import assert_opcheck  # noqa: E402
 from tests.reference.nms_1d import nms_1d_ref
 
@@ -54,10 +54,6 @@ EXPF = _libm_expf()
 def ref(spans, scores, dtype, **kw):
     exp = EXPF if np.dtype(dtype) == np.float32 and EXPF is not None else None
     return nms_1d_ref(spans, scores, dtype=dtype, exp=exp, **kw)
-
-
-def to_np(x):
-    return x.detach().cpu().numpy() if isinstance(x, torch.Tensor) else np.asarray(x)
 
 
 def run(spans, scores, **kw):

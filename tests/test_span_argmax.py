@@ -20,7 +20,7 @@ from hypothesis.extra.numpy import arrays
 
 from fastvqa.ops import span_argmax
 
-from tests.conftest import DEVICES
+from tests.conftest import DEVICES, to_np
 from tests.reference.span_argmax import hf_style_best_span, log_softmax, span_argmax_ref
 
 SETTINGS = dict(
@@ -90,15 +90,6 @@ def torch_layout(x: np.ndarray, layout: str, dtype: torch.dtype, device: str = "
     assert torch.equal(out.isnan(), t.isnan())
     assert torch.equal(torch.nan_to_num(out), torch.nan_to_num(t))
     return out
-
-
-def to_np(x) -> np.ndarray:
-    if isinstance(x, torch.Tensor):
-        x = x.detach().cpu()
-        if x.dtype in (torch.float16, torch.bfloat16):
-            x = x.float()
-        return x.numpy()
-    return np.asarray(x)
 
 
 def check_valid_spans(spans, scores, s, e, max_len, min_len, lengths, compute_dtype):

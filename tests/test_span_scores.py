@@ -72,15 +72,6 @@ def torch_layout(x: np.ndarray, layout: str, dtype, device="cpu") -> torch.Tenso
     return buf[::2]
 
 
-def to_np(x) -> np.ndarray:
-    if isinstance(x, torch.Tensor):
-        x = x.detach().cpu()
-        if x.dtype in (torch.float16, torch.bfloat16):
-            x = x.float()
-        return x.numpy()
-    return np.asarray(x)
-
-
 @st.composite
 def problems(draw, values, max_B=4, max_T=14):
     """(x, min_len, max_len, lengths) with x float64."""

