@@ -26,10 +26,44 @@ def build_info() -> dict:
         CMake architecture entries such as ``"80-real"``), ``cuda_runtime``
         (``"static"`` or None), ``openmp`` (bool), ``openmp_version`` (the
         ``_OPENMP`` date, or None), ``openmp_max_threads``, ``compiler`` and
-        ``cuda_host_compiler``. CUDA fields are None (archs empty) in a
-        CPU-only build.
+        ``cuda_host_compiler``; ``cuda_sass`` and ``cuda_ptx`` (sorted ints:
+        the compute capabilities with real code, e.g. ``[75, 90]``, and with
+        PTX, which the driver JIT-compiles for any GPU of that capability or
+        newer; see :func:`cuda_runs_on`). CUDA fields are None (lists empty) in a CPU-only build.
     """
-    return dict(_C.build_info())
+    info = dict(_C.build_info())
+    info.update(_arch_coverage(info["cuda_archs"]))
+    return info
 
 
-__all__ = ["__version__", "build_info", "ops"]
+def _arch_coverage(archs: list) -> dict:
+    """SASS and PTX compute capabilities of CMake arch entries ("75-real",
+    "75-virtual", "90" = both)."""
+    sass, ptx = set(), set()
+    for entry in archs:
+        number, _, kind = entry.partition("-")
+        if not number.isdigit():
+            continue
+        if kind in ("", "real"):
+            sass.add(int(number))
+        if kind in ("", "virtual"):
+            ptx.add(int(number))
+    return {"cuda_sass": sorted(sass), "cuda_ptx": sorted(ptx)}
+
+
+def cuda_runs_on(capability: int, archs: list | None = None) -> str | None:
+    """How CUDA kernels built for ``archs`` (CMake entries; default: this
+    build's ``cuda_archs``) run on a GPU of compute ``capability`` (an int:
+    ``90`` for 9.0): ``"sass"`` (real code of its major and the same or an
+    older minor), ``"ptx"`` (PTX of the same or an older capability, which the
+    driver JIT-compiles once), or None (not covered; also for a CPU-only build).
+    """
+    cov = _arch_coverage(build_info()["cuda_archs"] if archs is None else archs)
+    if any(c // 10 == capability // 10 and c <= capability for c in cov["cuda_sass"]):
+        return "sass"
+    if any(c <= capability for c in cov["cuda_ptx"]):
+        return "ptx"
+    return None
+
+
+__all__ = ["__version__", "build_info", "cuda_runs_on", "ops"]

@@ -52,7 +52,34 @@ def _gpu_report(info: dict) -> dict:
         except (OSError, subprocess.SubprocessError):
             listed = None
     report["nvidia_smi"] = listed
+    report["compute_capabilities"] = _smi_capabilities(smi) if listed else None
     return report
+
+
+def _smi_capabilities(smi: str) -> Optional[list]:
+    """Each listed GPU's compute capability as an int (9.0 -> 90), or None
+    where this nvidia-smi cannot say."""
+    try:
+        proc = subprocess.run([smi, "--query-gpu=compute_cap", "--format=csv,noheader"],
+                              capture_output=True, text=True, timeout=10)
+        caps = [ln.strip().split(".") for ln in proc.stdout.splitlines() if ln.strip()]
+        return sorted({int(major) * 10 + int(minor) for major, minor in caps})
+    except (OSError, subprocess.SubprocessError, ValueError):
+        return None
+
+
+def _coverage_text(info: dict) -> str:
+    """What GPUs a CUDA build runs on, from its SASS and PTX lists."""
+    from fastvqa import _arch_coverage
+
+    cov = _arch_coverage(info["cuda_archs"])
+    sass = ", ".join(f"sm_{c}" for c in cov["cuda_sass"]) or "none"
+    if cov["cuda_ptx"]:
+        low = min(cov["cuda_ptx"])
+        return (f"real code for {sass}; PTX compute_{low}, so every GPU of compute "
+                f"capability >= {low // 10}.{low % 10} runs the kernels (JIT-compiled once "
+                "where there is no real code)")
+    return f"real code for {sass} only (no PTX: other GPUs cannot run the kernels)"
 
 
 def _cmd_info(args: argparse.Namespace) -> int:
@@ -78,6 +105,7 @@ def _cmd_info(args: argparse.Namespace) -> int:
         ),
     ]
     if info["cuda"]:
+        rows.append(("cuda coverage", _coverage_text(info)))
         count = gpu["visible_to_fastvqa"]
         driver = f", driver {gpu['driver_version']}" if gpu["driver_version"] else ""
         # driver_version is the newest CUDA the driver supports ("13.0"); minor
@@ -90,6 +118,12 @@ def _cmd_info(args: argparse.Namespace) -> int:
     else:
         listed = gpu["nvidia_smi"]
         rows.append(("gpu", f"{len(listed)} listed by nvidia-smi" if listed else "none found"))
+    if info["cuda"]:
+        for cap in gpu.get("compute_capabilities") or []:
+            how = fastvqa.cuda_runs_on(cap, info["cuda_archs"])
+            rows.append((f"sm_{cap} gpu", {"sass": "native code in this build",
+                                           "ptx": "runs by JIT-compiling this build's PTX (first call slower)",
+                                           None: "NOT covered by this build: rebuild with FASTVQA_CUDA_ARCHS=auto on it"}[how]))
     for name, module, extra in _BACKENDS:
         rows.append((name, "importable" if backends[name] else f"not installed ({extra})"))
     width = max(len(k) for k, _ in rows)
