@@ -58,6 +58,15 @@ class VideoIndex:
         decode_order: ``int64 (n,)`` position of each frame's packet in the
             file (decode order), for backends that stop feeding the decoder
             as soon as the frames they need are in.
+        dts: ``int64 (n,)`` decoding timestamp of each frame's packet
+            (``time_base`` units, display order like ``pts``; the pts where
+            the container gives none). Seeks aim at a keyframe's dts: MPEG-TS
+            and MPEG-PS seek by dts, and ``dts <= pts`` keeps a seek at or
+            before the keyframe in every container.
+        rotation: degrees counter-clockwise the container's display matrix
+            asks players to rotate the frames by (0, 90, 180 or 270; 0
+            without one). Frames are decoded in coded orientation unless
+            ``read_frames(..., rotate=True)`` is asked.
     """
 
     path: str
@@ -72,6 +81,8 @@ class VideoIndex:
     pts: np.ndarray
     stream_index: int = 0
     decode_order: Optional[np.ndarray] = None
+    dts: Optional[np.ndarray] = None
+    rotation: int = 0
 
     def __len__(self) -> int:
         return len(self.timestamps)
@@ -143,7 +154,7 @@ def _probe(av, spath: str, strict: bool, logs: list) -> VideoIndex:
         if codec_context is None:
             raise VideoError(spath, "unsupported video codec (no decoder in this FFmpeg build)")
         codec = codec_context.name
-        pts_list, key_list, dur_list = [], [], []
+        pts_list, dts_list, key_list, dur_list = [], [], [], []
         try:
             for packet in container.demux(stream):
                 if packet.size == 0:  # the flush packet at the end
@@ -152,6 +163,7 @@ def _probe(av, spath: str, strict: bool, logs: list) -> VideoIndex:
                 if pts is None:
                     raise VideoError(spath, "a video packet carries no timestamp")
                 pts_list.append(pts)
+                dts_list.append(packet.dts if packet.dts is not None else pts)
                 key_list.append(bool(packet.is_keyframe))
                 dur_list.append(packet.duration or 0)
         except av.error.FFmpegError as err:
@@ -183,6 +195,7 @@ def _probe(av, spath: str, strict: bool, logs: list) -> VideoIndex:
     if len(pts) > 1 and np.any(np.diff(pts) == 0):
         raise VideoError(spath, "two video frames share one timestamp (corrupt timestamps)")
     keyflags = np.asarray(key_list, dtype=bool)[order]
+    dts = np.asarray(dts_list, dtype=np.int64)[order]
     durations = np.asarray(dur_list, dtype=np.int64)[order]
     tb = float(time_base)
     timestamps = pts.astype(np.float64) * tb
@@ -211,7 +224,7 @@ def _probe(av, spath: str, strict: bool, logs: list) -> VideoIndex:
         path=spath, codec=codec, width=int(width), height=int(height), duration=duration,
         fps=float(fps), timestamps=timestamps, keyframes=keyframes,
         time_base=Fraction(time_base), pts=pts, stream_index=stream_index,
-        decode_order=order.astype(np.int64),
+        decode_order=order.astype(np.int64), dts=dts,
     )
 
 

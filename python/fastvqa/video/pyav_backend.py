@@ -168,32 +168,36 @@ def decode_pyav(
             rgb = frame.to_ndarray(format="rgb24")
         return rgb[top:top + crop_h, left:left + crop_w]
 
-    try:
-        container = av.open(path, mode="r")
-    except (av.error.FFmpegError, OSError) as err:
-        raise VideoError(path, f"cannot open for decoding ({err})") from None
-    with container:
-        stream = next((st for st in container.streams if st.index == index.stream_index), None)
-        if stream is None or stream.type != "video":
-            raise VideoError(path, f"stream {index.stream_index} is not a video stream any more "
-                                   "(file changed since it was probed?)")
-        stream.thread_type = threads
+    reader = _Reader(av, index, threads)
+    with reader:
         pos = 0  # next wanted frame (position in `wanted`)
         starts = sorted(seek_at) + [len(wanted)]
+        by_decode = _pts_in_decode_order(index)
         try:
             while pos < len(wanted):
+                if reader.sequential:
+                    # Timestamps after a seek did not match the probe's: decode
+                    # the rest in one pass from the start, as probe read it.
+                    pos, status = _collect(_frames(reader), pos, wanted_pts, frames, convert,
+                                           {}, check_first=False)
+                    break
                 key = seek_at.get(pos)
                 stop = _stop_pts(index, wanted, pos, next(s for s in starts if s > pos))
-                # Attempt 0: seek to the planned keyframe (or decode on). A seek
-                # that lands past the wanted frame (a container index that
-                # disagrees with the packets) gets attempt 1: from the start.
-                for attempt in (0, 1):
-                    if key is not None:
-                        _seek(container, stream, int(index.pts[key if attempt == 0 else 0]))
-                    pos, status = _collect(_frames(container, stream, stop), pos, wanted_pts,
-                                           frames, convert, seek_at, check_first=key is not None)
+                # Seek to the planned keyframe (or decode on). A seek that lands
+                # past it (a container index that disagrees with the packets) is
+                # retried from an earlier keyframe, then from the start.
+                for target in ([None] if key is None else _seek_targets(index, key)):
+                    check = None
+                    if target is not None:
+                        _seek(reader, _seek_timestamp(index, target))
+                        check = (int(index.pts[target]), by_decode)
+                    pos, status = _collect(_frames(reader, stop, check), pos, wanted_pts, frames,
+                                           convert, seek_at, check_first=key is not None)
                     if status != "overshoot":
                         break
+                if status == "unreliable":
+                    reader.reopen()
+                    continue
                 if status in ("eof", "skipped", "overshoot"):
                     break
         except av.error.FFmpegError as err:
@@ -222,12 +226,18 @@ def _collect(decoder, pos, wanted_pts, out, convert, seek_at, check_first):
     """Decode on from the current position, storing wanted frames from ``pos``.
 
     Returns ``(pos, status)``: ``"seek"`` (the next wanted frame starts with a
-    seek, or all are done), ``"eof"``, ``"overshoot"`` (the first frame after
-    a seek is already past the wanted one), ``"skipped"`` (a later frame came
-    out but the wanted one never did).
+    seek, or all are done), ``"eof"``, ``"overshoot"`` (the seek landed past
+    its keyframe, or the first frame after it is already past the wanted
+    one), ``"unreliable"`` (the packets after the seek do not carry the
+    probe's timestamps), ``"skipped"`` (a later frame came out but the wanted
+    one never did).
     """
     try:
         for frame in decoder:
+            if frame is _OVERSHOOT:
+                return pos, "overshoot"
+            if frame is _UNRELIABLE:
+                return pos, "unreliable"
             pts = frame.pts
             if pts is None:
                 continue
@@ -261,17 +271,151 @@ def _stop_pts(index: VideoIndex, wanted: np.ndarray, lo: int, hi: int) -> Option
     return int(index.pts[run[np.argmax(index.decode_order[run])]])
 
 
-def _frames(container, stream, stop_pts: Optional[int] = None):
+#: What :func:`_frames` yields when a seek landed past the keyframe it aimed at.
+_OVERSHOOT = object()
+
+
+def _seek_targets(index: VideoIndex, key: int) -> list:
+    """Keyframes to seek to for a run that needs keyframe ``key``, in the order
+    tried: ``key`` itself, the keyframe two before it, the first keyframe."""
+    keys = index.keyframes
+    at = int(np.searchsorted(keys, key))
+    out = []
+    for k in (key, int(keys[max(0, at - 2)]), int(keys[0])):
+        if k not in out:
+            out.append(k)
+    return out
+
+
+def _seek_timestamp(index: VideoIndex, key: int) -> int:
+    """Where to seek for keyframe ``key``: its packet's decoding timestamp.
+
+    MPEG-TS and MPEG-PS seek by dts (a binary search over the file), MP4 by
+    its sample table's dts, Matroska by its cues' pts: as ``dts <= pts`` for
+    every packet, aiming at the dts lands at or before the keyframe in all of
+    them (at worst one keyframe early, which only costs decoding). For the
+    first keyframe the earliest timestamp of the stream is used, so the seek
+    reaches the first packet even when it precedes the keyframe.
+    """
+    if key == int(index.keyframes[0]):
+        values = index.dts if index.dts is not None else index.pts
+        return int(min(int(values.min()), int(index.pts[key])))
+    if index.dts is None:
+        return int(index.pts[key])
+    return int(min(int(index.dts[key]), int(index.pts[key])))
+
+
+def _pts_in_decode_order(index: VideoIndex) -> Optional[np.ndarray]:
+    """The probe's packet pts in file (decode) order; ``None`` without a decode-order index."""
+    if index.decode_order is None:
+        return None
+    out = np.empty_like(index.pts)
+    out[index.decode_order] = index.pts
+    return out
+
+
+class _Reader:
+    """The open container and its video stream, reopened from the start on demand."""
+
+    def __init__(self, av, index: VideoIndex, threads: str):
+        self.av, self.index, self.threads = av, index, threads
+        self.sequential = False  # True once reopened: no more seeks
+        self.container = None
+        self._open()
+
+    def _open(self):
+        av, path = self.av, self.index.path
+        try:
+            self.container = av.open(path, mode="r")
+        except (av.error.FFmpegError, OSError) as err:
+            raise VideoError(path, f"cannot open for decoding ({err})") from None
+        self.stream = next((st for st in self.container.streams
+                            if st.index == self.index.stream_index), None)
+        if self.stream is None or self.stream.type != "video":
+            self.close()
+            raise VideoError(path, f"stream {self.index.stream_index} is not a video stream any "
+                                   "more (file changed since it was probed?)")
+        self.stream.thread_type = self.threads
+
+    def reopen(self):
+        self.close()
+        self.sequential = True
+        self._open()
+
+    def close(self):
+        if self.container is not None:
+            self.container.close()
+            self.container = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+#: What :func:`_frames` yields when a seek landed past the keyframe it aimed
+#: at, and when the packets after a seek do not carry the probe's timestamps.
+_OVERSHOOT = object()
+_UNRELIABLE = object()
+
+
+def _frames(reader: _Reader, stop_pts: Optional[int] = None, check=None):
     """Decoded frames from the current position; drains the decoder after the
     packet with ``stop_pts`` (the next step is a seek, which resets it) or at
-    the end of the stream."""
+    the end of the stream.
+
+    ``check = (key_pts, by_decode)`` after a seek to the keyframe with pts
+    ``key_pts``: packets before the first keyframe packet are not fed to the
+    decoder (a demuxer that seeks by byte position, as MPEG-TS/PS do, can land
+    on any packet, and decoding from a non-keyframe gives concealed garbage on
+    some codecs). When that keyframe lies past ``key_pts`` the seek overshot:
+    :data:`_OVERSHOOT` is yielded instead of any frame. Every packet fed is
+    then checked against the probe's packet sequence ``by_decode`` (pts in
+    decode order): some demuxers (MPEG-PS) interpolate the timestamps of
+    packets that carry none, and after a seek they come out different from a
+    sequential read; at the first packet that differs :data:`_UNRELIABLE` is
+    yielded, before it is decoded, so no frame is ever matched by a wrong
+    timestamp.
+    """
+    container, stream = reader.container, reader.stream
+    key_pts, by_decode = check if check is not None else (None, None)
+    waiting = check is not None
+    at = None  # decode position of the next packet, while checking
     for packet in container.demux(stream):
+        if packet.size == 0:
+            continue
+        if waiting:
+            if not packet.is_keyframe:
+                continue
+            waiting = False
+            ts = packet.pts if packet.pts is not None else packet.dts
+            if ts is not None and ts > key_pts:
+                yield _OVERSHOOT
+                return
+            if by_decode is not None:
+                hits = np.flatnonzero(by_decode == ts) if ts is not None else []
+                if len(hits) != 1:
+                    yield _UNRELIABLE
+                    return
+                at = int(hits[0])
+        if at is not None:
+            ts = packet.pts if packet.pts is not None else packet.dts
+            if at >= len(by_decode) or ts != by_decode[at]:
+                yield _UNRELIABLE
+                return
+            at += 1
         yield from packet.decode()
         if stop_pts is not None and packet.pts == stop_pts:
             yield from stream.codec_context.decode(None)
             return
+    if waiting:  # the seek found no keyframe at all before the end
+        yield _OVERSHOOT
+        return
+    yield from stream.codec_context.decode(None)
 
 
-def _seek(container, stream, pts: int) -> None:
-    """Seek (which also flushes the decoder) to the keyframe at or before ``pts``."""
-    container.seek(pts, stream=stream, backward=True, any_frame=False)
+def _seek(reader: _Reader, timestamp: int) -> None:
+    """Seek (which also flushes the decoder) to the keyframe at or before
+    ``timestamp`` (a dts, see :func:`_seek_timestamp`)."""
+    reader.container.seek(timestamp, stream=reader.stream, backward=True, any_frame=False)
