@@ -12,6 +12,7 @@ from typing import Any, NamedTuple, Optional, Sequence
 import numpy as np
 
 from fastvqa._progress import Progress
+from fastvqa.video.device import Device, gpu_visible, parse_device
 from fastvqa.video.errors import VideoError
 from fastvqa.video.index import VideoIndex, probe
 
@@ -42,23 +43,23 @@ def _dali_available() -> bool:
 
 
 def _gpu_visible() -> bool:
-    try:
-        import torch
-    except ImportError:
-        return False
-    return bool(torch.cuda.is_available())
+    return gpu_visible()
 
 
-def resolve_backend(backend: str, device: Optional[str] = None) -> str:
-    """``"auto"``: DALI when it imports and a GPU is visible (and ``device`` is
-    not ``"cpu"``), else PyAV. ``"pyav"``/``"dali"`` are taken as asked."""
+def resolve_backend(backend: str, device: Any = None) -> str:
+    """``"auto"``: DALI when a GPU is visible and DALI is installed (and
+    ``device`` is not ``"cpu"``), else PyAV. ``"pyav"``/``"dali"`` are taken as
+    asked. The GPU check comes first and imports neither torch nor DALI
+    (:func:`fastvqa.video.device.gpu_visible`), so a CPU machine pays nothing.
+    ``device`` is checked (:func:`fastvqa.video.device.parse_device`)."""
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    parsed = parse_device(device)
     if backend != "auto":
         return backend
-    if device is not None and str(device).startswith("cpu"):
+    if parsed is not None and parsed.type == "cpu":
         return "pyav"
-    return "dali" if _dali_available() and _gpu_visible() else "pyav"
+    return "dali" if _gpu_visible() and _dali_available() else "pyav"
 
 
 def _indices(sampler: Any, index: VideoIndex) -> np.ndarray:
@@ -95,7 +96,7 @@ def read_frames(
     size=None,
     crop=None,
     backend: str = "auto",
-    device: Optional[str] = None,
+    device: Any = None,
     layout: str = "NHWC",
     dtype: str = "uint8",
     index: Optional[VideoIndex] = None,
@@ -113,10 +114,13 @@ def read_frames(
         backend: ``"pyav"`` (CPU), ``"dali"`` (NVDEC on the GPU, or DALI's CPU
             reader for VP8/VP9/MJPEG with ``device="cpu"``), or ``"auto"``:
             DALI when it imports and a GPU is visible, else PyAV.
-        device: where the frames go. ``None``: NumPy for PyAV, the GPU for
-            DALI. ``"cpu"``: NumPy (DALI: its CPU reader). ``"cuda"``/
-            ``"cuda:k"``: a torch CUDA tensor (DALI decodes on GPU ``k``; PyAV
-            decodes on the CPU and copies).
+        device: where the frames go, in the one device vocabulary
+            (:func:`fastvqa.video.device.parse_device`). ``None``: NumPy for
+            PyAV, the GPU for DALI. ``"cpu"`` (or ``torch.device("cpu")``):
+            NumPy (DALI: its CPU reader). ``"cuda"``/``"cuda:k"`` (or a CUDA
+            ``torch.device``): a torch CUDA tensor (DALI decodes on GPU ``k``;
+            PyAV decodes on the CPU and copies). Anything else (``"gpu"``,
+            ``"cuda:x"``, ``"mps"``) is a ``ValueError``.
         layout: ``"NHWC"`` or ``"NCHW"``.
         dtype: ``"uint8"`` (0..255) or ``"float32"``/``"float16"`` (scaled to [0, 1]).
         index: a :class:`VideoIndex` already probed for ``path`` (skips the probe).
@@ -135,24 +139,23 @@ def read_frames(
         raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")
     if dtype not in DTYPES:
         raise ValueError(f"dtype must be one of {DTYPES}, got {dtype!r}")
+    device = parse_device(device)
     chosen = resolve_backend(backend, device)
     if index is None:
         index = probe(path)
     idx = _indices(sampler, index)
     if chosen == "dali":
-        from fastvqa.video.dali_backend import dali_device, decode_dali
+        from fastvqa.video.dali_backend import decode_dali
 
-        dali_dev, device_id = dali_device(device)
-        frames = decode_dali(index, idx, size=size, crop=crop, device=dali_dev,
-                             device_id=device_id)
+        frames = decode_dali(index, idx, size=size, crop=crop, device=device)
     else:
         from fastvqa.video.pyav_backend import decode_pyav
 
         frames = decode_pyav(index, idx, size=size, crop=crop)
-        if device is not None and not str(device).startswith("cpu"):
+        if device is not None and device.is_cuda:
             import torch
 
-            frames = torch.from_numpy(frames).to(device)
+            frames = torch.from_numpy(frames).to(str(device))
     frames = _finish(frames, layout, dtype)
     return Frames(frames, index.timestamps[idx].copy(), idx)
 
@@ -164,7 +167,7 @@ def read_batch(
     size=None,
     crop=None,
     backend: str = "auto",
-    device: Optional[str] = None,
+    device: Any = None,
     layout: str = "NHWC",
     dtype: str = "uint8",
     workers: Optional[int] = None,
@@ -186,6 +189,7 @@ def read_batch(
     if on_error not in ("raise", "return"):
         raise ValueError(f"on_error must be 'raise' or 'return', got {on_error!r}")
     paths = list(paths)
+    device = parse_device(device)
     chosen = resolve_backend(backend, device)
     if progress is None:
         progress = len(paths) > 10 and sys.stderr.isatty()
