@@ -72,6 +72,50 @@ def _indices(sampler: Any, index: VideoIndex) -> np.ndarray:
                     f"array of frame indices, got {type(sampler).__name__}")
 
 
+def available_memory() -> Optional[int]:
+    """Bytes of memory available to a new allocation now (Linux ``MemAvailable``;
+    elsewhere the free physical pages), or ``None`` when unknown."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return int(os.sysconf("SC_AVPHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def _gib(n: float) -> str:
+    return f"{n / 2**30:.1f} GiB" if n >= 2**30 else f"{n / 2**20:.1f} MiB"
+
+
+def check_output_size(index: VideoIndex, count: int, *, size=None, crop=None,
+                      dtype: str = "uint8", budget: Optional[int] = None) -> int:
+    """Bytes the decoded frames of ``count`` indices will take, after checking
+    the output geometry (``size`` and ``crop`` must fit) and that they fit in
+    ``budget`` bytes (default: the memory available now).
+
+    Raises:
+        ValueError: a bad size or crop, or frames that would not fit, naming
+            the estimate, so nothing of that size is ever allocated.
+    """
+    from fastvqa.video.pyav_backend import crop_box, output_size
+
+    out_h, out_w = output_size(index.height, index.width, size)
+    _, _, h, w = crop_box(out_h, out_w, crop)
+    need = int(count) * h * w * 3 * np.dtype(dtype).itemsize
+    if budget is None:
+        budget = available_memory()
+    if budget is not None and need > budget:
+        raise ValueError(f"{index.path}: {count:,} frames of {w}x{h} (WxH) RGB {dtype} need "
+                         f"{_gib(need)}, more than the {_gib(budget)} of memory available; "
+                         "ask for fewer frames or a smaller size")
+    return need
+
+
 def _finish(frames: Any, layout: str, dtype: str) -> Any:
     """Layout and dtype on NumPy or torch; floats are scaled to [0, 1]."""
     if isinstance(frames, np.ndarray):
@@ -144,6 +188,7 @@ def read_frames(
     if index is None:
         index = probe(path)
     idx = _indices(sampler, index)
+    check_output_size(index, len(idx), size=size, crop=crop, dtype=dtype)
     if chosen == "dali":
         from fastvqa.video.dali_backend import decode_dali
 

@@ -532,7 +532,7 @@ def decode_dali_batch(
     (or DALI's ``ValueError``) in its place; when the batch fails, the files
     are decoded one by one so each error stays with its own file.
     """
-    from fastvqa.video.api import Frames, _finish, _indices
+    from fastvqa.video.api import Frames, _finish, _indices, check_output_size
     from fastvqa.video.index import probe
 
     del backend  # always DALI here; accepted for read_batch's keyword set
@@ -545,7 +545,9 @@ def decode_dali_batch(
     for k, path in enumerate(paths):
         try:
             index = probe(path)
-            pending.append((k, index, _indices(sampler, index)))
+            idx = _indices(sampler, index)
+            check_output_size(index, len(idx), size=size, crop=crop, dtype=dtype)
+            pending.append((k, index, idx))
         except VideoError as err:
             if on_error == "raise":
                 raise

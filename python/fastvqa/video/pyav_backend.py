@@ -12,12 +12,17 @@ from fastvqa.video.errors import VideoError
 from fastvqa.video.index import VideoIndex, import_av
 
 
+#: The largest output side (pixels) a resize may produce: FFmpeg's own image
+#: size limit is about 16384 x 16384.
+MAX_SIDE = 16384
+
+
 def output_size(height: int, width: int, size=None) -> tuple:
     """``(H, W)`` after the shorter-side (int) or exact (``(H, W)``) resize.
 
     An int resizes the shorter side to ``size`` and the longer one to
     ``int(size * long / short)`` (torchvision's ``Resize(int)`` rule,
-    truncating).
+    truncating). A side above :data:`MAX_SIDE` is a ``ValueError``.
     """
     if size is None:
         return height, width
@@ -25,9 +30,14 @@ def output_size(height: int, width: int, size=None) -> tuple:
         if size < 1:
             raise ValueError(f"size must be >= 1, got {size}")
         if width <= height:
-            return int(size * height / width), int(size)
-        return int(size), int(size * width / height)
-    h, w = _pair("size", size)
+            h, w = int(size * height / width), int(size)
+        else:
+            h, w = int(size), int(size * width / height)
+    else:
+        h, w = _pair("size", size)
+    if max(h, w) > MAX_SIDE:
+        raise ValueError(f"size {size!r} resizes the {width}x{height} (WxH) video to {w}x{h}; "
+                         f"the largest side allowed is {MAX_SIDE} pixels")
     return h, w
 
 
