@@ -206,3 +206,60 @@ def test_dataset_shards_by_worker_and_rank(videos, monkeypatch):
     monkeypatch.setattr(ds_mod, "_rank_world", lambda group=None: (0, 1))
     loader = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=2)
     assert sorted(it["path"] for it in loader) == sorted(paths)
+
+
+def _rotated_video(path, degrees, n=24):
+    """H.264 index frames with a display matrix asking for ``degrees`` (CCW)."""
+    from fractions import Fraction
+
+    import av
+
+    from tests.video.fixtures import draw_index
+
+    with av.open(str(path), mode="w") as out:
+        stream = out.add_stream("libx264", rate=24)
+        stream.width, stream.height, stream.pix_fmt = 64, 48, "yuv420p"
+        stream.codec_context.options = {"g": "8", "bf": "2", "preset": "veryfast"}
+        if degrees is not None:
+            stream.set_display_rotation(degrees)
+        for i in range(n):
+            frame = av.VideoFrame.from_ndarray(draw_index(i, 64, 48), format="rgb24")
+            frame = frame.reformat(format="yuv420p")
+            frame.pts, frame.time_base = i, Fraction(1, 24)
+            for packet in stream.encode(frame):
+                out.mux(packet)
+        for packet in stream.encode(None):
+            out.mux(packet)
+    return path
+
+
+@pytest.mark.parametrize("degrees, turns", [(None, 0), (0, 0), (90, 1), (180, 2), (-90, 3),
+                                            (270, 3)])
+def test_rotation_metadata(tmp_path, degrees, turns):
+    """Default: coded orientation (the frame's own pixels, rotation ignored, as
+    documented). rotate=True: np.rot90 by the display matrix's quarter turns
+    (counter-clockwise), size and crop in the displayed orientation."""
+    from fastvqa.video import display_rotation
+
+    path = _rotated_video(tmp_path / f"rot{degrees}.mp4", degrees)
+    index = probe(path)
+    assert (index.width, index.height) == (64, 48)  # probe reports the coded size
+    assert display_rotation(path) == 90 * turns
+    want = np.array([5, 0, 17, 5])
+    coded = read_frames(path, want, backend="pyav")
+    assert coded.frames.shape == (4, 48, 64, 3)
+    assert pixel_indices(coded.frames) == want.tolist()
+    shown = read_frames(path, want, backend="pyav", rotate=True)
+    np.testing.assert_array_equal(shown.frames, np.rot90(coded.frames, turns, axes=(1, 2)))
+    # size and crop refer to what is shown: 24 on the shorter side, then 20x16 (HxW).
+    small = read_frames(path, want, backend="pyav", rotate=True, size=24, crop=(20, 16))
+    expect_hw = (20, 16)
+    assert small.frames.shape[1:3] == expect_hw
+    # The shown shorter side is 24 either way: coded 48x64 (HxW) becomes 24x32, then turns.
+    resized_coded = read_frames(path, want, backend="pyav", size=(24, 32))
+    turned = np.rot90(resized_coded.frames, turns, axes=(1, 2))
+    h, w = turned.shape[1:3]
+    top, left = int(round((h - 20) / 2)), int(round((w - 16) / 2))
+    np.testing.assert_array_equal(small.frames, turned[:, top:top + 20, left:left + 16])
+    with pytest.raises(ValueError, match="PyAV backend only"):
+        read_frames(path, want, backend="dali", rotate=True)

@@ -93,7 +93,8 @@ def _gib(n: float) -> str:
 
 
 def check_output_size(index: VideoIndex, count: int, *, size=None, crop=None,
-                      dtype: str = "uint8", budget: Optional[int] = None) -> int:
+                      dtype: str = "uint8", budget: Optional[int] = None,
+                      rotation: int = 0) -> int:
     """Bytes the decoded frames of ``count`` indices will take, after checking
     the output geometry (``size`` and ``crop`` must fit) and that they fit in
     ``budget`` bytes (default: the memory available now).
@@ -101,10 +102,14 @@ def check_output_size(index: VideoIndex, count: int, *, size=None, crop=None,
     Raises:
         ValueError: a bad size or crop, or frames that would not fit, naming
             the estimate, so nothing of that size is ever allocated.
+
+    ``rotation``: the quarter turn (degrees) the frames will be turned by
+    (``rotate=True``); size and crop apply to the turned frames.
     """
     from fastvqa.video.pyav_backend import crop_box, output_size
 
-    out_h, out_w = output_size(index.height, index.width, size)
+    height, width = (index.width, index.height) if rotation % 180 else (index.height, index.width)
+    out_h, out_w = output_size(height, width, size)
     _, _, h, w = crop_box(out_h, out_w, crop)
     need = int(count) * h * w * 3 * np.dtype(dtype).itemsize
     if budget is None:
@@ -144,6 +149,7 @@ def read_frames(
     layout: str = "NHWC",
     dtype: str = "uint8",
     index: Optional[VideoIndex] = None,
+    rotate: bool = False,
 ) -> Frames:
     """Decode the frames ``sampler`` picks from the video at ``path``.
 
@@ -168,6 +174,11 @@ def read_frames(
         layout: ``"NHWC"`` or ``"NCHW"``.
         dtype: ``"uint8"`` (0..255) or ``"float32"``/``"float16"`` (scaled to [0, 1]).
         index: a :class:`VideoIndex` already probed for ``path`` (skips the probe).
+        rotate: ``False`` (default): frames in the file's *coded* orientation,
+            rotation metadata ignored (as decord does). ``True``: apply the
+            display matrix (:func:`fastvqa.video.display_rotation`) as players
+            do; ``size``/``crop`` refer to the displayed orientation. PyAV
+            backend only.
 
     Returns:
         :class:`Frames` ``(frames, timestamps, indices)``; ``indices`` are
@@ -188,7 +199,11 @@ def read_frames(
     if index is None:
         index = probe(path)
     idx = _indices(sampler, index)
-    check_output_size(index, len(idx), size=size, crop=crop, dtype=dtype)
+    if rotate and chosen == "dali":
+        raise ValueError("rotate=True is implemented by the PyAV backend only "
+                         "(backend='pyav')")
+    if not rotate:  # (with rotate, decode_pyav checks the turned geometry)
+        check_output_size(index, len(idx), size=size, crop=crop, dtype=dtype)
     if chosen == "dali":
         from fastvqa.video.dali_backend import decode_dali
 
@@ -196,7 +211,7 @@ def read_frames(
     else:
         from fastvqa.video.pyav_backend import decode_pyav
 
-        frames = decode_pyav(index, idx, size=size, crop=crop)
+        frames = decode_pyav(index, idx, size=size, crop=crop, rotate=bool(rotate))
         if device is not None and device.is_cuda:
             import torch
 
@@ -218,6 +233,7 @@ def read_batch(
     workers: Optional[int] = None,
     progress: Optional[bool] = None,
     on_error: str = "raise",
+    rotate: bool = False,
 ) -> list:
     """:func:`read_frames` over many videos; one :class:`Frames` per path, in order.
 
@@ -230,6 +246,7 @@ def read_batch(
     it when stderr is a terminal and there are more than 10 videos.
     ``on_error``: ``"raise"`` (the first :class:`VideoError` stops the batch)
     or ``"return"`` (the error object takes that video's place in the list).
+    ``rotate``: as in :func:`read_frames` (PyAV only).
     """
     if on_error not in ("raise", "return"):
         raise ValueError(f"on_error must be 'raise' or 'return', got {on_error!r}")
@@ -242,6 +259,9 @@ def read_batch(
     kwargs = dict(size=size, crop=crop, backend=chosen, device=device, layout=layout, dtype=dtype)
 
     if chosen == "dali":
+        if rotate:
+            raise ValueError("rotate=True is implemented by the PyAV backend only "
+                             "(backend='pyav')")
         from fastvqa.video.dali_backend import decode_dali_batch
 
         try:
@@ -252,7 +272,7 @@ def read_batch(
 
     def one(path):
         try:
-            return read_frames(path, sampler, **kwargs)
+            return read_frames(path, sampler, **kwargs, rotate=rotate)
         except VideoError as err:
             if on_error == "raise":
                 raise

@@ -66,6 +66,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="decoder (default auto: DALI on a GPU where present, else PyAV)")
     p.add_argument("--workers", type=int_at_least(1), default=None,
                    help="decoding threads on the CPU")
+    p.add_argument("--rotate", action="store_true",
+                   help="apply rotation metadata (the display matrix) as players do; default: "
+                        "frames in coded orientation. PyAV only")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on many files")
 
 
@@ -139,7 +142,7 @@ def _plan(videos: list, names: list, sampler, args, is_list: bool) -> tuple:
     """Probe and sample every video and check its output before anything is
     written. Returns ``(ok, failed)``: ``[(video, name, bytes)]`` and
     ``[message]``. A single video that fails is a :class:`CommandError`."""
-    from fastvqa.video import VideoError, probe
+    from fastvqa.video import VideoError, display_rotation, probe
     from fastvqa.video.api import available_memory, check_output_size
 
     budget = available_memory()
@@ -148,8 +151,9 @@ def _plan(videos: list, names: list, sampler, args, is_list: bool) -> tuple:
         try:
             index = probe(video)
             idx = sampler.indices(index)
+            rotation = display_rotation(video, index.stream_index) if args.rotate else 0
             need = check_output_size(index, len(idx), size=args.size, crop=args.crop,
-                                     budget=budget)
+                                     budget=budget, rotation=rotation)
         except (VideoError, ValueError, TypeError) as err:
             message = str(err) if isinstance(err, VideoError) else f"{video}: {err}"
             if not is_list:
@@ -211,6 +215,8 @@ def run(args: argparse.Namespace) -> int:
         sampler = from_spec(args.sampler)
     except ValueError as err:
         raise CommandError(str(err)) from None
+    if args.rotate and args.backend == "dali":
+        raise CommandError("--rotate is implemented by the PyAV backend only (--backend pyav)")
     src, out = Path(args.input), Path(args.out)
     _refuse_existing(out)
     is_list = src.suffix.lower() in LIST_SUFFIXES
@@ -232,7 +238,10 @@ def run(args: argparse.Namespace) -> int:
 
     show = not args.no_progress and len(plan) > 1
     kwargs = dict(size=args.size, crop=args.crop, backend=args.backend, workers=args.workers,
-                  progress=False, on_error="raise" if not is_list else "return")
+                  progress=False, on_error="raise" if not is_list else "return",
+                  rotate=args.rotate)
+    if args.rotate:
+        kwargs["backend"] = "pyav"
     tmp = _temporary(out, folder=not to_npz_file)
     progress = Progress(len(plan), show)
     done = 0

@@ -63,10 +63,11 @@ class VideoIndex:
             the container gives none). Seeks aim at a keyframe's dts: MPEG-TS
             and MPEG-PS seek by dts, and ``dts <= pts`` keeps a seek at or
             before the keyframe in every container.
-        rotation: degrees counter-clockwise the container's display matrix
-            asks players to rotate the frames by (0, 90, 180 or 270; 0
-            without one). Frames are decoded in coded orientation unless
-            ``read_frames(..., rotate=True)`` is asked.
+
+    Orientation: ``width``/``height`` and every decoded frame are in the
+    *coded* orientation; a display matrix (rotation metadata, as phones
+    write) is not applied unless ``read_frames(..., rotate=True)`` is asked.
+    :func:`display_rotation` reads it.
     """
 
     path: str
@@ -82,7 +83,6 @@ class VideoIndex:
     stream_index: int = 0
     decode_order: Optional[np.ndarray] = None
     dts: Optional[np.ndarray] = None
-    rotation: int = 0
 
     def __len__(self) -> int:
         return len(self.timestamps)
@@ -226,6 +226,36 @@ def _probe(av, spath: str, strict: bool, logs: list) -> VideoIndex:
         time_base=Fraction(time_base), pts=pts, stream_index=stream_index,
         decode_order=order.astype(np.int64), dts=dts,
     )
+
+
+def display_rotation(path: Any, stream_index: Optional[int] = None) -> int:
+    """The rotation a video's display matrix asks for: degrees counter-clockwise,
+    one of 0, 90, 180, 270 (0 without rotation metadata).
+
+    A phone video shot upright is typically stored sideways with a matrix
+    that says 270 (FFmpeg's ``ffprobe`` prints "rotation of -90.00 degrees");
+    players show ``np.rot90(frame, rotation // 90)``, which is what
+    ``read_frames(..., rotate=True)`` returns. fastvqa decodes in coded
+    orientation by default (as decord does). PyAV exposes the matrix on
+    decoded frames only, so this decodes the first frame (milliseconds).
+    Flips and non-right angles are rounded to the nearest quarter turn.
+
+    Raises:
+        VideoError: the file cannot be opened or has no decodable frame.
+    """
+    av = import_av()
+    spath = os.fspath(path)
+    try:
+        with av.open(spath, mode="r") as container:
+            streams = [s for s in container.streams.video
+                       if stream_index is None or s.index == stream_index]
+            if not streams:
+                raise VideoError(spath, "no video stream")
+            for frame in container.decode(streams[0]):
+                return int(round((frame.rotation or 0) / 90.0)) % 4 * 90
+    except av.error.FFmpegError as err:
+        raise VideoError(spath, f"cannot read the rotation ({_ffmpeg_reason(err)})") from None
+    raise VideoError(spath, "no frame could be decoded to read the rotation")
 
 
 def _ffmpeg_reason(err: Exception) -> str:

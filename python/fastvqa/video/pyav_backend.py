@@ -9,7 +9,7 @@ from typing import Any, Optional
 import numpy as np
 
 from fastvqa.video.errors import VideoError
-from fastvqa.video.index import VideoIndex, import_av
+from fastvqa.video.index import VideoIndex, display_rotation, import_av
 
 
 #: The largest output side (pixels) a resize may produce: FFmpeg's own image
@@ -110,6 +110,7 @@ def decode_pyav(
     size=None,
     crop=None,
     threads: Optional[str] = None,
+    rotate: bool = False,
 ) -> np.ndarray:
     """Decode the given frames of a probed video on the CPU with PyAV.
 
@@ -132,6 +133,11 @@ def decode_pyav(
             seek, which flushes it), so no frame is lost in the threads, frames
             are identified by timestamp, and the container and decoder are
             closed on every path.
+        rotate: apply the display matrix (:func:`~fastvqa.video.index.display_rotation`,
+            a quarter-turn multiple) so frames come out as players show them;
+            ``size`` and ``crop`` then refer to the displayed orientation
+            (``H``/``W`` swap for 90 and 270). ``False`` (default): coded
+            orientation, ``index.height x index.width``.
 
     Returns:
         ``(n, H, W, 3)`` uint8 RGB NumPy array.
@@ -154,8 +160,15 @@ def decode_pyav(
     """
     av = import_av()
     idx = check_frame_indices(index, frame_indices)
-    out_h, out_w = output_size(index.height, index.width, size)
+    turns = display_rotation(index.path, index.stream_index) // 90 if rotate else 0
+    shown_h, shown_w = (index.width, index.height) if turns % 2 else (index.height, index.width)
+    out_h, out_w = output_size(shown_h, shown_w, size)
     top, left, crop_h, crop_w = crop_box(out_h, out_w, crop)
+    coded_h, coded_w = (out_w, out_h) if turns % 2 else (out_h, out_w)  # resize before turning
+    if rotate:
+        from fastvqa.video.api import check_output_size
+
+        check_output_size(index, len(idx), size=size, crop=crop, rotation=90 * turns)
     wanted, inverse = np.unique(idx, return_inverse=True)
     frames = np.empty((len(wanted), crop_h, crop_w, 3), dtype=np.uint8)
     if len(wanted) == 0:
@@ -164,7 +177,7 @@ def decode_pyav(
     seek_at = dict(_plan_seeks(index, wanted))
     if threads is None:
         threads = _thread_type(index, wanted, seek_at)
-    resize = (out_h, out_w) != (index.height, index.width)
+    resize = (coded_h, coded_w) != (index.height, index.width)
     path = index.path
 
     def convert(frame) -> np.ndarray:
@@ -172,10 +185,12 @@ def decode_pyav(
             raise VideoError(path, f"frame size changes mid-stream ({index.width}x{index.height} "
                                    f"-> {frame.width}x{frame.height}); not supported")
         if resize:
-            rgb = frame.reformat(width=out_w, height=out_h, format="rgb24",
+            rgb = frame.reformat(width=coded_w, height=coded_h, format="rgb24",
                                  interpolation="BILINEAR").to_ndarray()
         else:
             rgb = frame.to_ndarray(format="rgb24")
+        if turns:
+            rgb = np.rot90(rgb, turns)
         return rgb[top:top + crop_h, left:left + crop_w]
 
     reader = _Reader(av, index, threads)
