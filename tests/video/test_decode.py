@@ -263,3 +263,44 @@ def test_rotation_metadata(tmp_path, degrees, turns):
     np.testing.assert_array_equal(small.frames, turned[:, top:top + 20, left:left + 16])
     with pytest.raises(ValueError, match="PyAV backend only"):
         read_frames(path, want, backend="dali", rotate=True)
+
+
+@pytest.mark.parametrize("video_id", [v for v in VIDEO_IDS if not v.startswith("mpeg2-ps")])
+def test_seeks_are_trusted_where_timestamps_are_exact(videos, video_id, monkeypatch):
+    """MP4, Matroska, WebM and MPEG-TS keep the probe's timestamps after a seek:
+    decoding never falls back to a pass from the start (which would be exact
+    but slow)."""
+    from fastvqa.video import pyav_backend
+
+    def no_reopen(self):
+        raise AssertionError("fell back to a sequential pass")
+
+    monkeypatch.setattr(pyav_backend._Reader, "reopen", no_reopen)
+    index = probe(videos[video_id].path)
+    want = np.array([90, 5, 60, 30, 75, 45, 15])
+    np.testing.assert_array_equal(decode_pyav(index, want),
+                                  sequential_decode(videos[video_id].path)[want])
+
+
+@pytest.mark.parametrize("video_id", ["h264-cfr-gop12", "h264-vfr-gop12", "h264-ts-cfr-gop12",
+                                      "h264-ts-vfr-gop48", "vp9-cfr-gop5"])
+def test_a_seek_lands_on_its_own_keyframe(videos, video_id, monkeypatch):
+    """Seeking MP4 by dts lands one keyframe early (a GOP decoded for nothing);
+    MPEG-TS by pts lands past it: each demuxer gets the timestamp it seeks by."""
+    from fastvqa.video import pyav_backend
+
+    decoded = []
+    real = pyav_backend._frames
+
+    def counting(*args, **kwargs):
+        for frame in real(*args, **kwargs):
+            decoded.append(frame)
+            yield frame
+
+    monkeypatch.setattr(pyav_backend, "_frames", counting)
+    index = probe(videos[video_id].path)
+    want = index.keyframes[1::2] if len(index.keyframes) > 3 else index.keyframes[1:]
+    assert len(want) >= 1  # every other keyframe: a seek before each
+    np.testing.assert_array_equal(decode_pyav(index, want),
+                                  sequential_decode(videos[video_id].path)[want])
+    assert len(decoded) <= 3 * len(want), len(decoded)

@@ -211,10 +211,12 @@ def decode_pyav(
                 # Seek to the planned keyframe (or decode on). A seek that lands
                 # past it (a container index that disagrees with the packets) is
                 # retried from an earlier keyframe, then from the start.
-                for target in ([None] if key is None else _seek_targets(index, key)):
+                tries = [(None, None)] if key is None else _seek_targets(index, key,
+                                                                         reader.by_dts)
+                for target, timestamp in tries:
                     check = None
                     if target is not None:
-                        _seek(reader, _seek_timestamp(index, target))
+                        _seek(reader, timestamp)
                         check = (int(index.pts[target]), by_decode)
                     pos, status = _collect(_frames(reader, stop, check), pos, wanted_pts, frames,
                                            convert, seek_at, check_first=key is not None)
@@ -300,34 +302,45 @@ def _stop_pts(index: VideoIndex, wanted: np.ndarray, lo: int, hi: int) -> Option
 _OVERSHOOT = object()
 
 
-def _seek_targets(index: VideoIndex, key: int) -> list:
-    """Keyframes to seek to for a run that needs keyframe ``key``, in the order
-    tried: ``key`` itself, the keyframe two before it, the first keyframe."""
+#: Demuxers that seek by decoding timestamp (a binary search over the file's
+#: packets), as FFmpeg names them: MPEG-TS and MPEG-PS.
+DTS_SEEKING = frozenset({"mpegts", "mpeg"})
+
+
+def _seek_targets(index: VideoIndex, key: int, by_dts: bool) -> list:
+    """``(keyframe, timestamp)`` seeks to try, in order, for a run that needs
+    keyframe ``key``.
+
+    First ``key`` at the timestamp its demuxer seeks by (``by_dts``: MPEG-TS
+    and MPEG-PS, :data:`DTS_SEEKING`; otherwise its pts, as MP4's sample table
+    and Matroska's cues are searched), then ``key`` at the other one, then the
+    keyframe two before it by dts, then the very start. Aiming at the dts
+    (``dts <= pts``) lands at or before the keyframe in every container, but
+    one keyframe early in MP4 (its search lands on the previous keyframe),
+    which costs a GOP of decoding: hence pts first there. Each seek that
+    lands past its keyframe is detected by :func:`_frames` and the next one
+    tried; one that lands early only costs demuxing up to the keyframe.
+    """
     keys = index.keyframes
     at = int(np.searchsorted(keys, key))
+    pts = int(index.pts[key])
+    dts = pts if index.dts is None else min(int(index.dts[key]), pts)
+    first = int(keys[0])
+    start = int(min(int((index.dts if index.dts is not None else index.pts).min()),
+                    int(index.pts[first])))
+    earlier = int(keys[max(0, at - 2)])
+    earlier_ts = start if earlier == first else (
+        int(index.pts[earlier]) if index.dts is None else
+        min(int(index.dts[earlier]), int(index.pts[earlier])))
+    tries = [(key, dts), (key, pts)] if by_dts else [(key, pts), (key, dts)]
+    if key == first:
+        tries = [(key, start)]
+    tries += [(earlier, earlier_ts), (first, start)]
     out = []
-    for k in (key, int(keys[max(0, at - 2)]), int(keys[0])):
-        if k not in out:
-            out.append(k)
+    for item in tries:
+        if item not in out:
+            out.append(item)
     return out
-
-
-def _seek_timestamp(index: VideoIndex, key: int) -> int:
-    """Where to seek for keyframe ``key``: its packet's decoding timestamp.
-
-    MPEG-TS and MPEG-PS seek by dts (a binary search over the file), MP4 by
-    its sample table's dts, Matroska by its cues' pts: as ``dts <= pts`` for
-    every packet, aiming at the dts lands at or before the keyframe in all of
-    them (at worst one keyframe early, which only costs decoding). For the
-    first keyframe the earliest timestamp of the stream is used, so the seek
-    reaches the first packet even when it precedes the keyframe.
-    """
-    if key == int(index.keyframes[0]):
-        values = index.dts if index.dts is not None else index.pts
-        return int(min(int(values.min()), int(index.pts[key])))
-    if index.dts is None:
-        return int(index.pts[key])
-    return int(min(int(index.dts[key]), int(index.pts[key])))
 
 
 def _pts_in_decode_order(index: VideoIndex) -> Optional[np.ndarray]:
@@ -361,6 +374,7 @@ class _Reader:
             raise VideoError(path, f"stream {self.index.stream_index} is not a video stream any "
                                    "more (file changed since it was probed?)")
         self.stream.thread_type = self.threads
+        self.by_dts = bool(set(self.container.format.name.split(",")) & DTS_SEEKING)
 
     def reopen(self):
         self.close()
@@ -391,11 +405,13 @@ def _frames(reader: _Reader, stop_pts: Optional[int] = None, check=None):
     the end of the stream.
 
     ``check = (key_pts, by_decode)`` after a seek to the keyframe with pts
-    ``key_pts``: packets before the first keyframe packet are not fed to the
-    decoder (a demuxer that seeks by byte position, as MPEG-TS/PS do, can land
-    on any packet, and decoding from a non-keyframe gives concealed garbage on
-    some codecs). When that keyframe lies past ``key_pts`` the seek overshot:
-    :data:`_OVERSHOOT` is yielded instead of any frame. Every packet fed is
+    ``key_pts``: packets before that keyframe's packet are demuxed but not
+    fed to the decoder (a demuxer that seeks by byte position, as MPEG-TS/PS
+    do, can land on any packet, and decoding from a non-keyframe gives
+    concealed garbage on some codecs; a seek that lands a keyframe early, as
+    MP4 does on some files, then costs no decoding). When a keyframe past
+    ``key_pts`` comes first the seek overshot: :data:`_OVERSHOOT` is yielded
+    instead of any frame. Every packet fed is
     then checked against the probe's packet sequence ``by_decode`` (pts in
     decode order): some demuxers (MPEG-PS) interpolate the timestamps of
     packets that carry none, and after a seek they come out different from a
@@ -413,11 +429,13 @@ def _frames(reader: _Reader, stop_pts: Optional[int] = None, check=None):
         if waiting:
             if not packet.is_keyframe:
                 continue
-            waiting = False
             ts = packet.pts if packet.pts is not None else packet.dts
             if ts is not None and ts > key_pts:
                 yield _OVERSHOOT
                 return
+            if ts is not None and ts < key_pts:
+                continue  # landed early: skip to our keyframe without decoding
+            waiting = False
             if by_decode is not None:
                 hits = np.flatnonzero(by_decode == ts) if ts is not None else []
                 if len(hits) != 1:
@@ -442,5 +460,5 @@ def _frames(reader: _Reader, stop_pts: Optional[int] = None, check=None):
 
 def _seek(reader: _Reader, timestamp: int) -> None:
     """Seek (which also flushes the decoder) to the keyframe at or before
-    ``timestamp`` (a dts, see :func:`_seek_timestamp`)."""
+    ``timestamp`` (see :func:`_seek_targets`)."""
     reader.container.seek(timestamp, stream=reader.stream, backward=True, any_frame=False)
