@@ -312,3 +312,17 @@ def test_the_largest_runs_are_accepted(tmp_path, monkeypatch, args):
     assert main(["demo", *args, "--backend", "pyav", "--out", str(tmp_path / "o"),
                  "--no-progress"]) == 0
     assert len(started) == 1
+
+
+def test_interrupt_removes_the_partial_output(tmp_path, monkeypatch):
+    from fastvqa.demo import pipeline
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(pipeline, "decode", interrupted)
+    out = tmp_path / "o"
+    with pytest.raises(KeyboardInterrupt):
+        main(["demo", "--out", str(out), "--videos", "1", "--duration", "5", "--backend", "pyav",
+              "--no-progress"])
+    assert not out.exists()

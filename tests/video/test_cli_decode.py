@@ -187,3 +187,33 @@ def test_odd_list_entries(videos, tmp_path, capsys):
     assert main(["decode", str(tmp_path / "bin.txt"), "--sampler", "uniform:2", "--out",
                  str(tmp_path / "o3")]) == 2
     assert "not a text list" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("target", ["new/deeper/o.npz", "new/deeper/imgs"])
+def test_a_failure_while_decoding_leaves_nothing(h264_video, tmp_path, monkeypatch, target):
+    """Nothing half-written: no temporary, no output, not even the folders made for it."""
+    from fastvqa.video import VideoError
+    from fastvqa.video import api
+
+    def broken(paths, sampler, **kwargs):
+        raise VideoError(paths[0], "decoder exploded")
+
+    monkeypatch.setattr(api, "read_batch", broken)
+    import fastvqa.video as video_pkg
+
+    monkeypatch.setattr(video_pkg, "read_batch", broken)
+    assert main(["decode", str(h264_video.path), "--sampler", "uniform:2",
+                 "--out", str(tmp_path / target)]) == 2
+    assert _leftovers(tmp_path) == []
+
+
+def test_rotate_flag(tmp_path):
+    from tests.video.test_decode import _rotated_video
+
+    path = _rotated_video(tmp_path / "r.mp4", 90)
+    out = tmp_path / "r.npz"
+    assert main(["decode", str(path), "--sampler", "uniform:3", "--rotate", "--crop", "60x40",
+                 "--out", str(out)]) == 0
+    assert np.load(out)["frames"].shape == (3, 60, 40, 3)  # 64 high, 48 wide once turned
+    assert main(["decode", str(path), "--sampler", "uniform:3", "--rotate", "--backend", "dali",
+                 "--out", str(tmp_path / "d.npz")]) == 2

@@ -179,6 +179,9 @@ def run(args: argparse.Namespace) -> int:
         # partial output, which would only make a rerun refuse the folder.
         _clear_folder(out, remove=not existed)
         raise CommandError(f"{err} (partial output removed from {out})") from err
+    except BaseException:  # Ctrl-C, or a bug (FASTVQA_DEBUG): no partial output either
+        _clear_folder(out, remove=not existed)
+        raise
 
 
 def _clear_folder(folder: Path, remove: bool) -> None:

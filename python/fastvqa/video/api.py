@@ -202,7 +202,13 @@ def read_frames(
     if rotate and chosen == "dali":
         raise ValueError("rotate=True is implemented by the PyAV backend only "
                          "(backend='pyav')")
-    if not rotate:  # (with rotate, decode_pyav checks the turned geometry)
+    if chosen == "dali":
+        # DALI checks its own crop (it rounds the resize half up); frames on the
+        # GPU are not bounded by host memory.
+        on_gpu = device is None or device.is_cuda
+        check_output_size(index, len(idx), size=size, dtype=dtype,
+                          budget=float("inf") if on_gpu else None)
+    elif not rotate:  # (with rotate, decode_pyav checks the turned geometry)
         check_output_size(index, len(idx), size=size, crop=crop, dtype=dtype)
     if chosen == "dali":
         from fastvqa.video.dali_backend import decode_dali

@@ -180,6 +180,16 @@ def _chunks(plan: list, budget) -> list:
     return groups
 
 
+def _missing_parents(path: Path) -> list:
+    """The folders above ``path`` that do not exist yet, deepest first."""
+    missing = []
+    for parent in path.absolute().parents:
+        if parent.exists():
+            break
+        missing.append(parent)
+    return missing
+
+
 def _temporary(out: Path, folder: bool) -> Path:
     """A new, private path beside ``out`` (same file system, so it can be
     renamed into place)."""
@@ -242,6 +252,7 @@ def run(args: argparse.Namespace) -> int:
                   rotate=args.rotate)
     if args.rotate:
         kwargs["backend"] = "pyav"
+    created = _missing_parents(out)
     tmp = _temporary(out, folder=not to_npz_file)
     progress = Progress(len(plan), show)
     done = 0
@@ -273,6 +284,11 @@ def run(args: argparse.Namespace) -> int:
             shutil.rmtree(tmp, ignore_errors=True)
         else:
             tmp.unlink(missing_ok=True)
+        for folder in created:  # the folders made for --out, if still empty
+            try:
+                folder.rmdir()
+            except OSError:
+                break
         raise
     finally:
         progress.close()

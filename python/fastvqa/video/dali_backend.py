@@ -546,7 +546,8 @@ def decode_dali_batch(
         try:
             index = probe(path)
             idx = _indices(sampler, index)
-            check_output_size(index, len(idx), size=size, crop=crop, dtype=dtype)
+            check_output_size(index, len(idx), size=size, dtype=dtype,  # crop: checked below
+                              budget=float("inf") if dali_dev == "cuda" else None)
             pending.append((k, index, idx))
         except VideoError as err:
             if on_error == "raise":
