@@ -155,13 +155,15 @@ def _probe(av, spath: str, strict: bool, logs: list) -> VideoIndex:
             raise VideoError(spath, "unsupported video codec (no decoder in this FFmpeg build)")
         codec = codec_context.name
         pts_list, dts_list, key_list, dur_list = [], [], [], []
+        untimed = 0
         try:
             for packet in container.demux(stream):
                 if packet.size == 0:  # the flush packet at the end
                     continue
                 pts = packet.pts if packet.pts is not None else packet.dts
                 if pts is None:
-                    raise VideoError(spath, "a video packet carries no timestamp")
+                    untimed += 1
+                    continue
                 pts_list.append(pts)
                 dts_list.append(packet.dts if packet.dts is not None else pts)
                 key_list.append(bool(packet.is_keyframe))
@@ -169,6 +171,13 @@ def _probe(av, spath: str, strict: bool, logs: list) -> VideoIndex:
         except av.error.FFmpegError as err:
             raise VideoError(spath, f"corrupt or truncated data while reading packets "
                                     f"({_ffmpeg_reason(err)})") from None
+        if untimed:
+            total = untimed + len(pts_list)
+            raise VideoError(spath, f"{untimed} of {total} video packets carry no timestamp "
+                                    f"(the {container.format.name} container stores them only "
+                                    "on some packets, as MPEG-PS does for small H.264 frames); "
+                                    "frames cannot be placed in time: re-encode or remux to a "
+                                    "container with a timestamp per frame (MP4, MKV, MPEG-TS)")
         errors = [msg.strip() for level, _, msg in logs if level <= av.logging.ERROR]
         if strict and errors:
             more = f" (+{len(errors) - 1} more)" if len(errors) > 1 else ""
