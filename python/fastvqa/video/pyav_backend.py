@@ -147,8 +147,12 @@ def decode_pyav(
     that keyframe lies beyond the frames already decoded (seeking is then
     cheaper than decoding on); otherwise it decodes on. Decoded frames are
     identified by their presentation timestamp, never by counting after a
-    seek; a seek that lands past the wanted frame (a container index that
-    disagrees with the packets) is retried from an earlier keyframe. Only kept
+    seek. A seek aims at the timestamp the demuxer searches (dts for MPEG-TS
+    and MPEG-PS, pts elsewhere; :func:`_seek_targets`), feeds the decoder from
+    the wanted keyframe's packet on, and checks every packet against the
+    probe's; a seek that lands past it is retried (other timestamp, earlier
+    keyframe, start), and packets whose timestamps differ from the probe's
+    (MPEG-PS interpolation) switch to one pass from the start. Only kept
     frames are converted to RGB, in one swscale call together with the resize
     (bilinear; swscale widens the filter when downscaling, so shrinking is
     antialiased, close to PIL's bilinear and torchvision's ``antialias=True``).
