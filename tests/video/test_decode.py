@@ -304,3 +304,42 @@ def test_a_seek_lands_on_its_own_keyframe(videos, video_id, monkeypatch):
     np.testing.assert_array_equal(decode_pyav(index, want),
                                   sequential_decode(videos[video_id].path)[want])
     assert len(decoded) <= 3 * len(want), len(decoded)
+
+
+def test_mpeg_ps_at_dvd_like_sizes_seeks_without_falling_back(tmp_path, monkeypatch):
+    """MPEG-2 in MPEG-PS with frames large enough to start their own PES packet
+    (as on DVDs): every seek is trusted (no pass from the start) and exact."""
+    from fractions import Fraction
+
+    import av
+
+    from fastvqa.video import pyav_backend
+    from tests.video.fixtures import draw_index
+
+    path = tmp_path / "dvd.mpg"
+    rng = np.random.default_rng(0)
+    with av.open(str(path), "w", format="mpeg") as out:
+        stream = out.add_stream("mpeg2video", rate=25)
+        stream.width, stream.height, stream.pix_fmt = 352, 288, "yuv420p"
+        stream.codec_context.options = {"g": "12", "bf": "2", "qscale": "2"}
+        for i in range(N_FRAMES):
+            img = draw_index(i, 352, 288).astype(np.int16) + rng.integers(-20, 20, (288, 352, 1))
+            frame = av.VideoFrame.from_ndarray(np.clip(img, 0, 255).astype(np.uint8),
+                                               format="rgb24").reformat(format="yuv420p")
+            frame.pts, frame.time_base = i, Fraction(1, 25)
+            for packet in stream.encode(frame):
+                out.mux(packet)
+        for packet in stream.encode(None):
+            out.mux(packet)
+
+    def no_reopen(self):
+        raise AssertionError("fell back to a sequential pass")
+
+    monkeypatch.setattr(pyav_backend._Reader, "reopen", no_reopen)
+    index = probe(path)
+    reference = sequential_decode(path)
+    assert len(index) == len(reference) == N_FRAMES
+    want = np.array([90, 5, 60, 30, 75, 45, 15, 95, 0])
+    np.testing.assert_array_equal(decode_pyav(index, want), reference[want])
+    for w in range(0, N_FRAMES, 7):
+        np.testing.assert_array_equal(decode_pyav(index, [w])[0], reference[w])
