@@ -212,3 +212,117 @@ def test_failure_removes_the_partial_output(tmp_path, monkeypatch, capsys, exist
         assert out.is_dir() and not any(out.iterdir())
     else:
         assert not out.exists()
+
+
+# --------------------------------------------------------------------------------
+# Every option is validated before any work, at both ends of its range.
+
+from fastvqa.demo import cli as demo_cli  # noqa: E402
+
+MAX_SEED = demo_cli.SEED[1]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--fps", "30"], "--fps must be between 0.1 and 10, got 30"),  # used to crash after 20 s
+    (["--fps", "10.01"], "--fps must be between 0.1 and 10, got 10.01"),
+    (["--fps", "0.09"], "--fps must be between 0.1 and 10, got 0.09"),
+    (["--videos", "101"], "--videos must be between 1 and 100, got 101"),
+    (["--duration", "600.5"], "--duration must be between 5 s and 600 s, got 600.5"),
+    (["--duration", "4.5"], "--duration must be >= 5 s"),
+    (["--seed", str(MAX_SEED + 1)], f"--seed must be between 0 and {MAX_SEED}, got {MAX_SEED + 1}"),
+])
+def test_values_just_outside_the_range_are_refused_first(tmp_path, capsys, monkeypatch, args,
+                                                         message):
+    from fastvqa.demo import synth
+
+    def never(*a, **k):
+        raise AssertionError("work started before the options were checked")
+
+    monkeypatch.setattr(synth, "generate", never)
+    out = tmp_path / "o"
+    assert main(["demo", "--out", str(out), "--no-progress", *args]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and message in err, err
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("args", [["--videos", "0"], ["--fps", "0"], ["--duration", "-5"],
+                                  ["--seed", "-1"], ["--fps", "nan"], ["--backend", "ffmpeg"]])
+def test_values_argparse_refuses(tmp_path, capsys, args):
+    with pytest.raises(SystemExit) as exc:
+        main(["demo", "--out", str(tmp_path / "o"), *args])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert err.strip().splitlines()[-1].startswith("fastvqa demo: error: argument --")
+    assert not (tmp_path / "o").exists()
+
+
+def test_dali_without_dali_or_a_gpu_is_refused_first(tmp_path, capsys, monkeypatch):
+    from fastvqa.video import api, device
+
+    monkeypatch.setattr(api, "_dali_available", lambda: False)
+    assert main(["demo", "--out", str(tmp_path / "o"), "--backend", "dali"]) == 2
+    assert "needs NVIDIA DALI" in capsys.readouterr().err
+    monkeypatch.setattr(api, "_dali_available", lambda: True)
+    monkeypatch.setattr(device, "gpu_visible", lambda: False)
+    assert main(["demo", "--out", str(tmp_path / "o"), "--backend", "dali"]) == 2
+    assert "no GPU is visible" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()
+
+
+def test_too_many_frames_for_memory_is_refused_first(tmp_path, capsys, monkeypatch):
+    from fastvqa.video import api
+
+    monkeypatch.setattr(api, "available_memory", lambda: 2**30)
+    assert main(["demo", "--out", str(tmp_path / "o"), "--videos", "20", "--duration", "100",
+                 "--fps", "10"]) == 2
+    err = capsys.readouterr().err
+    assert "decode 20,000 frames (4.3 GiB)" in err and "1.0 GiB of memory available" in err
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("args", [
+    ["--videos", "1", "--duration", "5", "--fps", "0.1", "--seed", "0"],  # every minimum
+    ["--videos", "1", "--duration", "5", "--fps", "10", "--seed", str(MAX_SEED)],  # fps, seed max
+])
+def test_demo_runs_at_the_extremes(tmp_path, args):
+    out = tmp_path / "run"
+    assert main(["demo", *args, "--backend", "pyav", "--out", str(out), "--no-progress"]) == 0
+    res = json.loads((out / "results.json").read_text())
+    assert res["config"]["fps"] == float(args[5]) and res["config"]["seed"] == int(args[7])
+    for block in res["metrics"].values():
+        for value in block["metrics"].values():
+            assert value is None or np.isfinite(value)
+
+
+@pytest.mark.parametrize("args", [
+    ["--videos", "100", "--duration", "5", "--fps", "0.1"],
+    ["--videos", "1", "--duration", "600", "--fps", "0.1"],
+    ["--videos", "1", "--duration", "600", "--fps", "10"],
+    ["--videos", "100", "--duration", "5", "--fps", "10"],
+])
+def test_the_largest_runs_are_accepted(tmp_path, monkeypatch, args):
+    """The maxima of --videos and --duration pass validation (an end-to-end run
+    there takes minutes: measured by hand, see the report)."""
+    from fastvqa.video import api
+
+    monkeypatch.setattr(api, "available_memory", lambda: 64 * 2**30)
+    started = []
+    monkeypatch.setattr(demo_cli, "_run_in", lambda out, a: started.append(a) or 0)
+    assert main(["demo", *args, "--backend", "pyav", "--out", str(tmp_path / "o"),
+                 "--no-progress"]) == 0
+    assert len(started) == 1
+
+
+def test_interrupt_removes_the_partial_output(tmp_path, monkeypatch):
+    from fastvqa.demo import pipeline
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(pipeline, "decode", interrupted)
+    out = tmp_path / "o"
+    with pytest.raises(KeyboardInterrupt):
+        main(["demo", "--out", str(out), "--videos", "1", "--duration", "5", "--backend", "pyav",
+              "--no-progress"])
+    assert not out.exists()

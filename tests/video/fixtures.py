@@ -30,6 +30,19 @@ CODECS = {
     "mjpeg": ("mjpeg", ".mkv", "yuvj420p"),
 }
 
+#: MPEG transport and program streams, whose demuxers seek by dts (a binary
+#: search over the file), not by pts: fixture name -> (PyAV encoder, suffix,
+#: pixel format, FFmpeg decoder name). Both with B-frames.
+STREAMS = {
+    "h264-ts": ("libx264", ".ts", "yuv420p", "h264"),
+    "mpeg2-ps": ("mpeg2video", ".mpg", "yuv420p", "mpeg2video"),
+}
+
+
+def suffix(codec: str) -> str:
+    """The container suffix :func:`make_video` uses for ``codec``."""
+    return (CODECS.get(codec) or STREAMS[codec])[1]
+
 
 @dataclass(frozen=True)
 class VideoSpec:
@@ -109,17 +122,22 @@ def make_video(
     bframes: bool = True,
     preset: str = "veryfast",
 ) -> VideoSpec:
-    """Encode ``n`` index frames with ``codec`` (``h264``, ``vp9``, ``mjpeg``).
+    """Encode ``n`` index frames with ``codec`` (``h264``, ``vp9``, ``mjpeg``,
+    or ``h264-ts`` / ``mpeg2-ps``: H.264 in MPEG-TS, MPEG-2 in MPEG-PS).
 
     Constant frame rate by default (pts ``0, 1, 2, ...`` in ``1/fps``); pass
     ``pts`` (milliseconds, strictly increasing) for a variable frame rate file.
     ``gop`` is the keyframe interval (MJPEG: every frame is a keyframe).
-    H.264 uses B-frames unless ``bframes=False``, so display and decode order
-    differ, the case where seeking decoders go wrong.
+    H.264 and MPEG-2 use B-frames unless ``bframes=False``, so display and
+    decode order differ, the case where seeking decoders go wrong. MPEG-2
+    takes constant frame rates only.
     """
     import av
 
-    encoder, _, pix_fmt = CODECS[codec]
+    if codec in STREAMS:
+        encoder, _, pix_fmt, decoder = STREAMS[codec]
+    else:
+        (encoder, _, pix_fmt), decoder = CODECS[codec], codec
     path = Path(path)
     if pts is None:
         time_base = Fraction(1, fps)
@@ -135,7 +153,9 @@ def make_video(
         stream.codec_context.time_base = time_base
         stream.codec_context.gop_size = gop
         options = {}
-        if codec == "h264":
+        if codec == "mpeg2-ps":
+            options = {"g": str(gop), "bf": "2" if bframes else "0", "qscale": "3"}
+        elif encoder == "libx264":
             options = {"preset": preset, "g": str(gop), "keyint_min": str(gop),
                        "sc_threshold": "0", "bf": "3" if bframes else "0"}
         elif codec == "vp9":
@@ -153,7 +173,8 @@ def make_video(
                 out.mux(packet)
         for packet in stream.encode(None):
             out.mux(packet)
-    return VideoSpec(path, codec, width, height, tuple(pts), time_base, 1 if codec == "mjpeg" else gop)
+    return VideoSpec(path, decoder, width, height, tuple(pts), time_base,
+                     1 if codec == "mjpeg" else gop)
 
 
 def make_audio_only(path, seconds: float = 1.0) -> Path:

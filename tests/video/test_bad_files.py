@@ -120,3 +120,31 @@ def test_memory_flat_over_many_files(good, tmp_path):
     round_(2000)
     growth = _rss_bytes() - before
     assert growth < 24 * 2**20, f"resident memory grew by {growth / 2**20:.1f} MiB"
+
+
+def test_packets_without_timestamps_are_named_and_counted(tmp_path):
+    """H.264 in MPEG-PS: several small frames share one PES packet and only its
+    first carries a timestamp; FFmpeg gives the rest none."""
+    from fractions import Fraction
+
+    import av
+
+    from fastvqa.video import VideoError, probe
+    from tests.video.fixtures import draw_index
+
+    path = tmp_path / "h264.mpg"
+    with av.open(str(path), "w", format="mpeg") as out:
+        stream = out.add_stream("libx264", rate=30)
+        stream.width, stream.height, stream.pix_fmt = 64, 48, "yuv420p"
+        stream.codec_context.options = {"preset": "veryfast", "g": "12", "bf": "3"}
+        for i in range(48):
+            frame = av.VideoFrame.from_ndarray(draw_index(i, 64, 48), format="rgb24")
+            frame = frame.reformat(format="yuv420p")
+            frame.pts, frame.time_base = i, Fraction(1, 30)
+            for packet in stream.encode(frame):
+                out.mux(packet)
+        for packet in stream.encode(None):
+            out.mux(packet)
+    with pytest.raises(VideoError, match=r"\d+ of 48 video packets carry no timestamp \(the mpeg "
+                                         r"container.*remux"):
+        probe(path)

@@ -78,3 +78,142 @@ def test_decode_errors(h264_video, tmp_path, capsys):
         assert main(["decode", *argv, "--out", str(tmp_path / f"o{k}.npz")]) == 2
         assert message in capsys.readouterr().err
         assert not (tmp_path / f"o{k}.npz").exists()
+
+
+def test_out_name_is_exactly_the_one_checked(h264_video, tmp_path, capsys):
+    """NumPy appends .npz to a name without it (case-sensitively): --out clip.NPZ
+    used to overwrite an existing clip.NPZ.npz."""
+    theirs = tmp_path / "clip.NPZ.npz"
+    theirs.write_bytes(b"the user's file")
+    out = tmp_path / "clip.NPZ"
+    assert main(["decode", str(h264_video.path), "--sampler", "uniform:3", "--out", str(out)]) == 0
+    assert theirs.read_bytes() == b"the user's file"
+    data = np.load(out)
+    assert [read_index(f) for f in data["frames"]] == data["indices"].tolist()
+    assert main(["decode", str(h264_video.path), "--sampler", "uniform:3", "--out", str(out)]) == 2
+    assert "refusing to overwrite" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["clip.NPZ", "clip.NPZ.npz"]
+
+
+def _leftovers(folder):
+    return sorted(p.name for p in folder.iterdir())
+
+
+@pytest.mark.parametrize("sampler, extra, message", [
+    ("uniform:4", ["--crop", "5000"], "does not fit"),
+    ("fps:1e9", [], "frame indices"),
+    ("uniform:4@99-100", [], "outside"),
+])
+def test_a_list_that_cannot_be_decoded_writes_nothing(videos, tmp_path, capsys, sampler, extra,
+                                                      message):
+    """``--crop 5000`` on a list used to leave an empty folder behind."""
+    listing = tmp_path / "videos.txt"
+    listing.write_text(f"{videos['h264-cfr-gop12'].path}\n{videos['vp9-cfr-gop5'].path}\n")
+    before = _leftovers(tmp_path)
+    argv = ["decode", str(listing), "--sampler", sampler, "--out", str(tmp_path / "out"),
+            "--no-progress", *extra]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and "nothing written" in err
+    assert _leftovers(tmp_path) == before  # no folder, no temporary
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--sampler", "fps:1e9"], "frame indices (1e+09 fps over 3.200 s) exceed the limit"),
+    (["--sampler", "uniform:4", "--size", "100000"], "argument --size"),
+    (["--sampler", "uniform:4", "--size", "0x10"], "argument --size"),
+    (["--sampler", "uniform:4", "--size", "big"], "argument --size"),
+    (["--sampler", "uniform:4", "--crop", "5000"], "does not fit"),
+    (["--sampler", "uniform:4", "--workers", "0"], "argument --workers"),
+])
+def test_one_line_errors_and_nothing_written(h264_video, tmp_path, capsys, argv, message):
+    out = tmp_path / "o.npz"
+    with pytest.raises(SystemExit) if "argument" in message else _no_raise():
+        assert main(["decode", str(h264_video.path), *argv, "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+    # One error line (argparse prints its usage above it).
+    assert err.strip().splitlines()[-1].startswith("fastvqa decode: error: ")
+    assert sum("error" in line for line in err.splitlines()) == 1
+    assert _leftovers(tmp_path) == []
+
+
+class _no_raise:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def test_frames_that_do_not_fit_in_memory_are_refused_first(h264_video, tmp_path, capsys,
+                                                            monkeypatch):
+    from fastvqa.video import api
+
+    monkeypatch.setattr(api, "available_memory", lambda: 10 * 2**20)
+    out = tmp_path / "o.npz"
+    # 96 frames x 64x48 RGB = 864 KiB: fine; fps:400 = 1280 frames = 11.2 MiB: refused.
+    assert main(["decode", str(h264_video.path), "--sampler", "fps:400", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "1,280 frames of 64x48 (WxH) RGB uint8 need 11.2 MiB" in err
+    assert "10.0 MiB of memory available" in err
+    assert _leftovers(tmp_path) == []
+    with pytest.raises(ValueError, match="11.2 MiB"):
+        from fastvqa.video import Fps, read_frames
+
+        read_frames(h264_video.path, Fps(400))
+
+
+def test_odd_list_entries(videos, tmp_path, capsys):
+    import shutil
+
+    odd = tmp_path / "..mp4"
+    shutil.copy(videos["h264-cfr-gop12"].path, odd)
+    (tmp_path / "sub").mkdir()
+    listing = tmp_path / "videos.lst"
+    listing.write_text("..mp4\nsub/\nmissing.mp4\n..mp4\n" + str(videos["vp9-cfr-gop5"].path)
+                       + "\n")
+    for fmt in ("png", "npz"):
+        out = tmp_path / f"out-{fmt}"
+        assert main(["decode", str(listing), "--sampler", "uniform:2", "--out", str(out),
+                     "--format", fmt, "--no-progress"]) == 1
+        err = capsys.readouterr().err
+        assert "sub: is a directory" in err and "missing.mp4: no such file" in err
+        assert "decoded 3 of 5" in err
+        suffix = "" if fmt == "png" else ".npz"
+        assert _leftovers(out) == [f"00000_video{suffix}", f"00003_video{suffix}",
+                                   f"00004_vp9-cfr-gop5{suffix}"]
+    (tmp_path / "bin.txt").write_bytes(b"\xff\xfe\x00garbage")
+    assert main(["decode", str(tmp_path / "bin.txt"), "--sampler", "uniform:2", "--out",
+                 str(tmp_path / "o3")]) == 2
+    assert "not a text list" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("target", ["new/deeper/o.npz", "new/deeper/imgs"])
+def test_a_failure_while_decoding_leaves_nothing(h264_video, tmp_path, monkeypatch, target):
+    """Nothing half-written: no temporary, no output, not even the folders made for it."""
+    from fastvqa.video import VideoError
+    from fastvqa.video import api
+
+    def broken(paths, sampler, **kwargs):
+        raise VideoError(paths[0], "decoder exploded")
+
+    monkeypatch.setattr(api, "read_batch", broken)
+    import fastvqa.video as video_pkg
+
+    monkeypatch.setattr(video_pkg, "read_batch", broken)
+    assert main(["decode", str(h264_video.path), "--sampler", "uniform:2",
+                 "--out", str(tmp_path / target)]) == 2
+    assert _leftovers(tmp_path) == []
+
+
+def test_rotate_flag(tmp_path):
+    from tests.video.test_decode import _rotated_video
+
+    path = _rotated_video(tmp_path / "r.mp4", 90)
+    out = tmp_path / "r.npz"
+    assert main(["decode", str(path), "--sampler", "uniform:3", "--rotate", "--crop", "60x40",
+                 "--out", str(out)]) == 0
+    assert np.load(out)["frames"].shape == (3, 60, 40, 3)  # 64 high, 48 wide once turned
+    assert main(["decode", str(path), "--sampler", "uniform:3", "--rotate", "--backend", "dali",
+                 "--out", str(tmp_path / "d.npz")]) == 2

@@ -34,6 +34,25 @@ def pixel_indices(frames):
     return [read_index(f) for f in frames]
 
 
+_SEQUENTIAL = {}
+
+
+def sequential_decode(path):
+    """Every frame of ``path`` in display order, from one plain PyAV pass from
+    the start (no seek): the reference a seeking decoder must equal exactly."""
+    import av
+
+    key = str(path)
+    if key not in _SEQUENTIAL:
+        with av.open(key) as c:
+            _SEQUENTIAL[key] = np.stack([f.to_ndarray(format="rgb24") for f in c.decode(video=0)])
+    return _SEQUENTIAL[key]
+
+
+def relative(ts):
+    return np.asarray(ts) - ts[0]
+
+
 @pytest.mark.parametrize("video_id", VIDEO_IDS)
 def test_probe_matches_the_encoder(videos, video_id):
     spec = videos[video_id]
@@ -41,7 +60,11 @@ def test_probe_matches_the_encoder(videos, video_id):
     assert len(index) == N_FRAMES
     assert (index.width, index.height) == (spec.width, spec.height)
     assert index.codec == spec.codec
-    np.testing.assert_allclose(index.timestamps, spec.timestamps, atol=1e-3)
+    if spec.path.suffix in (".ts", ".mpg"):  # the muxers delay the start (0.07 s, 0.5 s)
+        assert index.timestamps[0] > 0
+        np.testing.assert_allclose(relative(index.timestamps), spec.timestamps, atol=1e-3)
+    else:
+        np.testing.assert_allclose(index.timestamps, spec.timestamps, atol=1e-3)
     assert index.keyframes[0] == 0
     if spec.gop == 1:
         assert index.keyframes.tolist() == list(range(N_FRAMES))
@@ -60,19 +83,30 @@ def test_frames_are_exactly_the_requested_ones(videos, video_id, sampler_id):
     assert out.frames.shape == (len(expected), spec.height, spec.width, 3)
     assert out.frames.dtype == np.uint8
     assert pixel_indices(out.frames) == expected.tolist()
-    np.testing.assert_allclose(out.timestamps, spec.timestamps[expected], atol=1e-3)
+    # Bit-exact against a sequential decode of the whole file.
+    reference = sequential_decode(spec.path)
+    assert len(reference) == N_FRAMES
+    np.testing.assert_array_equal(out.frames, reference[expected])
+    np.testing.assert_allclose(relative(np.r_[probe(spec.path).timestamps[0], out.timestamps]),
+                               np.r_[0.0, spec.timestamps[expected]], atol=1e-3)
 
 
-@pytest.mark.parametrize("video_id", ["h264-cfr-gop12", "h264-vfr-gop48", "vp9-vfr-gop5", "mjpeg-cfr-gop1"])
+@pytest.mark.parametrize("video_id", ["h264-cfr-gop12", "h264-vfr-gop48", "vp9-vfr-gop5",
+                                      "mjpeg-cfr-gop1", "h264-ts-cfr-gop12", "h264-ts-vfr-gop48",
+                                      "mpeg2-ps-cfr-gop12"])
 def test_any_order_with_repeats(videos, video_id):
     spec = videos[video_id]
     index = probe(spec.path)
+    reference = sequential_decode(spec.path)
     rng = np.random.default_rng(0)
     for _ in range(5):
         want = rng.integers(0, N_FRAMES, size=12)
-        assert pixel_indices(decode_pyav(index, want)) == want.tolist()
+        np.testing.assert_array_equal(decode_pyav(index, want), reference[want])
     want = np.array([N_FRAMES - 1, 0, N_FRAMES - 1, 47, 48, 47])
-    assert pixel_indices(decode_pyav(index, want)) == want.tolist()
+    np.testing.assert_array_equal(decode_pyav(index, want), reference[want])
+    # Every single frame on its own: each needs a seek (to its keyframe).
+    for w in range(N_FRAMES):
+        np.testing.assert_array_equal(decode_pyav(index, [w])[0], reference[w])
     assert decode_pyav(index, np.zeros(0, np.int64)).shape == (0, spec.height, spec.width, 3)
 
 
@@ -172,3 +206,140 @@ def test_dataset_shards_by_worker_and_rank(videos, monkeypatch):
     monkeypatch.setattr(ds_mod, "_rank_world", lambda group=None: (0, 1))
     loader = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=2)
     assert sorted(it["path"] for it in loader) == sorted(paths)
+
+
+def _rotated_video(path, degrees, n=24):
+    """H.264 index frames with a display matrix asking for ``degrees`` (CCW)."""
+    from fractions import Fraction
+
+    import av
+
+    from tests.video.fixtures import draw_index
+
+    with av.open(str(path), mode="w") as out:
+        stream = out.add_stream("libx264", rate=24)
+        stream.width, stream.height, stream.pix_fmt = 64, 48, "yuv420p"
+        stream.codec_context.options = {"g": "8", "bf": "2", "preset": "veryfast"}
+        if degrees is not None:
+            stream.set_display_rotation(degrees)
+        for i in range(n):
+            frame = av.VideoFrame.from_ndarray(draw_index(i, 64, 48), format="rgb24")
+            frame = frame.reformat(format="yuv420p")
+            frame.pts, frame.time_base = i, Fraction(1, 24)
+            for packet in stream.encode(frame):
+                out.mux(packet)
+        for packet in stream.encode(None):
+            out.mux(packet)
+    return path
+
+
+@pytest.mark.parametrize("degrees, turns", [(None, 0), (0, 0), (90, 1), (180, 2), (-90, 3),
+                                            (270, 3)])
+def test_rotation_metadata(tmp_path, degrees, turns):
+    """Default: coded orientation (the frame's own pixels, rotation ignored, as
+    documented). rotate=True: np.rot90 by the display matrix's quarter turns
+    (counter-clockwise), size and crop in the displayed orientation."""
+    from fastvqa.video import display_rotation
+
+    path = _rotated_video(tmp_path / f"rot{degrees}.mp4", degrees)
+    index = probe(path)
+    assert (index.width, index.height) == (64, 48)  # probe reports the coded size
+    assert display_rotation(path) == 90 * turns
+    want = np.array([5, 0, 17, 5])
+    coded = read_frames(path, want, backend="pyav")
+    assert coded.frames.shape == (4, 48, 64, 3)
+    assert pixel_indices(coded.frames) == want.tolist()
+    shown = read_frames(path, want, backend="pyav", rotate=True)
+    np.testing.assert_array_equal(shown.frames, np.rot90(coded.frames, turns, axes=(1, 2)))
+    # size and crop refer to what is shown: 24 on the shorter side, then 20x16 (HxW).
+    small = read_frames(path, want, backend="pyav", rotate=True, size=24, crop=(20, 16))
+    expect_hw = (20, 16)
+    assert small.frames.shape[1:3] == expect_hw
+    # The shown shorter side is 24 either way: coded 48x64 (HxW) becomes 24x32, then turns.
+    resized_coded = read_frames(path, want, backend="pyav", size=(24, 32))
+    turned = np.rot90(resized_coded.frames, turns, axes=(1, 2))
+    h, w = turned.shape[1:3]
+    top, left = int(round((h - 20) / 2)), int(round((w - 16) / 2))
+    np.testing.assert_array_equal(small.frames, turned[:, top:top + 20, left:left + 16])
+    with pytest.raises(ValueError, match="PyAV backend only"):
+        read_frames(path, want, backend="dali", rotate=True)
+
+
+@pytest.mark.parametrize("video_id", [v for v in VIDEO_IDS if not v.startswith("mpeg2-ps")])
+def test_seeks_are_trusted_where_timestamps_are_exact(videos, video_id, monkeypatch):
+    """MP4, Matroska, WebM and MPEG-TS keep the probe's timestamps after a seek:
+    decoding never falls back to a pass from the start (which would be exact
+    but slow)."""
+    from fastvqa.video import pyav_backend
+
+    def no_reopen(self):
+        raise AssertionError("fell back to a sequential pass")
+
+    monkeypatch.setattr(pyav_backend._Reader, "reopen", no_reopen)
+    index = probe(videos[video_id].path)
+    want = np.array([90, 5, 60, 30, 75, 45, 15])
+    np.testing.assert_array_equal(decode_pyav(index, want),
+                                  sequential_decode(videos[video_id].path)[want])
+
+
+@pytest.mark.parametrize("video_id", ["h264-cfr-gop12", "h264-vfr-gop12", "h264-ts-cfr-gop12",
+                                      "h264-ts-vfr-gop48", "vp9-cfr-gop5"])
+def test_a_seek_lands_on_its_own_keyframe(videos, video_id, monkeypatch):
+    """Seeking MP4 by dts lands one keyframe early (a GOP decoded for nothing);
+    MPEG-TS by pts lands past it: each demuxer gets the timestamp it seeks by."""
+    from fastvqa.video import pyav_backend
+
+    decoded = []
+    real = pyav_backend._frames
+
+    def counting(*args, **kwargs):
+        for frame in real(*args, **kwargs):
+            decoded.append(frame)
+            yield frame
+
+    monkeypatch.setattr(pyav_backend, "_frames", counting)
+    index = probe(videos[video_id].path)
+    want = index.keyframes[1::2] if len(index.keyframes) > 3 else index.keyframes[1:]
+    assert len(want) >= 1  # every other keyframe: a seek before each
+    np.testing.assert_array_equal(decode_pyav(index, want),
+                                  sequential_decode(videos[video_id].path)[want])
+    assert len(decoded) <= 3 * len(want), len(decoded)
+
+
+def test_mpeg_ps_at_dvd_like_sizes_seeks_without_falling_back(tmp_path, monkeypatch):
+    """MPEG-2 in MPEG-PS with frames large enough to start their own PES packet
+    (as on DVDs): every seek is trusted (no pass from the start) and exact."""
+    from fractions import Fraction
+
+    import av
+
+    from fastvqa.video import pyav_backend
+    from tests.video.fixtures import draw_index
+
+    path = tmp_path / "dvd.mpg"
+    rng = np.random.default_rng(0)
+    with av.open(str(path), "w", format="mpeg") as out:
+        stream = out.add_stream("mpeg2video", rate=25)
+        stream.width, stream.height, stream.pix_fmt = 352, 288, "yuv420p"
+        stream.codec_context.options = {"g": "12", "bf": "2", "qscale": "2"}
+        for i in range(N_FRAMES):
+            img = draw_index(i, 352, 288).astype(np.int16) + rng.integers(-20, 20, (288, 352, 1))
+            frame = av.VideoFrame.from_ndarray(np.clip(img, 0, 255).astype(np.uint8),
+                                               format="rgb24").reformat(format="yuv420p")
+            frame.pts, frame.time_base = i, Fraction(1, 25)
+            for packet in stream.encode(frame):
+                out.mux(packet)
+        for packet in stream.encode(None):
+            out.mux(packet)
+
+    def no_reopen(self):
+        raise AssertionError("fell back to a sequential pass")
+
+    monkeypatch.setattr(pyav_backend._Reader, "reopen", no_reopen)
+    index = probe(path)
+    reference = sequential_decode(path)
+    assert len(index) == len(reference) == N_FRAMES
+    want = np.array([90, 5, 60, 30, 75, 45, 15, 95, 0])
+    np.testing.assert_array_equal(decode_pyav(index, want), reference[want])
+    for w in range(0, N_FRAMES, 7):
+        np.testing.assert_array_equal(decode_pyav(index, [w])[0], reference[w])

@@ -167,3 +167,29 @@ def test_resize_and_crop_geometry():
         crop_box(10, 10, 11)
     with pytest.raises(ValueError):
         output_size(10, 10, 0)
+
+
+@pytest.mark.parametrize("make, count", [
+    (lambda: Fps(1e9), "2,500,000,000"),  # 1e9 fps over 2.5 s
+    (lambda: Fps(1e9).within(0.5, 1.5), "1,000,000,000"),
+    (lambda: Uniform(10**8), "100,000,000"),
+    (lambda: Outside((0.5, 1.0), 10**8), "100,000,000"),
+    (lambda: Clips(10**8, 1), "100,000,000"),
+    (lambda: SecondWindows(10**8), "300,000,000"),  # 3 windows (fps 1 over 2.5 s)
+    (lambda: Hierarchical((1e-9,), (5,)), "12,500,000,005"),  # (floor(2.5/1e-9) + 1) * 5
+])
+def test_huge_requests_are_refused_before_allocating(make, count):
+    """``fps:1e9`` used to allocate the indices (and then 74.5 GiB of frames)."""
+    from fastvqa.video.samplers import MAX_INDICES
+
+    with pytest.raises(ValueError, match=f"{count} frame indices .* exceed the limit of "
+                                         f"{MAX_INDICES:,}"):
+        make().indices(CFR)
+
+
+def test_the_index_limit_is_not_hit_by_real_requests():
+    from fastvqa.video.samplers import MAX_INDICES
+
+    hour = make_index(np.arange(30 * 3600) / 30.0)  # one hour at 30 fps
+    assert len(Fps(30).indices(hour)) == 30 * 3600 < MAX_INDICES
+    assert len(Clips(16, 4).indices(hour)) == ((30 * 3600 - 16) // 4 + 1) * 16

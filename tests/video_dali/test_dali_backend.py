@@ -103,7 +103,8 @@ def test_cpu_empty_request_and_bad_arguments(videos):
         decode_dali(index, [-1], device="cpu")
     with pytest.raises(ValueError, match="does not fit"):
         decode_dali(index, [0], size=48, crop=64, device="cpu")
-    with pytest.raises(ValueError, match="device"):
+    # One device vocabulary: DALI's own word "gpu" is not it.
+    with pytest.raises(ValueError, match=r"device 'gpu'.*'cuda'"):
         decode_dali(index, [0], device="cuda")
     with pytest.raises(TypeError, match="integers"):
         decode_dali(index, [0.5], device="cpu")
@@ -165,7 +166,7 @@ def test_gpu_request_without_a_gpu_is_a_clear_error(videos):
     if torch.cuda.device_count() > 0:
         pytest.skip("a GPU is visible here; the no-GPU error cannot be provoked")
     with pytest.raises(RuntimeError, match="no CUDA GPU is visible"):
-        decode_dali(probe(videos["vp9"]), [0], device="gpu")
+        decode_dali(probe(videos["vp9"]), [0], device="cuda")
 
 
 # ---------------------------------------------------------------------------------
@@ -179,7 +180,7 @@ def test_gpu_frames_are_exactly_the_requested_ones(videos, kind, pattern):
     import torch
 
     want = PATTERNS[pattern]
-    frames = decode_dali(probe(videos[kind]), want, device="gpu")
+    frames = decode_dali(probe(videos[kind]), want, device="cuda")
     assert isinstance(frames, torch.Tensor) and frames.is_cuda
     assert frames.dtype == torch.uint8 and tuple(frames.shape) == (len(want), HEIGHT, WIDTH, 3)
     np.testing.assert_array_equal(read_indices(frames.cpu().numpy()), want)
@@ -189,20 +190,20 @@ def test_gpu_frames_are_exactly_the_requested_ones(videos, kind, pattern):
 @pytest.mark.parametrize("kind", ["h264", "vp9"])
 def test_gpu_pixels_match_pyav_and_resize_crop_on_gpu(videos, kind):
     want = np.arange(0, N, 5)
-    ours = decode_dali(probe(videos[kind]), want, device="gpu").cpu().numpy().astype(np.int16)
+    ours = decode_dali(probe(videos[kind]), want, device="cuda").cpu().numpy().astype(np.int16)
     ref = decode_all_pyav(videos[kind])[want].astype(np.int16)
     assert np.abs(ours - ref).mean() < 3.0
-    small = decode_dali(probe(videos[kind]), want, size=64, crop=56, device="gpu")
+    small = decode_dali(probe(videos[kind]), want, size=64, crop=56, device="cuda")
     assert tuple(small.shape) == (len(want), 56, 56, 3) and small.is_cuda
 
 
 @pytest.mark.cuda
 def test_gpu_results_survive_later_calls(videos):
     index = probe(videos["h264"])
-    first = decode_dali(index, [0, 1, 2], device="gpu")  # sorted and unique: shares DALI's buffer
+    first = decode_dali(index, [0, 1, 2], device="cuda")  # sorted and unique: shares DALI's buffer
     kept = first.clone()
     for _ in range(3):
-        decode_dali(index, [40, 41, 42], device="gpu")
+        decode_dali(index, [40, 41, 42], device="cuda")
     assert bool((first == kept).all())
 
 
@@ -210,8 +211,8 @@ def test_gpu_results_survive_later_calls(videos):
 def test_gpu_batch_matches_single_calls(videos):
     indexes = [probe(videos["h264"]), probe(videos["vp9"])]
     wants = [np.array([5, 1, 5]), np.array([47])]
-    outs = read_batch_dali(indexes, wants, size=48, device="gpu")
+    outs = read_batch_dali(indexes, wants, size=48, device="cuda")
     for out, index, want in zip(outs, indexes, wants):
-        single = decode_dali(index, want, size=48, device="gpu")
+        single = decode_dali(index, want, size=48, device="cuda")
         assert bool((out == single).all())
         np.testing.assert_array_equal(read_indices(out.cpu().numpy()), want)

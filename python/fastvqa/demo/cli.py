@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import tempfile
 import time
@@ -27,14 +28,22 @@ report.html into the output folder. Needs PyAV, scikit-learn and matplotlib:
 pip install 'fastvqa[demo]'."""
 
 
+#: The accepted range of each numeric option, checked before any work.
+VIDEOS = (1, 100)
+DURATION = (5.0, 600.0)  # seconds; also a multiple of synth.GRID
+FPS = (0.1, 10.0)  # up to the videos' own rate (synth.NATIVE_FPS): above it frames repeat
+SEED = (0, 2**63 - 1)
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--videos", type=int_at_least(1), default=12,
-                   help="number of synthetic videos (default 12)")
+                   help=f"number of synthetic videos, {VIDEOS[0]} to {VIDEOS[1]} (default 12)")
     p.add_argument("--duration", type=positive_float, default=20.0,
-                   help="seconds per video, >= 5 and a multiple of 0.5 (default 20)")
+                   help=f"seconds per video, {DURATION[0]:g} to {DURATION[1]:g} and a multiple "
+                        "of 0.5 (default 20)")
     p.add_argument("--fps", type=positive_float, default=5.0,
-                   help="decoding rate in frames per second; the videos are 10 fps "
-                        "(default 5)")
+                   help=f"decoding rate in frames per second, {FPS[0]:g} to {FPS[1]:g} (the "
+                        "videos are 10 fps; default 5)")
     p.add_argument("--backend", choices=("auto", "pyav", "dali"), default="auto",
                    help="decoder: pyav (CPU), dali (NVDEC on a GPU) or auto (DALI when it "
                         "and a GPU are usable, else PyAV; default)")
@@ -42,8 +51,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="output folder, kept (must not exist or be empty); default: a new "
                         "temporary folder, also kept, whose path is printed")
     p.add_argument("--seed", type=int_at_least(0), default=0,
-                   help="seed of the benchmark (scenes, questions, options); the same seed "
-                        "gives the same annotations (default 0)")
+                   help=f"seed of the benchmark (scenes, questions, options), 0 to 2**63 - 1; "
+                        "the same seed gives the same annotations (default 0)")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
 
 
@@ -105,14 +114,62 @@ class _Stages:
             self.timings[name] = time.perf_counter() - start
 
 
-def run(args: argparse.Namespace) -> int:
+def _in_range(name: str, value, bounds, unit: str = "") -> None:
+    lo, hi = bounds
+
+    def show(v):
+        return f"{v:g}" if isinstance(v, float) else str(v)
+
+    if not lo <= value <= hi:  # also rejects NaN
+        raise CommandError(f"--{name} must be between {show(lo)}{unit} and {show(hi)}{unit}, "
+                           f"got {show(value)}")
+
+
+def validate(args: argparse.Namespace) -> None:
+    """Every option checked before any work: ranges (:data:`VIDEOS`,
+    :data:`DURATION`, :data:`FPS`, :data:`SEED`), the duration grid,
+    ``--backend dali`` against what is installed and visible, and the decoded
+    frames against the memory available. Raises :class:`CommandError` (one
+    line, exit 2)."""
     from fastvqa.demo import synth
 
-    _check_dependencies()
+    _in_range("videos", args.videos, VIDEOS)
+    # The duration grid first: "--duration must be >= 5" names the usual mistake.
     grid = args.duration / synth.GRID
-    if args.duration < synth.MIN_DURATION or abs(grid - round(grid)) > 1e-9:
+    if not args.duration >= synth.MIN_DURATION or abs(grid - round(grid)) > 1e-9:
         raise CommandError(f"--duration must be >= {synth.MIN_DURATION:g} s and a multiple of "
                            f"{synth.GRID:g} s, got {args.duration:g}")
+    _in_range("duration", args.duration, DURATION, " s")
+    if args.fps > synth.NATIVE_FPS:
+        raise CommandError(f"--fps must be between {FPS[0]:g} and {FPS[1]:g}, got {args.fps:g}: "
+                           f"the videos are {synth.NATIVE_FPS} fps, a higher rate only repeats "
+                           "frames")
+    _in_range("fps", args.fps, FPS)
+    _in_range("seed", args.seed, SEED)
+    if args.backend == "dali":
+        from fastvqa.video.api import _dali_available
+        from fastvqa.video.device import gpu_visible
+
+        if not _dali_available():
+            raise CommandError("--backend dali needs NVIDIA DALI: pip install 'fastvqa[dali]' "
+                               "(or use --backend pyav)")
+        if not gpu_visible():
+            raise CommandError("--backend dali decodes H.264 on the GPU (NVDEC), and no GPU is "
+                               "visible; use --backend pyav or auto")
+    from fastvqa.video.api import _gib, available_memory
+
+    frames = args.videos * math.ceil(args.duration * args.fps - 1e-9)
+    need = frames * synth.WIDTH * synth.HEIGHT * 3
+    budget = available_memory()
+    if budget is not None and need > budget // 2:
+        raise CommandError(f"--videos {args.videos} x --duration {args.duration:g} x --fps "
+                           f"{args.fps:g} decode {frames:,} frames ({_gib(need)}); more than half "
+                           f"the {_gib(budget)} of memory available: lower one of them")
+
+
+def run(args: argparse.Namespace) -> int:
+    validate(args)
+    _check_dependencies()
     existed = args.out is not None and Path(args.out).exists()
     out = _out_folder(args.out)
     try:
@@ -122,6 +179,9 @@ def run(args: argparse.Namespace) -> int:
         # partial output, which would only make a rerun refuse the folder.
         _clear_folder(out, remove=not existed)
         raise CommandError(f"{err} (partial output removed from {out})") from err
+    except BaseException:  # Ctrl-C, or a bug (FASTVQA_DEBUG): no partial output either
+        _clear_folder(out, remove=not existed)
+        raise
 
 
 def _clear_folder(folder: Path, remove: bool) -> None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from fastvqa.video.api import Frames, read_batch, read_frames, resolve_backend
 from fastvqa.video.errors import VideoError
-from fastvqa.video.index import VideoIndex, probe
+from fastvqa.video.index import VideoIndex, display_rotation, probe
 from fastvqa.video.samplers import (
     Clips,
     Fps,
@@ -32,7 +32,8 @@ from fastvqa.video.samplers import (
 
 __all__ = [
     "Clips", "Fps", "Frames", "Hierarchical", "Outside", "Sampler", "SecondWindows",
-    "Uniform", "VideoDataset", "VideoError", "VideoIndex", "Within", "from_spec", "probe",
+    "Uniform", "VideoDataset", "VideoError", "VideoIndex", "Within", "display_rotation",
+    "from_spec", "probe",
     "read_batch", "read_frames", "resolve_backend",
 ]
 

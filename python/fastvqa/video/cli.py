@@ -9,12 +9,16 @@ from __future__ import annotations
 
 import argparse
 import csv
+import os
+import shutil
 import sys
+import tempfile
 from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
 
+from fastvqa._argtypes import int_at_least
 from fastvqa.evaluation import CommandError
 
 LIST_SUFFIXES = (".txt", ".lst", ".list")
@@ -23,12 +27,25 @@ CHUNK = 16  # videos decoded (and held in memory) at a time
 
 
 def _size(text: str):
-    """``256`` (shorter side) or ``224x224`` / ``224,224`` (height x width)."""
+    """``256`` (shorter side) or ``224x224`` / ``224,224`` (height x width),
+    each between 1 and ``MAX_SIDE`` pixels."""
+    from fastvqa.video.pyav_backend import MAX_SIDE
+
+    parts = [text]
     for sep in ("x", ","):
         if sep in text:
-            h, w = text.split(sep, 1)
-            return int(h), int(w)
-    return int(text)
+            parts = text.split(sep, 1)
+            break
+    try:
+        values = [int(v) for v in parts]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected N or HxW (positive integers), got {text!r}") \
+            from None
+    for v in values:
+        if not 1 <= v <= MAX_SIDE:
+            raise argparse.ArgumentTypeError(f"sides must lie in [1, {MAX_SIDE}] pixels, "
+                                             f"got {text!r}")
+    return values[0] if len(values) == 1 else tuple(values)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -47,14 +64,24 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "video, npz for a folder with a list)")
     p.add_argument("--backend", choices=("auto", "pyav", "dali"), default="auto",
                    help="decoder (default auto: DALI on a GPU where present, else PyAV)")
-    p.add_argument("--workers", type=int, default=None, help="decoding threads on the CPU")
+    p.add_argument("--workers", type=int_at_least(1), default=None,
+                   help="decoding threads on the CPU")
+    p.add_argument("--rotate", action="store_true",
+                   help="apply rotation metadata (the display matrix) as players do; default: "
+                        "frames in coded orientation. PyAV only")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on many files")
 
 
 def _read_list(path: Path) -> list:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise CommandError(f"{path}: not a text list of video paths (not UTF-8)") from None
+    except OSError as err:
+        raise CommandError(f"{path}: cannot read the list ({err.strerror or err})") from None
     base = path.parent
     out = []
-    for line in path.read_text().splitlines():
+    for line in text.splitlines():
         line = line.strip()
         if not line or line.startswith("#"):
             continue
@@ -66,23 +93,31 @@ def _read_list(path: Path) -> list:
 
 
 def _names(paths: list) -> list:
-    stems = [p.stem for p in paths]
-    if len(set(stems)) == len(stems):
+    """One output name per video: its file name without the suffix, made safe
+    (no leading dots, never empty: ``..mp4`` is ``video``), prefixed with its
+    position in the list when two would collide (also up to case, for
+    case-insensitive file systems)."""
+    stems = [p.stem.lstrip(".").strip() or "video" for p in paths]
+    folded = [s.casefold() for s in stems]
+    if len(set(folded)) == len(folded):
         return stems
     return [f"{k:05d}_{s}" for k, s in enumerate(stems)]
 
 
 def _write_npz(path: Path, frames, video: Path) -> None:
-    np.savez(path, frames=frames.frames, timestamps=frames.timestamps, indices=frames.indices,
-             path=np.array(str(video)))
+    # Through a file object: NumPy appends ".npz" to a name that lacks it
+    # (case-sensitively), so the name written is exactly the one checked.
+    with open(path, "xb") as f:
+        np.savez(f, frames=frames.frames, timestamps=frames.timestamps, indices=frames.indices,
+                 path=np.array(str(video)))
 
 
 def _write_images(folder: Path, frames, fmt: str) -> None:
     import av
 
-    folder.mkdir(parents=True)
+    folder.mkdir(parents=True, exist_ok=True)
     codec, pix_fmt = ("png", "rgb24") if fmt == "png" else ("mjpeg", "yuvj420p")
-    with (folder / "frames.csv").open("w", newline="") as f:
+    with (folder / "frames.csv").open("x", newline="") as f:
         writer = csv.writer(f)
         writer.writerow(["file", "frame_index", "seconds"])
         for k, (img, idx, ts) in enumerate(zip(frames.frames, frames.indices, frames.timestamps)):
@@ -98,19 +133,102 @@ def _write_images(folder: Path, frames, fmt: str) -> None:
             writer.writerow([name, int(idx), f"{float(ts):.6f}"])
 
 
+def _refuse_existing(out: Path) -> None:
+    if os.path.lexists(out):
+        raise CommandError(f"{out} exists; refusing to overwrite it (choose another path)")
+
+
+def _plan(videos: list, names: list, sampler, args, is_list: bool) -> tuple:
+    """Probe and sample every video and check its output before anything is
+    written. Returns ``(ok, failed)``: ``[(video, name, bytes)]`` and
+    ``[message]``. A single video that fails is a :class:`CommandError`."""
+    from fastvqa.video import VideoError, display_rotation, probe
+    from fastvqa.video.api import available_memory, check_output_size
+
+    budget = available_memory()
+    ok, failed = [], []
+    for video, name in zip(videos, names):
+        try:
+            index = probe(video)
+            idx = sampler.indices(index)
+            rotation = display_rotation(video, index.stream_index) if args.rotate else 0
+            need = check_output_size(index, len(idx), size=args.size, crop=args.crop,
+                                     budget=budget, rotation=rotation)
+        except (VideoError, ValueError, TypeError) as err:
+            message = str(err) if isinstance(err, VideoError) else f"{video}: {err}"
+            if not is_list:
+                raise CommandError(message) from None
+            failed.append(message)
+            continue
+        ok.append((video, name, need))
+    return ok, failed
+
+
+def _chunks(plan: list, budget) -> list:
+    """Consecutive groups of at most ``CHUNK`` videos whose frames together
+    take at most half the memory available (at least one video each)."""
+    limit = None if budget is None else budget // 2
+    groups, current, held = [], [], 0
+    for item in plan:
+        if current and (len(current) >= CHUNK or (limit is not None and held + item[2] > limit)):
+            groups.append(current)
+            current, held = [], 0
+        current.append(item)
+        held += item[2]
+    if current:
+        groups.append(current)
+    return groups
+
+
+def _missing_parents(path: Path) -> list:
+    """The folders above ``path`` that do not exist yet, deepest first."""
+    missing = []
+    for parent in path.absolute().parents:
+        if parent.exists():
+            break
+        missing.append(parent)
+    return missing
+
+
+def _temporary(out: Path, folder: bool) -> Path:
+    """A new, private path beside ``out`` (same file system, so it can be
+    renamed into place)."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    prefix = f".{out.name}.partial-"
+    if folder:
+        tmp = Path(tempfile.mkdtemp(prefix=prefix, dir=out.parent))
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o777 & ~umask)
+        return tmp
+    fd, name = tempfile.mkstemp(prefix=prefix, dir=out.parent)
+    os.close(fd)
+    os.unlink(name)  # _write_npz creates it (exclusively)
+    return Path(name)
+
+
 def run(args: argparse.Namespace) -> int:
+    """``fastvqa decode``: validate everything (sampler, size, crop, the list
+    and every video in it, the output's size in memory), then decode into a
+    temporary name beside ``--out`` that is moved into place only when the run
+    succeeds; a failed run leaves nothing behind."""
     try:
         from fastvqa.video import from_spec, read_batch
         from fastvqa._progress import Progress
+        from fastvqa.video.api import available_memory
         from fastvqa.video.index import import_av
 
         import_av()
     except ImportError as err:
         raise CommandError(str(err)) from None
-    sampler = from_spec(args.sampler)
+    try:
+        sampler = from_spec(args.sampler)
+    except ValueError as err:
+        raise CommandError(str(err)) from None
+    if args.rotate and args.backend == "dali":
+        raise CommandError("--rotate is implemented by the PyAV backend only (--backend pyav)")
     src, out = Path(args.input), Path(args.out)
-    if out.exists():
-        raise CommandError(f"{out} exists; refusing to overwrite it (choose another path)")
+    _refuse_existing(out)
     is_list = src.suffix.lower() in LIST_SUFFIXES
     if is_list and not src.is_file():
         raise CommandError(f"{src}: no such list file")
@@ -120,35 +238,60 @@ def run(args: argparse.Namespace) -> int:
     if to_npz_file and (is_list or fmt != "npz"):
         raise CommandError("--out FILE.npz takes one video in npz format; give a folder for a "
                            "list or for images")
-    show = not args.no_progress and len(videos) > 1
-    progress = Progress(len(videos), show)
-    kwargs = dict(size=args.size, crop=args.crop, backend=args.backend, workers=args.workers,
-                  progress=False, on_error="raise" if not is_list else "return")
-    failed = 0
     names = _names(videos)
-    if not to_npz_file and (is_list or fmt == "npz"):
-        out.mkdir(parents=True)
+    plan, failed = _plan(videos, names, sampler, args, is_list)
+    for message in failed:
+        print(f"fastvqa decode: skipped {message}", file=sys.stderr)
+    if not plan:
+        raise CommandError(f"none of the {len(videos)} video(s) in {src} can be decoded with "
+                           f"these options; nothing written")
+
+    show = not args.no_progress and len(plan) > 1
+    kwargs = dict(size=args.size, crop=args.crop, backend=args.backend, workers=args.workers,
+                  progress=False, on_error="raise" if not is_list else "return",
+                  rotate=args.rotate)
+    if args.rotate:
+        kwargs["backend"] = "pyav"
+    created = _missing_parents(out)
+    tmp = _temporary(out, folder=not to_npz_file)
+    progress = Progress(len(plan), show)
+    done = 0
     try:
-        for lo in range(0, len(videos), CHUNK):
-            chunk = videos[lo:lo + CHUNK]
-            for k, result in enumerate(read_batch(chunk, sampler, **kwargs)):
-                video, name = chunk[k], names[lo + k]
+        for chunk in _chunks(plan, available_memory()):
+            results = read_batch([video for video, _, _ in chunk], sampler, **kwargs)
+            for (video, name, _), result in zip(chunk, results):
                 progress.update()
                 if isinstance(result, Exception):
-                    failed += 1
+                    failed.append(str(result))
                     print(f"fastvqa decode: skipped {result}", file=sys.stderr)
                     continue
                 if to_npz_file:
-                    _write_npz(out, result, video)
+                    _write_npz(tmp, result, video)
                 elif fmt == "npz":
-                    _write_npz(out / f"{name}.npz", result, video)
+                    _write_npz(tmp / f"{name}.npz", result, video)
                 elif is_list:
-                    _write_images(out / name, result, fmt)
+                    _write_images(tmp / name, result, fmt)
                 else:
-                    _write_images(out, result, fmt)
+                    _write_images(tmp, result, fmt)
+                done += 1
+        if done == 0:
+            raise CommandError(f"none of the {len(videos)} video(s) in {src} could be decoded; "
+                               "nothing written")
+        _refuse_existing(out)  # created by someone else while we decoded?
+        os.replace(tmp, out)
+    except BaseException:
+        if tmp.is_dir():
+            shutil.rmtree(tmp, ignore_errors=True)
+        else:
+            tmp.unlink(missing_ok=True)
+        for folder in created:  # the folders made for --out, if still empty
+            try:
+                folder.rmdir()
+            except OSError:
+                break
+        raise
     finally:
         progress.close()
-    done = len(videos) - failed
     print(f"decoded {done} of {len(videos)} video(s) with {args.sampler} into {out}",
           file=sys.stderr)
     return 1 if failed else 0

@@ -76,8 +76,8 @@ def decode_dali(
     *,
     size: SizeArg = None,
     crop: SizeArg = None,
-    device: str = "gpu",
-    device_id: int = 0,
+    device: Any = "cuda",
+    device_id: Optional[int] = None,
 ) -> Any:
     """Decode exactly the frames ``frame_indices`` of one video with DALI.
 
@@ -90,19 +90,22 @@ def decode_dali(
         size: ``None``, the shorter side (int), or ``(H, W)``; see the module
             docstring for rounding and interpolation.
         crop: ``None``, or a centre crop (int or ``(H, W)``) taken after resizing.
-        device: ``"gpu"`` (NVDEC, resize and crop on the GPU) or ``"cpu"``
-            (DALI's CPU decoder: VP8, VP9 and MJPEG only).
-        device_id: the CUDA device for ``device="gpu"``.
+        device: ``"cuda"``/``"cuda:k"`` (or a CUDA ``torch.device``: NVDEC,
+            resize and crop on the GPU) or ``"cpu"`` (DALI's CPU decoder: VP8,
+            VP9 and MJPEG only); the one device vocabulary
+            (:func:`fastvqa.video.device.parse_device`), so ``"gpu"`` is a
+            ``ValueError``.
+        device_id: the CUDA device for a bare ``"cuda"`` (default 0).
 
     Returns:
         ``(n, H, W, 3)`` uint8 RGB frames: a torch CUDA tensor on
-        ``cuda:device_id`` for ``device="gpu"`` (shared with DALI's output
+        ``cuda:device_id`` for ``device="cuda"`` (shared with DALI's output
         through DLPack when the indices are already sorted and unique, else one
         gather on the GPU), a NumPy array for ``device="cpu"``.
 
     Raises:
         ImportError: DALI (or, for the GPU, torch) is not installed.
-        RuntimeError: ``device="gpu"`` and no GPU is visible (checked before any
+        RuntimeError: ``device="cuda"`` and no GPU is visible (checked before any
             GPU pipeline is built, so the process is never aborted).
         VideoError: (a ``ValueError``) the codec is not decodable on this device,
             a requested frame is out of range, or DALI fails on the file; the
@@ -119,8 +122,8 @@ def read_batch_dali(
     *,
     size: SizeArg = None,
     crop: SizeArg = None,
-    device: str = "gpu",
-    device_id: int = 0,
+    device: Any = "cuda",
+    device_id: Optional[int] = None,
     batch_size: int = 8,
     num_threads: Optional[int] = None,
 ) -> list:
@@ -145,15 +148,13 @@ def read_batch_dali(
         A file whose decoding fails raises :class:`VideoError` naming it (a
         failed batch is retried file by file to find which).
     """
-    if device not in ("gpu", "cpu"):
-        raise ValueError(f"decode_dali: device must be 'gpu' or 'cpu', got {device!r}")
+    device, device_id = dali_device(device, device_id)  # DALI's own "gpu"/"cpu" from here on
     if len(indexes) != len(frame_indices_list):
         raise ValueError(
             f"read_batch_dali: got {len(indexes)} indexes but {len(frame_indices_list)} "
             "frame index arrays"
         )
     batch_size = _positive_int(batch_size, "batch_size")
-    device_id = int(device_id)
     if num_threads is None:
         num_threads = max(1, min(8, os.cpu_count() or 1))
     num_threads = _positive_int(num_threads, "num_threads")
@@ -209,7 +210,7 @@ class _Request:
                 path,
                 f"codec {codec!r} cannot be decoded by DALI's CPU decoder, which handles only "
                 "VP8, VP9 and MJPEG (H.264 and HEVC are compiled out of the FFmpeg it bundles); "
-                "decode it on the GPU (device='gpu', NVDEC) or with the PyAV backend "
+                "decode it on the GPU (device='cuda', NVDEC) or with the PyAV backend "
                 "(backend='pyav')",
             )
         if device == "gpu" and codec not in GPU_CODECS:
@@ -312,12 +313,27 @@ def _positive_int(value: Any, name: str) -> int:
     return int(value)
 
 
-def dali_device(device: Optional[str]) -> tuple:
-    """``read_frames``' ``device`` as DALI's ``("gpu" | "cpu", device id)``:
-    None and ``"cuda[:k]"`` decode on GPU ``k`` (default 0), anything else on the CPU."""
-    gpu = device is None or str(device).startswith("cuda")
-    device_id = int(str(device).split(":")[1]) if device and ":" in str(device) else 0
-    return ("gpu" if gpu else "cpu"), device_id
+def dali_device(device: Any, device_id: Optional[int] = None) -> tuple:
+    """``device`` as DALI's ``("gpu" | "cpu", device id)``.
+
+    ``device`` is read by :func:`fastvqa.video.device.parse_device` (the one
+    parser): ``None`` and ``"cuda"`` decode on GPU ``device_id`` (default 0),
+    ``"cuda:k"`` on GPU ``k``, ``"cpu"`` with DALI's CPU decoder; anything
+    else (``"gpu"``, ...) is a ``ValueError`` naming the accepted values.
+    """
+    from fastvqa.video.device import parse_device
+
+    parsed = parse_device(device)
+    if device_id is not None and (isinstance(device_id, bool) or int(device_id) != device_id
+                                  or device_id < 0):
+        raise ValueError(f"device_id must be a CUDA ordinal >= 0, got {device_id!r}")
+    if parsed is None or parsed.is_cuda:
+        if parsed is not None and parsed.index is not None:
+            if device_id is not None and int(device_id) != parsed.index:
+                raise ValueError(f"device {str(parsed)!r} and device_id={device_id} disagree")
+            return "gpu", parsed.index
+        return "gpu", 0 if device_id is None else int(device_id)
+    return "cpu", 0
 
 
 # --------------------------------------------------------------------------------------
@@ -340,12 +356,12 @@ def _check_gpu(device_id: int):
         import torch
     except ImportError as err:
         raise ImportError(
-            "decode_dali(device='gpu') returns torch CUDA tensors: pip install torch"
+            "decode_dali(device='cuda') returns torch CUDA tensors: pip install torch"
         ) from err
     count = torch.cuda.device_count()
     if count == 0:
         raise RuntimeError(
-            "decode_dali(device='gpu'): no CUDA GPU is visible (torch.cuda.device_count() == 0: "
+            "decode_dali(device='cuda'): no CUDA GPU is visible (torch.cuda.device_count() == 0: "
             "no GPU or driver, CUDA_VISIBLE_DEVICES hides them, or torch is a CPU build); "
             "use the PyAV backend, or device='cpu' for VP8/VP9/MJPEG files"
         )
@@ -516,11 +532,12 @@ def decode_dali_batch(
     (or DALI's ``ValueError``) in its place; when the batch fails, the files
     are decoded one by one so each error stays with its own file.
     """
-    from fastvqa.video.api import Frames, _finish, _indices
+    from fastvqa.video.api import Frames, _finish, _indices, check_output_size
     from fastvqa.video.index import probe
 
     del backend  # always DALI here; accepted for read_batch's keyword set
-    dali_dev, device_id = dali_device(device)
+    dali_dev, device_id = dali_device(device)  # checked before any file is read
+    dali_dev = "cuda" if dali_dev == "gpu" else "cpu"  # back to the one vocabulary
     tick = progress if progress is not None else (lambda: None)
 
     results: list = [None] * len(paths)
@@ -528,7 +545,10 @@ def decode_dali_batch(
     for k, path in enumerate(paths):
         try:
             index = probe(path)
-            pending.append((k, index, _indices(sampler, index)))
+            idx = _indices(sampler, index)
+            check_output_size(index, len(idx), size=size, dtype=dtype,  # crop: checked below
+                              budget=float("inf") if dali_dev == "cuda" else None)
+            pending.append((k, index, idx))
         except VideoError as err:
             if on_error == "raise":
                 raise
@@ -543,15 +563,16 @@ def decode_dali_batch(
         try:
             decoded = read_batch_dali([p[1] for p in pending], [p[2] for p in pending],
                                       size=size, crop=crop, device=dali_dev,
-                                      device_id=device_id)
+                                      device_id=device_id if dali_dev == "cuda" else None)
         except (VideoError, ValueError) as err:
             if on_error == "raise":
                 raise
             del err
             for k, index, idx in pending:
                 try:
-                    finish(k, index, idx, decode_dali(index, idx, size=size, crop=crop,
-                                                      device=dali_dev, device_id=device_id))
+                    finish(k, index, idx, decode_dali(
+                        index, idx, size=size, crop=crop, device=dali_dev,
+                        device_id=device_id if dali_dev == "cuda" else None))
                 except (VideoError, ValueError) as one_err:
                     results[k] = one_err
                     tick()

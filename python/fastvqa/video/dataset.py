@@ -29,18 +29,20 @@ class VideoDataset(IterableDataset):
 
     ``on_error="skip"`` drops unreadable videos (a :class:`VideoError`) instead
     of raising. Decoding uses PyAV by default (``backend="pyav"``), which is
-    what DataLoader worker processes should run.
+    what DataLoader worker processes should run. ``rotate``: as in
+    :func:`~fastvqa.video.read_frames` (coded orientation by default).
     """
 
     def __init__(self, paths: Sequence[Any], sampler: Any, *, size=None, crop=None,
                  backend: str = "pyav", layout: str = "NHWC", dtype: str = "uint8",
-                 on_error: str = "raise"):
+                 on_error: str = "raise", rotate: bool = False):
         super().__init__()
         if on_error not in ("raise", "skip"):
             raise ValueError(f"on_error must be 'raise' or 'skip', got {on_error!r}")
         self.paths = [str(p) for p in paths]
         self.sampler = sampler
-        self.kwargs = dict(size=size, crop=crop, backend=backend, layout=layout, dtype=dtype)
+        self.kwargs = dict(size=size, crop=crop, backend=backend, layout=layout, dtype=dtype,
+                           rotate=rotate)
         self.on_error = on_error
 
     def __len__(self) -> int:

@@ -58,6 +58,16 @@ class VideoIndex:
         decode_order: ``int64 (n,)`` position of each frame's packet in the
             file (decode order), for backends that stop feeding the decoder
             as soon as the frames they need are in.
+        dts: ``int64 (n,)`` decoding timestamp of each frame's packet
+            (``time_base`` units, display order like ``pts``; the pts where
+            the container gives none). Seeks aim at a keyframe's dts: MPEG-TS
+            and MPEG-PS seek by dts, and ``dts <= pts`` keeps a seek at or
+            before the keyframe in every container.
+
+    Orientation: ``width``/``height`` and every decoded frame are in the
+    *coded* orientation; a display matrix (rotation metadata, as phones
+    write) is not applied unless ``read_frames(..., rotate=True)`` is asked.
+    :func:`display_rotation` reads it.
     """
 
     path: str
@@ -72,6 +82,7 @@ class VideoIndex:
     pts: np.ndarray
     stream_index: int = 0
     decode_order: Optional[np.ndarray] = None
+    dts: Optional[np.ndarray] = None
 
     def __len__(self) -> int:
         return len(self.timestamps)
@@ -143,20 +154,30 @@ def _probe(av, spath: str, strict: bool, logs: list) -> VideoIndex:
         if codec_context is None:
             raise VideoError(spath, "unsupported video codec (no decoder in this FFmpeg build)")
         codec = codec_context.name
-        pts_list, key_list, dur_list = [], [], []
+        pts_list, dts_list, key_list, dur_list = [], [], [], []
+        untimed = 0
         try:
             for packet in container.demux(stream):
                 if packet.size == 0:  # the flush packet at the end
                     continue
                 pts = packet.pts if packet.pts is not None else packet.dts
                 if pts is None:
-                    raise VideoError(spath, "a video packet carries no timestamp")
+                    untimed += 1
+                    continue
                 pts_list.append(pts)
+                dts_list.append(packet.dts if packet.dts is not None else pts)
                 key_list.append(bool(packet.is_keyframe))
                 dur_list.append(packet.duration or 0)
         except av.error.FFmpegError as err:
             raise VideoError(spath, f"corrupt or truncated data while reading packets "
                                     f"({_ffmpeg_reason(err)})") from None
+        if untimed:
+            total = untimed + len(pts_list)
+            raise VideoError(spath, f"{untimed} of {total} video packets carry no timestamp "
+                                    f"(the {container.format.name} container stores them only "
+                                    "on some packets, as MPEG-PS does for small H.264 frames); "
+                                    "frames cannot be placed in time: re-encode or remux to a "
+                                    "container with a timestamp per frame (MP4, MKV, MPEG-TS)")
         errors = [msg.strip() for level, _, msg in logs if level <= av.logging.ERROR]
         if strict and errors:
             more = f" (+{len(errors) - 1} more)" if len(errors) > 1 else ""
@@ -183,6 +204,7 @@ def _probe(av, spath: str, strict: bool, logs: list) -> VideoIndex:
     if len(pts) > 1 and np.any(np.diff(pts) == 0):
         raise VideoError(spath, "two video frames share one timestamp (corrupt timestamps)")
     keyflags = np.asarray(key_list, dtype=bool)[order]
+    dts = np.asarray(dts_list, dtype=np.int64)[order]
     durations = np.asarray(dur_list, dtype=np.int64)[order]
     tb = float(time_base)
     timestamps = pts.astype(np.float64) * tb
@@ -211,8 +233,38 @@ def _probe(av, spath: str, strict: bool, logs: list) -> VideoIndex:
         path=spath, codec=codec, width=int(width), height=int(height), duration=duration,
         fps=float(fps), timestamps=timestamps, keyframes=keyframes,
         time_base=Fraction(time_base), pts=pts, stream_index=stream_index,
-        decode_order=order.astype(np.int64),
+        decode_order=order.astype(np.int64), dts=dts,
     )
+
+
+def display_rotation(path: Any, stream_index: Optional[int] = None) -> int:
+    """The rotation a video's display matrix asks for: degrees counter-clockwise,
+    one of 0, 90, 180, 270 (0 without rotation metadata).
+
+    A phone video shot upright is typically stored sideways with a matrix
+    that says 270 (FFmpeg's ``ffprobe`` prints "rotation of -90.00 degrees");
+    players show ``np.rot90(frame, rotation // 90)``, which is what
+    ``read_frames(..., rotate=True)`` returns. fastvqa decodes in coded
+    orientation by default (as decord does). PyAV exposes the matrix on
+    decoded frames only, so this decodes the first frame (milliseconds).
+    Flips and non-right angles are rounded to the nearest quarter turn.
+
+    Raises:
+        VideoError: the file cannot be opened or has no decodable frame.
+    """
+    av = import_av()
+    spath = os.fspath(path)
+    try:
+        with av.open(spath, mode="r") as container:
+            streams = [s for s in container.streams.video
+                       if stream_index is None or s.index == stream_index]
+            if not streams:
+                raise VideoError(spath, "no video stream")
+            for frame in container.decode(streams[0]):
+                return int(round((frame.rotation or 0) / 90.0)) % 4 * 90
+    except av.error.FFmpegError as err:
+        raise VideoError(spath, f"cannot read the rotation ({_ffmpeg_reason(err)})") from None
+    raise VideoError(spath, "no frame could be decoded to read the rotation")
 
 
 def _ffmpeg_reason(err: Exception) -> str:

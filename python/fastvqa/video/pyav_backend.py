@@ -9,7 +9,12 @@ from typing import Any, Optional
 import numpy as np
 
 from fastvqa.video.errors import VideoError
-from fastvqa.video.index import VideoIndex, import_av
+from fastvqa.video.index import VideoIndex, display_rotation, import_av
+
+
+#: The largest output side (pixels) a resize may produce: FFmpeg's own image
+#: size limit is about 16384 x 16384.
+MAX_SIDE = 16384
 
 
 def output_size(height: int, width: int, size=None) -> tuple:
@@ -17,7 +22,7 @@ def output_size(height: int, width: int, size=None) -> tuple:
 
     An int resizes the shorter side to ``size`` and the longer one to
     ``int(size * long / short)`` (torchvision's ``Resize(int)`` rule,
-    truncating).
+    truncating). A side above :data:`MAX_SIDE` is a ``ValueError``.
     """
     if size is None:
         return height, width
@@ -25,9 +30,14 @@ def output_size(height: int, width: int, size=None) -> tuple:
         if size < 1:
             raise ValueError(f"size must be >= 1, got {size}")
         if width <= height:
-            return int(size * height / width), int(size)
-        return int(size), int(size * width / height)
-    h, w = _pair("size", size)
+            h, w = int(size * height / width), int(size)
+        else:
+            h, w = int(size), int(size * width / height)
+    else:
+        h, w = _pair("size", size)
+    if max(h, w) > MAX_SIDE:
+        raise ValueError(f"size {size!r} resizes the {width}x{height} (WxH) video to {w}x{h}; "
+                         f"the largest side allowed is {MAX_SIDE} pixels")
     return h, w
 
 
@@ -100,6 +110,7 @@ def decode_pyav(
     size=None,
     crop=None,
     threads: Optional[str] = None,
+    rotate: bool = False,
 ) -> np.ndarray:
     """Decode the given frames of a probed video on the CPU with PyAV.
 
@@ -122,6 +133,11 @@ def decode_pyav(
             seek, which flushes it), so no frame is lost in the threads, frames
             are identified by timestamp, and the container and decoder are
             closed on every path.
+        rotate: apply the display matrix (:func:`~fastvqa.video.index.display_rotation`,
+            a quarter-turn multiple) so frames come out as players show them;
+            ``size`` and ``crop`` then refer to the displayed orientation
+            (``H``/``W`` swap for 90 and 270). ``False`` (default): coded
+            orientation, ``index.height x index.width``.
 
     Returns:
         ``(n, H, W, 3)`` uint8 RGB NumPy array.
@@ -131,8 +147,12 @@ def decode_pyav(
     that keyframe lies beyond the frames already decoded (seeking is then
     cheaper than decoding on); otherwise it decodes on. Decoded frames are
     identified by their presentation timestamp, never by counting after a
-    seek; a seek that lands past the wanted frame (a container index that
-    disagrees with the packets) is retried from an earlier keyframe. Only kept
+    seek. A seek aims at the timestamp the demuxer searches (dts for MPEG-TS
+    and MPEG-PS, pts elsewhere; :func:`_seek_targets`), feeds the decoder from
+    the wanted keyframe's packet on, and checks every packet against the
+    probe's; a seek that lands past it is retried (other timestamp, earlier
+    keyframe, start), and packets whose timestamps differ from the probe's
+    (MPEG-PS interpolation) switch to one pass from the start. Only kept
     frames are converted to RGB, in one swscale call together with the resize
     (bilinear; swscale widens the filter when downscaling, so shrinking is
     antialiased, close to PIL's bilinear and torchvision's ``antialias=True``).
@@ -144,8 +164,15 @@ def decode_pyav(
     """
     av = import_av()
     idx = check_frame_indices(index, frame_indices)
-    out_h, out_w = output_size(index.height, index.width, size)
+    turns = display_rotation(index.path, index.stream_index) // 90 if rotate else 0
+    shown_h, shown_w = (index.width, index.height) if turns % 2 else (index.height, index.width)
+    out_h, out_w = output_size(shown_h, shown_w, size)
     top, left, crop_h, crop_w = crop_box(out_h, out_w, crop)
+    coded_h, coded_w = (out_w, out_h) if turns % 2 else (out_h, out_w)  # resize before turning
+    if rotate:
+        from fastvqa.video.api import check_output_size
+
+        check_output_size(index, len(idx), size=size, crop=crop, rotation=90 * turns)
     wanted, inverse = np.unique(idx, return_inverse=True)
     frames = np.empty((len(wanted), crop_h, crop_w, 3), dtype=np.uint8)
     if len(wanted) == 0:
@@ -154,7 +181,7 @@ def decode_pyav(
     seek_at = dict(_plan_seeks(index, wanted))
     if threads is None:
         threads = _thread_type(index, wanted, seek_at)
-    resize = (out_h, out_w) != (index.height, index.width)
+    resize = (coded_h, coded_w) != (index.height, index.width)
     path = index.path
 
     def convert(frame) -> np.ndarray:
@@ -162,38 +189,46 @@ def decode_pyav(
             raise VideoError(path, f"frame size changes mid-stream ({index.width}x{index.height} "
                                    f"-> {frame.width}x{frame.height}); not supported")
         if resize:
-            rgb = frame.reformat(width=out_w, height=out_h, format="rgb24",
+            rgb = frame.reformat(width=coded_w, height=coded_h, format="rgb24",
                                  interpolation="BILINEAR").to_ndarray()
         else:
             rgb = frame.to_ndarray(format="rgb24")
+        if turns:
+            rgb = np.rot90(rgb, turns)
         return rgb[top:top + crop_h, left:left + crop_w]
 
-    try:
-        container = av.open(path, mode="r")
-    except (av.error.FFmpegError, OSError) as err:
-        raise VideoError(path, f"cannot open for decoding ({err})") from None
-    with container:
-        stream = next((st for st in container.streams if st.index == index.stream_index), None)
-        if stream is None or stream.type != "video":
-            raise VideoError(path, f"stream {index.stream_index} is not a video stream any more "
-                                   "(file changed since it was probed?)")
-        stream.thread_type = threads
+    reader = _Reader(av, index, threads)
+    with reader:
         pos = 0  # next wanted frame (position in `wanted`)
         starts = sorted(seek_at) + [len(wanted)]
+        by_decode = _pts_in_decode_order(index)
         try:
             while pos < len(wanted):
+                if reader.sequential:
+                    # Timestamps after a seek did not match the probe's: decode
+                    # the rest in one pass from the start, as probe read it.
+                    pos, status = _collect(_frames(reader), pos, wanted_pts, frames, convert,
+                                           {}, check_first=False)
+                    break
                 key = seek_at.get(pos)
                 stop = _stop_pts(index, wanted, pos, next(s for s in starts if s > pos))
-                # Attempt 0: seek to the planned keyframe (or decode on). A seek
-                # that lands past the wanted frame (a container index that
-                # disagrees with the packets) gets attempt 1: from the start.
-                for attempt in (0, 1):
-                    if key is not None:
-                        _seek(container, stream, int(index.pts[key if attempt == 0 else 0]))
-                    pos, status = _collect(_frames(container, stream, stop), pos, wanted_pts,
-                                           frames, convert, seek_at, check_first=key is not None)
+                # Seek to the planned keyframe (or decode on). A seek that lands
+                # past it (a container index that disagrees with the packets) is
+                # retried from an earlier keyframe, then from the start.
+                tries = [(None, None)] if key is None else _seek_targets(index, key,
+                                                                         reader.by_dts)
+                for target, timestamp in tries:
+                    check = None
+                    if target is not None:
+                        _seek(reader, timestamp)
+                        check = (int(index.pts[target]), by_decode)
+                    pos, status = _collect(_frames(reader, stop, check), pos, wanted_pts, frames,
+                                           convert, seek_at, check_first=key is not None)
                     if status != "overshoot":
                         break
+                if status == "unreliable":
+                    reader.reopen()
+                    continue
                 if status in ("eof", "skipped", "overshoot"):
                     break
         except av.error.FFmpegError as err:
@@ -222,12 +257,18 @@ def _collect(decoder, pos, wanted_pts, out, convert, seek_at, check_first):
     """Decode on from the current position, storing wanted frames from ``pos``.
 
     Returns ``(pos, status)``: ``"seek"`` (the next wanted frame starts with a
-    seek, or all are done), ``"eof"``, ``"overshoot"`` (the first frame after
-    a seek is already past the wanted one), ``"skipped"`` (a later frame came
-    out but the wanted one never did).
+    seek, or all are done), ``"eof"``, ``"overshoot"`` (the seek landed past
+    its keyframe, or the first frame after it is already past the wanted
+    one), ``"unreliable"`` (the packets after the seek do not carry the
+    probe's timestamps), ``"skipped"`` (a later frame came out but the wanted
+    one never did).
     """
     try:
         for frame in decoder:
+            if frame is _OVERSHOOT:
+                return pos, "overshoot"
+            if frame is _UNRELIABLE:
+                return pos, "unreliable"
             pts = frame.pts
             if pts is None:
                 continue
@@ -261,17 +302,167 @@ def _stop_pts(index: VideoIndex, wanted: np.ndarray, lo: int, hi: int) -> Option
     return int(index.pts[run[np.argmax(index.decode_order[run])]])
 
 
-def _frames(container, stream, stop_pts: Optional[int] = None):
+#: What :func:`_frames` yields when a seek landed past the keyframe it aimed at.
+_OVERSHOOT = object()
+
+
+#: Demuxers that seek by decoding timestamp (a binary search over the file's
+#: packets), as FFmpeg names them: MPEG-TS and MPEG-PS.
+DTS_SEEKING = frozenset({"mpegts", "mpeg"})
+
+
+def _seek_targets(index: VideoIndex, key: int, by_dts: bool) -> list:
+    """``(keyframe, timestamp)`` seeks to try, in order, for a run that needs
+    keyframe ``key``.
+
+    First ``key`` at the timestamp its demuxer seeks by (``by_dts``: MPEG-TS
+    and MPEG-PS, :data:`DTS_SEEKING`; otherwise its pts, as MP4's sample table
+    and Matroska's cues are searched), then ``key`` at the other one, then the
+    keyframe two before it by dts, then the very start. Aiming at the dts
+    (``dts <= pts``) lands at or before the keyframe in every container, but
+    one keyframe early in MP4 (its search lands on the previous keyframe),
+    which costs a GOP of decoding: hence pts first there. Each seek that
+    lands past its keyframe is detected by :func:`_frames` and the next one
+    tried; one that lands early only costs demuxing up to the keyframe.
+    """
+    keys = index.keyframes
+    at = int(np.searchsorted(keys, key))
+    pts = int(index.pts[key])
+    dts = pts if index.dts is None else min(int(index.dts[key]), pts)
+    first = int(keys[0])
+    start = int(min(int((index.dts if index.dts is not None else index.pts).min()),
+                    int(index.pts[first])))
+    earlier = int(keys[max(0, at - 2)])
+    earlier_ts = start if earlier == first else (
+        int(index.pts[earlier]) if index.dts is None else
+        min(int(index.dts[earlier]), int(index.pts[earlier])))
+    tries = [(key, dts), (key, pts)] if by_dts else [(key, pts), (key, dts)]
+    if key == first:
+        tries = [(key, start)]
+    tries += [(earlier, earlier_ts), (first, start)]
+    out = []
+    for item in tries:
+        if item not in out:
+            out.append(item)
+    return out
+
+
+def _pts_in_decode_order(index: VideoIndex) -> Optional[np.ndarray]:
+    """The probe's packet pts in file (decode) order; ``None`` without a decode-order index."""
+    if index.decode_order is None:
+        return None
+    out = np.empty_like(index.pts)
+    out[index.decode_order] = index.pts
+    return out
+
+
+class _Reader:
+    """The open container and its video stream, reopened from the start on demand."""
+
+    def __init__(self, av, index: VideoIndex, threads: str):
+        self.av, self.index, self.threads = av, index, threads
+        self.sequential = False  # True once reopened: no more seeks
+        self.container = None
+        self._open()
+
+    def _open(self):
+        av, path = self.av, self.index.path
+        try:
+            self.container = av.open(path, mode="r")
+        except (av.error.FFmpegError, OSError) as err:
+            raise VideoError(path, f"cannot open for decoding ({err})") from None
+        self.stream = next((st for st in self.container.streams
+                            if st.index == self.index.stream_index), None)
+        if self.stream is None or self.stream.type != "video":
+            self.close()
+            raise VideoError(path, f"stream {self.index.stream_index} is not a video stream any "
+                                   "more (file changed since it was probed?)")
+        self.stream.thread_type = self.threads
+        self.by_dts = bool(set(self.container.format.name.split(",")) & DTS_SEEKING)
+
+    def reopen(self):
+        self.close()
+        self.sequential = True
+        self._open()
+
+    def close(self):
+        if self.container is not None:
+            self.container.close()
+            self.container = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+#: What :func:`_frames` yields when a seek landed past the keyframe it aimed
+#: at, and when the packets after a seek do not carry the probe's timestamps.
+_OVERSHOOT = object()
+_UNRELIABLE = object()
+
+
+def _frames(reader: _Reader, stop_pts: Optional[int] = None, check=None):
     """Decoded frames from the current position; drains the decoder after the
     packet with ``stop_pts`` (the next step is a seek, which resets it) or at
-    the end of the stream."""
+    the end of the stream.
+
+    ``check = (key_pts, by_decode)`` after a seek to the keyframe with pts
+    ``key_pts``: packets before that keyframe's packet are demuxed but not
+    fed to the decoder (a demuxer that seeks by byte position, as MPEG-TS/PS
+    do, can land on any packet, and decoding from a non-keyframe gives
+    concealed garbage on some codecs; a seek that lands a keyframe early, as
+    MP4 does on some files, then costs no decoding). When a keyframe past
+    ``key_pts`` comes first the seek overshot: :data:`_OVERSHOOT` is yielded
+    instead of any frame. Every packet fed is
+    then checked against the probe's packet sequence ``by_decode`` (pts in
+    decode order): some demuxers (MPEG-PS) interpolate the timestamps of
+    packets that carry none, and after a seek they come out different from a
+    sequential read; at the first packet that differs :data:`_UNRELIABLE` is
+    yielded, before it is decoded, so no frame is ever matched by a wrong
+    timestamp.
+    """
+    container, stream = reader.container, reader.stream
+    key_pts, by_decode = check if check is not None else (None, None)
+    waiting = check is not None
+    at = None  # decode position of the next packet, while checking
     for packet in container.demux(stream):
+        if packet.size == 0:
+            continue
+        if waiting:
+            if not packet.is_keyframe:
+                continue
+            ts = packet.pts if packet.pts is not None else packet.dts
+            if ts is not None and ts > key_pts:
+                yield _OVERSHOOT
+                return
+            if ts is not None and ts < key_pts:
+                continue  # landed early: skip to our keyframe without decoding
+            waiting = False
+            if by_decode is not None:
+                hits = np.flatnonzero(by_decode == ts) if ts is not None else []
+                if len(hits) != 1:
+                    yield _UNRELIABLE
+                    return
+                at = int(hits[0])
+        if at is not None:
+            ts = packet.pts if packet.pts is not None else packet.dts
+            if at >= len(by_decode) or ts != by_decode[at]:
+                yield _UNRELIABLE
+                return
+            at += 1
         yield from packet.decode()
         if stop_pts is not None and packet.pts == stop_pts:
             yield from stream.codec_context.decode(None)
             return
+    if waiting:  # the seek found no keyframe at all before the end
+        yield _OVERSHOOT
+        return
+    yield from stream.codec_context.decode(None)
 
 
-def _seek(container, stream, pts: int) -> None:
-    """Seek (which also flushes the decoder) to the keyframe at or before ``pts``."""
-    container.seek(pts, stream=stream, backward=True, any_frame=False)
+def _seek(reader: _Reader, timestamp: int) -> None:
+    """Seek (which also flushes the decoder) to the keyframe at or before
+    ``timestamp`` (see :func:`_seek_targets`)."""
+    reader.container.seek(timestamp, stream=reader.stream, backward=True, any_frame=False)

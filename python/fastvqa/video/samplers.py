@@ -43,6 +43,19 @@ import numpy as np
 #: Slack (seconds) when comparing a requested time with frame timestamps.
 TIME_EPS = 1e-6
 
+#: The most frame indices one sampler call returns (2**24: 155 hours at 30
+#: fps). A request for more (``Fps(1e9)``) is a ``ValueError`` naming the
+#: count, raised before anything of that size is allocated.
+MAX_INDICES = 2**24
+
+
+def _bounded(owner: str, count, detail: str) -> int:
+    """``count`` as an int, or a ``ValueError`` when it exceeds :data:`MAX_INDICES`."""
+    if count > MAX_INDICES:
+        raise ValueError(f"{owner}: {int(count):,} frame indices ({detail}) exceed the limit of "
+                         f"{MAX_INDICES:,} per video; ask for fewer frames")
+    return int(count)
+
 
 @dataclass(frozen=True)
 class _Timeline:
@@ -127,6 +140,7 @@ class Fps(Sampler):
 
     def _local(self, tl):
         count = max(0, math.ceil((tl.duration - self.offset) * self.fps - 1e-9))
+        count = _bounded("Fps", count, f"{self.fps:g} fps over {tl.duration:.3f} s")
         return tl.at(self.offset + np.arange(count) / self.fps)
 
 
@@ -152,6 +166,7 @@ class Uniform(Sampler):
 
     def __post_init__(self):
         _check_int("Uniform", "n", self.n)
+        _bounded("Uniform", self.n, f"n={self.n}")
         if self.mode not in ("center", "linspace"):
             raise ValueError(f"Uniform: mode must be 'center' or 'linspace', got {self.mode!r}")
 
@@ -211,6 +226,9 @@ class Clips(Sampler):
         return starts
 
     def _local(self, tl):
+        span = (self.length - 1) * self.step + 1
+        clips = (tl.n - span) // self.stride + 2 if tl.n >= span else 1
+        _bounded("Clips", clips * self.length, f"up to {clips} clips of {self.length} frames")
         starts = self.starts(tl.n)
         idx = starts[:, None] + np.arange(self.length, dtype=np.int64)[None, :] * self.step
         return np.minimum(idx, tl.n - 1).reshape(-1)
@@ -241,6 +259,7 @@ class SecondWindows(Sampler):
     def _local(self, tl):
         base = Fps(self.fps)._local(tl)
         s = len(base)
+        _bounded("SecondWindows", s * self.window, f"{s} windows of {self.window} frames")
         if s == 0:
             return base
         before, after = self.window // 2, (self.window - 1) // 2
@@ -296,6 +315,9 @@ class Hierarchical(Sampler):
 
     def segments(self, duration: float) -> list:
         """``[(level, start, end, frames), ...]`` in output order."""
+        total = sum((math.floor(duration / length + 1e-9) + 1) * k
+                    for length, k in zip(self.lengths, self.frames))
+        _bounded("Hierarchical", total, f"segments of {self.lengths} s over {duration:.3f} s")
         rows = []
         for level, (length, k) in enumerate(zip(self.lengths, self.frames)):
             full = int(math.floor(duration / length + 1e-9))
@@ -348,6 +370,7 @@ class Outside(Sampler):
             raise ValueError(f"Outside: span end {e} is before its start {s}")
         object.__setattr__(self, "span", (s, e))
         _check_int("Outside", "n", self.n)
+        _bounded("Outside", self.n, f"n={self.n}")
 
     def _local(self, tl):
         s, e = self.span
