@@ -23,7 +23,7 @@ from typing import Any, Optional, Sequence, Union
 import numpy as np
 
 from fastvqa.data.errors import DataFormatError
-from fastvqa.data.io import read_json
+from fastvqa.data.io import open_text, read_json
 from fastvqa.data.record import QARecord
 
 PathLike = Union[str, Path]
@@ -192,7 +192,7 @@ def read_questions_csv(path: PathLike) -> dict[tuple[str, str], dict[str, Any]]:
     answer (option index), extra (type, answer_text, frame_count, width, height)."""
     path = Path(path)
     try:
-        with path.open(newline="", encoding="utf-8-sig") as f:
+        with open_text(path, encoding="utf-8-sig") as f:
             reader = csv.DictReader(f)
             header = reader.fieldnames or []
             for col in _REQUIRED_COLUMNS:
