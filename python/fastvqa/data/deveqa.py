@@ -92,6 +92,8 @@ def load_deveqa(
     """
     path = Path(path)
     raw = _read_records(path)
+    if not raw:  # no records: nothing to detect a layout from
+        return []
     mapping = _mapping(raw, schema, fields, path)
     lengths = _read_durations(durations)
     records: list[QARecord] = []
