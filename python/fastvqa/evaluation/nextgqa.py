@@ -107,7 +107,7 @@ def _load_predictions(args: argparse.Namespace, bench: str):
     from fastvqa.data.nextgqa import read_grounding_predictions, read_qa_predictions
 
     if bench == "nextgqa":
-        spans: dict[str, Any] = dict(read_grounding_predictions(args.pred))
+        spans: dict[str, Any] = read_grounding_predictions(args.pred)
         inline: dict[str, int] = {}
     else:
         from fastvqa.data.deveqa import read_deveqa_predictions
@@ -216,10 +216,10 @@ def _score(records: list[QARecord], spans: dict[str, Any], answers: Optional[dic
         "gt": str(args.gt),
         "pred": str(args.pred),
         "qa": None if not args.qa else str(args.qa),
-        "unmatched_predictions": len(set(spans) - used_spans),
+        "unmatched_predictions": len(spans) - len(used_spans),  # used_spans <= keys
     })
     if answers is not None:
-        info["unmatched_answers"] = len(set(answers) - used_answers)
+        info["unmatched_answers"] = len(answers) - len(used_answers)
         # The official script takes the gold answer from the QA file; say when it
         # disagrees with the annotation file, without changing the rule.
         info["qa_answers_differing_from_gt"] = disagree
@@ -237,7 +237,7 @@ def _check_normalized(spans: dict[str, Any], path: str) -> None:
     ``--normalized`` would be multiplied by the duration."""
     for key, span in spans.items():
         if span is not None and (span[0] > 1.0 or span[1] > 1.0):
-            value = span[0] if span[0] > 1.0 else span[1]
+            value = float(span[0] if span[0] > 1.0 else span[1])
             raise DataFormatError(path, f"--normalized: {value!r} is above 1 (normalised spans "
                                   "are fractions of the video, in [0, 1]; for seconds leave out "
                                   "--normalized)", record=key, field="span")
