@@ -526,3 +526,21 @@ def test_real_sokbench_and_nextgqa_baselines_read_back(shared_data, files, capsy
     assert got["info"]["evaluated"] == 1 and got["info"]["unknown_keys"] == 0
     got = _round_trip(files, capsys, "nextgqa", "full-video", [], str(shared_data / "nextgqa"))
     assert round(got["metrics"]["mIoU"], 2) == 21.14  # the published reference value
+
+
+@pytest.mark.parametrize("entry, needle", [
+    ("[true, 2]", "expected numbers"), ('["1.5", 2]', "expected numbers"),
+    ("[1, 2, 3]", "expected a span"), ("[1, NaN]", "finite"), ("null", "expected a span"),
+])
+def test_grounding_fast_path_still_names_the_bad_entry(tmp_path, entry, needle):
+    from fastvqa.data import DataFormatError
+    from fastvqa.data.nextgqa import read_grounding_predictions
+
+    good = ", ".join(f'"v_{i}": [{i}, {i + 0.5}]' for i in range(50))
+    path = tmp_path / "g.json"
+    path.write_text("{" + good + f', "bad_7": {entry}, "v_99": [1, 2]}}')
+    with pytest.raises(DataFormatError, match=rf"g\.json: record 'bad_7': field 'span': .*{needle}"):
+        read_grounding_predictions(path)
+    path.write_text("{" + good + "}")
+    spans = read_grounding_predictions(path)
+    assert spans["v_3"] == (3.0, 3.5) and len(spans) == 50
