@@ -544,3 +544,13 @@ def test_grounding_fast_path_still_names_the_bad_entry(tmp_path, entry, needle):
     path.write_text("{" + good + "}")
     spans = read_grounding_predictions(path)
     assert spans["v_3"] == (3.0, 3.5) and len(spans) == 50
+
+
+def test_baseline_option_errors_are_one_line(files, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["baseline", "sokbench", "random-answer", "--gt", str(files["sokbench"]),
+              "--out", str(files["tmp"] / "o.json"), "--seed", "-1"])
+    assert exc.value.code == 2 and "--seed: expected an integer >= 0" in capsys.readouterr().err
+    line = error(capsys, "baseline", "wildqa-qa", "closest", "--gt", str(files["wildqa"]),
+                 "--out", str(files["tmp"] / "o.json"), "--model", str(files["tmp"] / "nope"))
+    assert "no such model folder" in line and not (files["tmp"] / "o.json").exists()
