@@ -135,6 +135,12 @@ def test_predictions_matching_no_key_are_an_error(files, capsys):
     assert "no prediction qid matches" in line
 
 
+def test_all_null_predictions_are_an_error(files, capsys):
+    line = error(capsys, "eval", "sokbench", "--gt", str(files["sokbench"]), "--pred",
+                 write(files["tmp"] / "p.json", [None, None]))
+    assert "none of the 2 questions has a prediction" in line
+
+
 @pytest.mark.parametrize("pred", [{}, []])
 def test_empty_predictions_are_an_error(files, capsys, pred):
     tmp = files["tmp"]
@@ -325,6 +331,9 @@ def test_decimals_must_be_at_least_zero(files, capsys):
         main([*_nextgqa_argv(files), "--decimals", "-1"])
     assert exc.value.code == 2
     assert "--decimals: expected an integer >= 0" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main([*_nextgqa_argv(files), "--decimals", "1000000000"])
+    assert "--decimals: expected an integer in [0, 20]" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("content, needle", [

@@ -122,7 +122,11 @@ def missing_warning(result: MetricResult, total: int, missing: int, *, what: str
     """Adds to ``result.info["warnings"]`` that ``missing`` of ``total``
     ground-truth items had no prediction, and what the official evaluation
     does with them (``policy``, e.g. ``"the official eval_ground.py skips
-    them"``). Nothing when none is missing."""
+    them"``). Nothing when none is missing; :class:`CommandError` when all are
+    (a score over no prediction)."""
+    if missing and missing >= total:
+        raise CommandError(f"none of the {total} {what} has a prediction (all entries are "
+                           "null or match no ground-truth key); nothing to score")
     if missing:
         result.info.setdefault("warnings", []).append(
             f"{missing} of {total} {what} have no prediction; {policy}")
