@@ -108,7 +108,7 @@ def test_load_qvhighlights_errors(tmp_path, lines, match):
 def test_load_qvhighlights_bad_json_and_files(tmp_path):
     bad = tmp_path / "bad.jsonl"
     bad.write_text(json.dumps(GT_LINES[0]) + "\n{\"qid\": 1,\n")
-    with pytest.raises(DataFormatError, match=r"bad.jsonl: record 'line 2': invalid JSON"):
+    with pytest.raises(DataFormatError, match=r"bad.jsonl: record 'line 2': not valid JSON"):
         load_qvhighlights(bad)
     nan = tmp_path / "nan.jsonl"
     nan.write_text(json.dumps(GT_LINES[0]).replace("[[26, 36]]", "[[26, NaN]]") + "\n")
@@ -120,7 +120,7 @@ def test_load_qvhighlights_bad_json_and_files(tmp_path):
         load_qvhighlights(empty)
     arr = tmp_path / "arr.json"
     arr.write_text("[{\"qid\": 1},")
-    with pytest.raises(DataFormatError, match="invalid JSON"):
+    with pytest.raises(DataFormatError, match="not valid JSON"):
         load_qvhighlights(arr)
     with pytest.raises(FileNotFoundError):
         load_qvhighlights(tmp_path / "missing.jsonl")
@@ -275,7 +275,7 @@ def test_activitynet_bad_file_and_policy(tmp_path):
         load_activitynet_captions(top)
     broken = tmp_path / "broken.json"
     broken.write_text("{\"v\": ")
-    with pytest.raises(DataFormatError, match="invalid JSON"):
+    with pytest.raises(DataFormatError, match="not valid JSON"):
         load_activitynet_captions(broken)
     with pytest.raises(ValueError, match="unknown policy"):
         load_activitynet_captions(write_anet(tmp_path), policy="fix")

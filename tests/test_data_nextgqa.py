@@ -278,7 +278,7 @@ def test_deveqa_malformed_records(tmp_path, record, match):
 
 
 def test_deveqa_file_level_errors(tmp_path):
-    with pytest.raises(DataFormatError, match=r"d\.jsonl: record 'line 2': invalid JSON"):
+    with pytest.raises(DataFormatError, match=r"d\.jsonl: record 'line 2': not valid JSON"):
         load_deveqa(write(tmp_path / "d.jsonl", json.dumps(DEVI[0]) + "\n{oops\n"))
     with pytest.raises(DataFormatError, match="same qid appears twice"):
         load_deveqa(write(tmp_path / "e.json", json.dumps([DEVI[0], DEVI[0]])))
@@ -308,5 +308,5 @@ def test_deveqa_prediction_reader(tmp_path):
 def test_deveqa_not_utf8(tmp_path):
     path = tmp_path / "d.jsonl"
     path.write_bytes(b'{"qid": "\xff"}\n')
-    with pytest.raises(DataFormatError, match=r"d\.jsonl: not a UTF-8 text file"):
+    with pytest.raises(DataFormatError, match=r"d\.jsonl: (record 'line 1': )?not a UTF-8 text file"):
         load_deveqa(path)

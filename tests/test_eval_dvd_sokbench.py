@@ -139,10 +139,12 @@ def test_sokbench_random_answer_round_trip(sok_file, tmp_path, capsys):
     out, preds = _baseline(tmp_path, "sokbench", "random-answer", "--gt", sok_file, "--seed", "5")
     _, again = _baseline(tmp_path, "sokbench", "random-answer", "--gt", sok_file, "--seed", "5",
                          name="again.json")
-    assert preds == again and list(preds) == ["0"] and preds["0"] in range(4)
+    # Keyed as `eval sokbench` keys its per-question rows: <video>_<question_id>.
+    key = "Nlo-leQLQqs_0"
+    assert preds == again and list(preds) == [key] and preds[key] in range(4)
     result = _eval_json(capsys, "sokbench", "--gt", sok_file, "--pred", str(out))
     assert result["benchmark"] == "sokbench"
-    assert result["metrics"]["Acc"] == (100.0 if preds["0"] == 3 else 0.0)
+    assert result["metrics"]["Acc"] == (100.0 if preds[key] == 3 else 0.0)
     assert result["info"]["index_outputs"] == 1
 
 
@@ -153,7 +155,6 @@ def test_sokbench_random_answer_round_trip(sok_file, tmp_path, capsys):
     ({"0": "4"}, ["--index-base", "1"], 100.0, "parsed"),
     ({"0": "The soup would lack the savory and rich taste that something broth brings to the "
            "dish."}, [], 100.0, "bleu"),
-    ({"0": None}, [], 0.0, "missing"),
 ])
 def test_sokbench_free_text_predictions(sok_file, tmp_path, capsys, pred, argv, acc, method):
     path = tmp_path / "pred.json"
@@ -163,6 +164,16 @@ def test_sokbench_free_text_predictions(sok_file, tmp_path, capsys, pred, argv, 
                         "--per-question", str(pq), *argv)
     assert result["metrics"]["Acc"] == acc
     assert json.loads(pq.read_text())["method"] == method
+
+
+def test_sokbench_only_null_predictions_is_an_error(sok_file, tmp_path, capsys):
+    # A null is a missing prediction (scored wrong); a file of nothing but
+    # nulls is a score over nothing: refused, not a table of 0.
+    path = tmp_path / "pred.json"
+    path.write_text(json.dumps({"0": None}))
+    capsys.readouterr()
+    assert main(["eval", "sokbench", "--gt", sok_file, "--pred", str(path)]) == 2
+    assert "none of the 1 questions has a prediction" in capsys.readouterr().err
 
 
 def test_sokbench_bleu_smoothing_option_and_plot(sok_file, tmp_path, capsys):

@@ -56,15 +56,17 @@ def test_hand_computed_accuracy_and_breakdowns():
         "Acc/interval=none": 0.0,
         "Acc/interval=atomic_spatial": 50.0,
         "Acc/interval=compositional": 100.0,
-        # attribute: the previous turn (red) is wrong -> no denominator -> 0 (official).
-        "Transfer/attribute": 0.0,
+        # attribute: the previous turn (red) is wrong -> no denominator -> NaN
+        # (a rate over no turns; the official helper prints 0).
+        "Transfer/attribute": math.nan,
         "Transfer/spatial": 0.0,
         "Transfer/temporal": 100.0,
         "Acc/turn=1": 50.0, "Acc/turn=2": 50.0, "Acc/turn=3": 100.0, "Acc/turn=4": 0.0,
         "Acc/or_distance=0": 40.0, "Acc/or_distance=2": 100.0,
     }
     assert list(r) == list(expected)  # paper's row order within each block
-    assert dict(r) == pytest.approx(expected, rel=1e-15, abs=0)
+    assert dict(r) == pytest.approx(expected, rel=1e-15, abs=0, nan_ok=True)
+    assert r.info["counts"]["Transfer/attribute"] == 0
     assert r.info["missing"] == 1 and r.info["out_of_answer_space"] == 1
     assert r.info["transfer"] == {
         "attribute": {"turns": 1, "prior_correct": 0, "correct": 0},
@@ -213,7 +215,10 @@ def test_real_dialogue_oracle_and_all_wrong(shared_data):
     assert all(v == 100.0 for v in oracle.values())
     # "spl" (the snitch) answers none of the sample's turns.
     wrong = dvd_accuracy({r.key: "spl" for r in records}, records)
-    assert all(v == 0.0 for v in wrong.values())
+    # Transfers after no correct turn are over nothing: NaN (n=0), not 0.
+    assert all(math.isnan(v) if k.startswith("Transfer/") else v == 0.0
+               for k, v in wrong.items())
+    assert all(wrong.count(k) == 0 for k in wrong if k.startswith("Transfer/"))
     assert wrong.info["transfer"] == {"spatial": {"turns": 1, "prior_correct": 0, "correct": 0},
                                       "temporal": {"turns": 1, "prior_correct": 0, "correct": 0}}
     # Counted by hand from the file's template texts (and the official notebook's printout):

@@ -15,6 +15,7 @@ from typing import Optional, Sequence
 
 # Defined beside the registry so benchmark modules raise the very class caught
 # here, also when this file runs as __main__.
+from fastvqa._argtypes import int_at_least
 from fastvqa.evaluation import CommandError
 
 # Optional backends, by the import name fastvqa would use and the extra that installs it.
@@ -132,44 +133,68 @@ def _cmd_info(args: argparse.Namespace) -> int:
     return 0
 
 
+def _print_warnings(result, command: str) -> None:
+    """The result's ``info["warnings"]`` (partial coverage and the like), one
+    line each on stderr: the numbers stay the official ones, the user is told."""
+    for text in result.info.get("warnings", ()):
+        print(f"fastvqa {command}: warning: {text}", file=sys.stderr)
+
+
 def _cmd_eval(args: argparse.Namespace) -> int:
+    from fastvqa._outputs import OutputFiles
     from fastvqa.evaluation import BENCHMARKS
 
     bench = BENCHMARKS[args.benchmark]
-    per_question = Path(args.per_question) if args.per_question else None
-    plot = Path(args.plot) if args.plot else None
-    # Refuse before computing anything: nothing the user has is overwritten.
-    for path in (per_question, plot):
-        if path is not None and path.exists():
-            raise CommandError(f"{path} exists; refusing to overwrite it (choose another path)")
+    # Every check before any work: the outputs (nothing the user has is
+    # overwritten, no two outputs share a file), then the options.
+    outputs = OutputFiles()
+    per_question = outputs.add(args.per_question, "--per-question")
+    plot = outputs.add(args.plot, "--plot")
     if plot is not None and bench.plot is None:
         raise CommandError(f"{bench.name} has no plot")
     result = bench.evaluate(args)
-    if args.json:
-        print(json.dumps(result.to_dict(), indent=2))
-    else:
-        print(result.format_table(decimals=args.decimals))
+    table = (json.dumps(result.to_dict(), indent=2) if args.json
+             else result.format_table(decimals=args.decimals))
+    # Written through temporary names, moved into place only when all are
+    # written: a failed plot leaves no per-question file behind.
+    with outputs:
+        if per_question is not None:
+            fmt = "csv" if per_question.suffix.lower() == ".csv" else "jsonl"
+            result.write_per_question(outputs.temp(per_question), fmt=fmt)
+        if plot is not None:
+            bench.plot(result, args, str(outputs.temp(plot)))
+        outputs.commit()
+    print(table)
+    _print_warnings(result, "eval")
     if per_question is not None:
-        result.write_per_question(per_question)
         print(f"per-question results: {per_question}", file=sys.stderr)
     if plot is not None:
-        bench.plot(result, args, str(plot))
         print(f"plot: {plot}", file=sys.stderr)
     return 0
 
 
 def _cmd_baseline(args: argparse.Namespace) -> int:
+    from fastvqa._outputs import OutputFiles
     from fastvqa.evaluation import BASELINES
 
-    out = Path(args.out)
-    if out.exists():
-        raise CommandError(f"{out} exists; refusing to overwrite it (choose another path)")
+    outputs = OutputFiles()
+    out = outputs.add(args.out, "--out")
     predictions = BASELINES[(args.benchmark, args.baseline)].run(args)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with out.open("w") as f:
-        json.dump(predictions, f)
+    with outputs:
+        with outputs.temp(out).open("x") as f:
+            json.dump(predictions, f)
+        outputs.commit()
     print(f"wrote {args.benchmark} baseline '{args.baseline}' predictions to {out}", file=sys.stderr)
     return 0
+
+
+def _decimals(text: str) -> int:
+    """``--decimals``: an integer in [0, 20] (more digits than a float64 holds
+    are noise)."""
+    value = int_at_least(0)(text)
+    if value > 20:
+        raise argparse.ArgumentTypeError(f"expected an integer in [0, 20], got {value}")
+    return value
 
 
 def _add_eval_commands(sub) -> None:
@@ -181,12 +206,13 @@ def _add_eval_commands(sub) -> None:
     for name, bench in sorted(BENCHMARKS.items()):
         p = ev_sub.add_parser(name, help=bench.help, description=bench.help)
         p.add_argument("--pred", required=True, help="prediction file")
-        p.add_argument("--gt", required=True, help="ground-truth file or folder")
+        p.add_argument("--gt", required=True, help=bench.gt_help)
         if bench.modes:
             p.add_argument("--mode", choices=bench.modes, default=bench.default_mode,
                            help=f"evaluation rules (default: {bench.default_mode})")
         p.add_argument("--json", action="store_true", help="print JSON instead of a table")
-        p.add_argument("--decimals", type=int, default=1, help="decimals in the table (default 1)")
+        p.add_argument("--decimals", type=_decimals, default=1,
+                       help="decimals in the table, 0 to 20 (default 1)")
         p.add_argument("--per-question", metavar="FILE",
                        help="write per-question results (.jsonl or .csv)")
         p.add_argument("--plot", metavar="FILE.png", help="draw a plot of the results")
@@ -203,9 +229,12 @@ def _add_eval_commands(sub) -> None:
         names = bp.add_subparsers(dest="baseline", metavar="NAME", required=True)
         for baseline in baselines:
             p = names.add_parser(baseline.name, help=baseline.help, description=baseline.help)
-            p.add_argument("--gt", required=True, help="ground-truth file or folder")
+            bench = BENCHMARKS.get(baseline.benchmark)
+            p.add_argument("--gt", required=True,
+                           help=baseline.gt_help or (bench.gt_help if bench else "ground truth"))
             p.add_argument("--out", required=True, help="where to write the predictions (JSON)")
-            p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+            p.add_argument("--seed", type=int_at_least(0), default=0,
+                           help="random seed, an integer >= 0 (default 0)")
             baseline.add_arguments(p)
             p.set_defaults(func=_cmd_baseline)
 
@@ -273,33 +302,51 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: Commands whose modules still pass the library's plain ValueError/TypeError
+#: through for bad options (their owners are moving them to CommandError);
+#: until then those two classes are one-line errors for these commands only.
+#: ``eval`` and ``baseline`` are not among them: a ValueError there is a bug.
+_LEGACY_VALUE_ERRORS = frozenset({"decode", "index", "distractors", "duplicates", "demo"})
+
+
+def _is_user_error(err: BaseException, command: Optional[str]) -> bool:
+    """Whether ``err`` describes the user's input (see
+    :class:`fastvqa.evaluation.CommandError`) rather than a fastvqa bug."""
+    from fastvqa.data.errors import DataFormatError
+
+    user = (CommandError, DataFormatError, FileNotFoundError, IsADirectoryError,
+            NotADirectoryError, FileExistsError, PermissionError)
+    if isinstance(err, user):
+        return True
+    if isinstance(err, ImportError):  # a missing extra, whose message says what to install
+        return "pip install" in str(err)
+    video_error = getattr(sys.modules.get("fastvqa.video.errors"), "VideoError", None)
+    if video_error is not None and isinstance(err, video_error):
+        return True
+    return command in _LEGACY_VALUE_ERRORS and isinstance(err, (ValueError, TypeError))
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if not hasattr(args, "func"):
         parser.print_help()
         return 2
-    from fastvqa.data.errors import DataFormatError
-
     try:
         return args.func(args)
-    except (CommandError, DataFormatError, FileNotFoundError, IsADirectoryError,
-            ValueError, TypeError, ImportError) as err:
-        # Bad files and arguments are the user's to fix: one line, no traceback
-        # (FASTVQA_DEBUG=1 shows it, for reporting a fastvqa bug). So is a
-        # missing optional extra, whose message names the pip install that
-        # fixes it; any other ImportError is a bug: traceback.
-        if os.environ.get("FASTVQA_DEBUG") or (
-            isinstance(err, ImportError) and "pip install" not in str(err)
-        ):
-            raise
-        print(f"fastvqa {args.command}: error: {err}", file=sys.stderr)
-        return 2
     except BrokenPipeError:
         # The reader went away (e.g. `| head`): not an error of ours. Point
         # stdout at devnull so the interpreter's final flush stays quiet.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except Exception as err:
+        # Bad files and arguments are the user's to fix: one line, no traceback
+        # (FASTVQA_DEBUG=1 shows it, for reporting a fastvqa bug). Anything
+        # else is a bug of fastvqa's and keeps its traceback.
+        if os.environ.get("FASTVQA_DEBUG") or not _is_user_error(err, args.command):
+            raise
+        print(f"fastvqa {args.command}: error: {err}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":  # pragma: no cover

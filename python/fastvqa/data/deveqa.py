@@ -17,7 +17,6 @@ Files: a JSON list of records, a JSON object ``{qid: record}``, or JSON Lines.
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Any, Mapping, Optional, Union
@@ -25,7 +24,7 @@ from typing import Any, Mapping, Optional, Union
 import numpy as np
 
 from fastvqa.data.errors import DataFormatError
-from fastvqa.data.io import read_json
+from fastvqa.data.io import iter_json_lines, read_json
 from fastvqa.data.nextgqa import _grounding_spans, is_number, parse_span
 from fastvqa.data.record import QARecord
 
@@ -93,6 +92,8 @@ def load_deveqa(
     """
     path = Path(path)
     raw = _read_records(path)
+    if not raw:  # no records: nothing to detect a layout from
+        return []
     mapping = _mapping(raw, schema, fields, path)
     lengths = _read_durations(durations)
     records: list[QARecord] = []
@@ -110,20 +111,7 @@ def load_deveqa(
 def _read_records(path: Path) -> list[tuple[Optional[str], Any]]:
     """``[(qid from a top-level object's key or None, record)]``."""
     if path.suffix.lower() == ".jsonl":
-        out = []
-        try:
-            text = path.read_bytes().decode("utf-8-sig")
-        except UnicodeDecodeError as err:
-            raise DataFormatError(path, f"not a UTF-8 text file ({err})") from None
-        for line_no, line in enumerate(text.splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                out.append((None, json.loads(line)))
-            except json.JSONDecodeError as err:
-                raise DataFormatError(path, f"invalid JSON: {err.msg}",
-                                      record=f"line {line_no}") from None
-        return out
+        return [(None, item) for _, item in iter_json_lines(path)]
     data = read_json(path)
     if isinstance(data, list):
         return [(None, item) for item in data]
@@ -322,7 +310,8 @@ def read_deveqa_predictions(path: PathLike) -> tuple[dict[str, Optional[tuple[fl
                                   "records, or an object {key: [start, end]}")
         items = list(enumerate(data))
     else:
-        items = [(i, item) for i, (_, item) in enumerate(_read_records(path))]
+        # Streamed: one line at a time, never the whole file.
+        items = enumerate(item for _, item in iter_json_lines(path))
     spans: dict[str, Optional[tuple[float, float]]] = {}
     answers: dict[str, int] = {}
     for index, item in items:

@@ -23,7 +23,6 @@ Both QVHighlights readers also accept a single JSON array of the same objects
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 from dataclasses import dataclass
@@ -33,6 +32,7 @@ from typing import Any, Iterator, Optional, Union
 import numpy as np
 
 from fastvqa.data.errors import DataFormatError
+from fastvqa.data.io import first_char, iter_json_lines, read_json
 from fastvqa.data.record import QARecord
 
 PathLike = Union[str, Path]
@@ -47,41 +47,20 @@ ACTIVITYNET_POLICIES = ("repair", "2dtan", "strict")
 # ----------------------------------------------------------------------------
 
 
-def _read_text(path: Path) -> str:
-    if not path.exists():
-        raise FileNotFoundError(f"{path} does not exist")
-    if path.is_dir():
-        raise IsADirectoryError(f"{path} is a folder; expected a file")
-    try:
-        return path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as err:
-        raise DataFormatError(path, f"not UTF-8 text ({err.reason} at byte {err.start})") from None
-
-
 def _json_objects(path: Path) -> Iterator[tuple[str, Any]]:
-    """``(where, object)`` for each record of a JSON Lines file, or of a file
-    holding one JSON array. ``where`` is ``"line N"`` or ``"index N"``."""
-    text = _read_text(path)
-    if not text.strip():
+    """``(where, object)`` for each record of a JSON Lines file (streamed), or
+    of a file holding one JSON array. ``where`` is ``"line N"`` or ``"index N"``."""
+    first = first_char(path)
+    if not first:
         raise DataFormatError(path, "the file is empty")
-    stripped = text.lstrip()
-    if stripped.startswith("["):
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as err:
-            raise DataFormatError(path, f"invalid JSON: {err.msg} (line {err.lineno}, "
-                                  f"column {err.colno})") from None
+    if first == "[":
+        data = read_json(path)
+        if not isinstance(data, list):
+            raise DataFormatError(path, "expected a JSON array of objects or JSON Lines")
         for i, obj in enumerate(data):
             yield f"index {i}", obj
         return
-    for lineno, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as err:
-            raise DataFormatError(path, f"invalid JSON: {err.msg} (column {err.colno})",
-                                  record=f"line {lineno}") from None
+    for lineno, obj in iter_json_lines(path):
         yield f"line {lineno}", obj
 
 
@@ -348,12 +327,7 @@ def load_activitynet_captions(path: PathLike, *, policy: str = "repair") -> Repa
         raise ValueError(f"load_activitynet_captions: unknown policy {policy!r}; expected one of "
                          f"{', '.join(ACTIVITYNET_POLICIES)}")
     path = Path(path)
-    text = _read_text(path)
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise DataFormatError(path, f"invalid JSON: {err.msg} (line {err.lineno}, "
-                              f"column {err.colno})") from None
+    data = read_json(path)
     if not isinstance(data, dict):
         raise DataFormatError(path, f"expected a JSON object {{video_id: {{...}}}} at the top, "
                               f"got {type(data).__name__}")

@@ -17,13 +17,15 @@ from __future__ import annotations
 
 import csv
 import math
+from itertools import chain
+from operator import itemgetter
 from pathlib import Path
 from typing import Any, Optional, Sequence, Union
 
 import numpy as np
 
 from fastvqa.data.errors import DataFormatError
-from fastvqa.data.io import read_json
+from fastvqa.data.io import open_text, read_json
 from fastvqa.data.record import QARecord
 
 PathLike = Union[str, Path]
@@ -192,7 +194,7 @@ def read_questions_csv(path: PathLike) -> dict[tuple[str, str], dict[str, Any]]:
     answer (option index), extra (type, answer_text, frame_count, width, height)."""
     path = Path(path)
     try:
-        with path.open(newline="", encoding="utf-8-sig") as f:
+        with open_text(path, encoding="utf-8-sig") as f:
             reader = csv.DictReader(f)
             header = reader.fieldnames or []
             for col in _REQUIRED_COLUMNS:
@@ -269,11 +271,27 @@ def read_grounding_predictions(path: PathLike) -> dict[str, tuple[float, float]]
 
 
 def _grounding_spans(data: Any, path: PathLike) -> dict[str, tuple[float, float]]:
-    """:func:`read_grounding_predictions` on an already parsed document."""
+    """:func:`read_grounding_predictions` on an already parsed document, which
+    is validated and converted in place (no second copy of a large file)."""
     if not isinstance(data, dict):
         raise DataFormatError(path, 'expected a JSON object {"<video_id>_<qid>": [start, end]}, '
                               f"got a {type(data).__name__}")
-    return {str(k): parse_span(v, path, str(k), "span") for k, v in data.items()}
+    values = data.values()
+    # Fast path, C-level passes: every value a list of two JSON numbers (int
+    # or float; bool is neither type), all finite. Anything else takes the
+    # per-entry check below, which names the first bad entry.
+    numbers = {int, float}
+    if (set(map(type, values)) <= {list} and set(map(len, values)) <= {2}
+            and set(map(type, map(itemgetter(0), values))) <= numbers
+            and set(map(type, map(itemgetter(1), values))) <= numbers):
+        finite = np.isfinite(np.fromiter(chain.from_iterable(values), dtype=np.float64,
+                                         count=2 * len(data)))
+        if finite.all():
+            data.update(zip(data.keys(), map(tuple, values)))
+            return data
+    for k, v in data.items():
+        parse_span(v, path, k, "span")  # raises on the first bad entry
+    raise AssertionError("unreachable: the fast path rejected valid spans")  # pragma: no cover
 
 
 def parse_int(value: Any, path: PathLike, record: str, field: str) -> int:

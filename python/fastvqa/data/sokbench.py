@@ -38,7 +38,7 @@ def parse_rationale(text: str) -> Optional[dict[str, str]]:
     """
     try:
         parsed = json.loads(text)
-    except (json.JSONDecodeError, TypeError):
+    except (ValueError, TypeError, RecursionError):  # JSONDecodeError is a ValueError
         parsed = None
     if isinstance(parsed, dict):
         return {str(k): v if isinstance(v, str) else json.dumps(v) for k, v in parsed.items()}
@@ -135,6 +135,10 @@ def load_sokbench(path: str | Path) -> list[QARecord]:
 
     Accepted layouts: the released ``{question_type: [question, ...]}`` dict;
     a list of questions; a single question object (``example_question.json``).
+    ``path`` may also be a folder: every ``*.json`` file in it (not below),
+    in sorted name order, each read as above, with ``question_id``
+    ``f"{file_stem}/{id}"`` (ids restart in each file); no file, or a record
+    key repeated across files, is an error.
 
     Records:
         - ``video_id`` = ``video`` (YouTube id);
@@ -162,6 +166,8 @@ def load_sokbench(path: str | Path) -> list[QARecord]:
             non-numeric ``time_slot``.
     """
     path = Path(path)
+    if path.is_dir():
+        return _load_folder(path)
     data = read_json(path)
 
     items: list[tuple[Any, Optional[str], str, Any]] = []  # (question, type, id, where)
@@ -185,4 +191,21 @@ def load_sokbench(path: str | Path) -> list[QARecord]:
             records.append(_question_record(q, qtype, qid))
         except _Bad as err:
             raise DataFormatError(path, err.reason, record=where, field=err.field) from None
+    return records
+
+
+def _load_folder(folder: Path) -> list[QARecord]:
+    files = sorted(p for p in folder.glob("*.json") if p.is_file())
+    if not files:
+        raise FileNotFoundError(f"{folder} holds no SOK-Bench question file (*.json)")
+    records: list[QARecord] = []
+    seen: dict[str, Path] = {}
+    for file in files:
+        for rec in load_sokbench(file):
+            rec.question_id = f"{file.stem}/{rec.question_id}"
+            if rec.key in seen:
+                raise DataFormatError(file, f"record key {rec.key!r} also comes from "
+                                      f"{seen[rec.key].name}", record=rec.question_id)
+            seen[rec.key] = file
+            records.append(rec)
     return records

@@ -11,6 +11,13 @@ import, the benchmarks it evaluates and the trivial baselines it can write:
   ``run(args) -> predictions`` (a JSON-ready object in the benchmark's own
   prediction format, which ``fastvqa eval`` reads back).
 
+``evaluate`` checks every option before it scores (a bad ``--plot-video`` fails
+before the table), refuses a score over nothing (no ground truth, or no
+prediction matching it) with :class:`CommandError`, and puts what the user
+should know about a score that stays official (e.g. questions left out, as
+the official script leaves them out) into ``result.info["warnings"]``, which
+the command line prints on stderr.
+
 The common options (``--pred``, ``--gt``, ``--mode``, ``--json``,
 ``--per-question``, ``--plot`` for eval; ``--gt``, ``--out``, ``--seed`` for
 baselines) are added by the command line, not by the modules.
@@ -30,8 +37,21 @@ MODULES = ("nextgqa", "wildqa", "dvd", "sokbench", "qvhighlights")
 
 
 class CommandError(Exception):
-    """A user-facing failure of ``fastvqa eval``/``baseline``: printed as one
-    line, exit status 2, no traceback."""
+    """A mistake the user can fix (a bad option, an unusable file, nothing to
+    score): :func:`fastvqa.cli.main` prints it as one line, ``fastvqa
+    <command>: error: <message>``, and exits with status 2, no traceback.
+
+    This is the command line's one validation error class: every command
+    module raises it (or a subclass, e.g. :class:`fastvqa._outputs.OutputError`)
+    for what the user gave wrong. ``main`` treats a few other classes the same
+    way because they only ever describe user input: the loaders'
+    :class:`fastvqa.data.DataFormatError` (a malformed file),
+    ``FileNotFoundError``/``IsADirectoryError``/``NotADirectoryError``/
+    ``FileExistsError``/``PermissionError`` (a path), ``fastvqa.video``'s
+    ``VideoError`` (an undecodable video) and an ``ImportError`` whose message
+    names the ``pip install`` that fixes it. Anything else, a plain
+    ``ValueError`` or ``TypeError`` from inside fastvqa included, is a bug and
+    shows its traceback."""
 
 
 @dataclass
@@ -43,6 +63,8 @@ class Benchmark:
     plot: Optional[Callable[[MetricResult, argparse.Namespace, str], None]] = None
     modes: tuple[str, ...] = ()
     default_mode: Optional[str] = None
+    #: ``--gt`` help: what the loader accepts (a file, or also a folder).
+    gt_help: str = "ground-truth file"
 
 
 @dataclass
@@ -52,6 +74,8 @@ class Baseline:
     help: str
     add_arguments: Callable[[argparse.ArgumentParser], None]
     run: Callable[[argparse.Namespace], Any]
+    #: ``--gt`` help; default: the benchmark's.
+    gt_help: Optional[str] = None
 
 
 BENCHMARKS: dict[str, Benchmark] = {}
@@ -83,3 +107,26 @@ def load_all() -> None:
             # progress); a missing dependency inside one is a real error.
             if err.name != f"fastvqa.evaluation.{module}":
                 raise
+
+
+def require_records(records: list, gt: Any, what: str = "questions") -> list:
+    """``records``, or :class:`CommandError` when there are none: a score over
+    nothing is an error, not a table of NaN."""
+    if not records:
+        raise CommandError(f"{gt}: the ground truth holds no {what}; nothing to score")
+    return records
+
+
+def missing_warning(result: MetricResult, total: int, missing: int, *, what: str,
+                    policy: str) -> None:
+    """Adds to ``result.info["warnings"]`` that ``missing`` of ``total``
+    ground-truth items had no prediction, and what the official evaluation
+    does with them (``policy``, e.g. ``"the official eval_ground.py skips
+    them"``). Nothing when none is missing; :class:`CommandError` when all are
+    (a score over no prediction)."""
+    if missing and missing >= total:
+        raise CommandError(f"none of the {total} {what} has a prediction (all entries are "
+                           "null or match no ground-truth key); nothing to score")
+    if missing:
+        result.info.setdefault("warnings", []).append(
+            f"{missing} of {total} {what} have no prediction; {policy}")

@@ -52,8 +52,8 @@ import numpy as np
 
 from fastvqa.data.errors import DataFormatError
 from fastvqa.data.io import read_keyed_predictions
-from fastvqa.evaluation import (Baseline, Benchmark, CommandError, register_baseline,
-                                register_benchmark)
+from fastvqa.evaluation import (Baseline, Benchmark, CommandError, missing_warning,
+                                register_baseline, register_benchmark, require_records)
 from fastvqa.metrics.result import MetricResult
 
 
@@ -74,13 +74,18 @@ def _evaluate(args: argparse.Namespace) -> MetricResult:
     from fastvqa.data.dvd import load_dvd
     from fastvqa.metrics.dvd import dvd_accuracy
 
-    records = load_dvd(args.gt)
+    records = require_records(load_dvd(args.gt), args.gt, "dialogue turns")
     predictions = _read_predictions(args.pred)
+    if not predictions:
+        raise CommandError(f"{args.pred}: holds no predictions; nothing to score")
     try:
-        return dvd_accuracy(predictions, records,
-                            effective_or_only=not args.all_or_references)
+        result = dvd_accuracy(predictions, records,
+                              effective_or_only=not args.all_or_references)
     except (TypeError, ValueError) as err:
         raise DataFormatError(args.pred, str(err)) from None
+    missing_warning(result, len(records), result.info["missing"], what="turns",
+                    policy="they are scored as wrong answers (Acc is over all turns)")
+    return result
 
 
 def _plot(result: MetricResult, args: argparse.Namespace, path: str) -> None:
@@ -90,6 +95,7 @@ def _plot(result: MetricResult, args: argparse.Namespace, path: str) -> None:
     names = [n for n in result if n == "Acc" or n.startswith(("Acc/type=", "Acc/interval=",
                                                                "Transfer/"))]
     plot_accuracy_bars(names, [result[n] for n in names], path,
+                       counts=[result.count(n) for n in names],
                        title=f"DVD: {result.info.get('evaluated', '?')} turns")
 
 
@@ -98,8 +104,10 @@ def _train_and_gt(args: argparse.Namespace) -> tuple[list, list]:
     records; the ground truth is read once when it is both."""
     from fastvqa.data.dvd import load_dvd
 
-    train = load_dvd(args.train if args.train else args.gt)
-    return train, (load_dvd(args.gt) if args.train else train)
+    train = require_records(load_dvd(args.train if args.train else args.gt),
+                            args.train or args.gt, "dialogue turns")
+    return train, (require_records(load_dvd(args.gt), args.gt, "dialogue turns")
+                   if args.train else train)
 
 
 def _most_frequent(answers: list[str]) -> str:
@@ -157,7 +165,7 @@ def _run_random(args: argparse.Namespace) -> dict[str, str]:
         observed = {g: sorted(s, key=lambda a: (rank.get(a, len(rank)), a))
                     for g, s in seen.items()}
     else:
-        gt = load_dvd(args.gt)
+        gt = require_records(load_dvd(args.gt), args.gt, "dialogue turns")
     rng = np.random.default_rng(args.seed)
     out = {}
     for r in gt:
@@ -211,7 +219,7 @@ def _run_retrieval(args: argparse.Namespace) -> dict[str, str]:
     questions, answers = [r.question for r in train], [str(r.answer) for r in train]
     if args.dedupe:
         questions, answers = _distinct_questions(questions, answers)
-    test = load_dvd(args.gt)
+    test = require_records(load_dvd(args.gt), args.gt, "dialogue turns")
     found = question_retrieval(questions, answers, [r.question for r in test], "tfidf")
     return {r.key: answer for r, answer in zip(test, found.answers)}
 
@@ -224,6 +232,8 @@ register_benchmark(Benchmark(
     add_arguments=_add_eval_arguments,
     evaluate=_evaluate,
     plot=_plot,
+    gt_help="a DVD dialogue JSON file, or a folder of them (every *.json below it but "
+            "metadata.json, in sorted path order)",
 ))
 register_baseline(Baseline("dvd", "answer-prior",
                            "the most frequent answer of --train (default --gt) for every turn",

@@ -39,8 +39,8 @@ import numpy as np
 
 from fastvqa.data.errors import DataFormatError
 from fastvqa.data.record import QARecord, spans_to_csr
-from fastvqa.evaluation import (Baseline, Benchmark, CommandError, register_baseline,
-                                register_benchmark)
+from fastvqa.evaluation import (Baseline, Benchmark, CommandError, missing_warning,
+                                register_baseline, register_benchmark, require_records)
 from fastvqa.metrics.result import MetricResult
 
 NO_ANSWER = -1
@@ -107,7 +107,7 @@ def _load_predictions(args: argparse.Namespace, bench: str):
     from fastvqa.data.nextgqa import read_grounding_predictions, read_qa_predictions
 
     if bench == "nextgqa":
-        spans: dict[str, Any] = dict(read_grounding_predictions(args.pred))
+        spans: dict[str, Any] = read_grounding_predictions(args.pred)
         inline: dict[str, int] = {}
     else:
         from fastvqa.data.deveqa import read_deveqa_predictions
@@ -196,19 +196,51 @@ def _score(records: list[QARecord], spans: dict[str, Any], answers: Optional[dic
                              normalized=normalized, keys=[rec.key for rec in records])
     except ValueError as err:  # e.g. several gold segments under --mode deveqa-repo
         raise CommandError(str(err)) from None
+    if not used_spans:
+        example = next(iter(spans))
+        split = f" (wrong --split? this is {args.split})" if benchmark == "nextgqa" else ""
+        raise CommandError(f"{args.pred}: no prediction key matches a ground-truth question "
+                           f"(e.g. {example!r}; questions are keyed like {records[0].key!r})"
+                           + split)
+    if np.isnan(pred[:, 0]).all():
+        raise CommandError(f"{args.pred}: no ground-truth question has a span prediction "
+                           f"(the {len(used_spans)} matching entries have no span); nothing "
+                           "to score")
+    if answers is not None and answers and not used_answers:
+        example = next(iter(answers))
+        raise CommandError(f"{args.qa or args.pred}: no answer key matches a ground-truth "
+                           f"question (e.g. {example!r}; questions are keyed like "
+                           f"{records[0].key!r})")
     info = dict(result.info)
     info.update({
         "gt": str(args.gt),
         "pred": str(args.pred),
         "qa": None if not args.qa else str(args.qa),
-        "unmatched_predictions": len(set(spans) - used_spans),
+        "unmatched_predictions": len(spans) - len(used_spans),  # used_spans <= keys
     })
     if answers is not None:
-        info["unmatched_answers"] = len(set(answers) - used_answers)
+        info["unmatched_answers"] = len(answers) - len(used_answers)
         # The official script takes the gold answer from the QA file; say when it
         # disagrees with the annotation file, without changing the rule.
         info["qa_answers_differing_from_gt"] = disagree
-    return MetricResult(benchmark, dict(result.metrics), result.per_question, info)
+    out = MetricResult(benchmark, dict(result.metrics), result.per_question, info)
+    policy = ("the official eval_ground.py skips them: the grounding scores are over the "
+              f"{info['evaluated']} predicted questions" if mode == "nextgqa"
+              else "they count as zero, as in the DeVE-QA repository's evaluation")
+    missing_warning(out, n, info["missing"], what="questions", policy=policy)
+    return out
+
+
+def _check_normalized(spans: dict[str, Any], path: str) -> None:
+    """``--normalized`` spans are fractions of the video: the first value
+    above 1 (in file order) is an error naming its key; seconds given with
+    ``--normalized`` would be multiplied by the duration."""
+    for key, span in spans.items():
+        if span is not None and (span[0] > 1.0 or span[1] > 1.0):
+            value = float(span[0] if span[0] > 1.0 else span[1])
+            raise DataFormatError(path, f"--normalized: {value!r} is above 1 (normalised spans "
+                                  "are fractions of the video, in [0, 1]; for seconds leave out "
+                                  "--normalized)", record=key, field="span")
 
 
 def _evaluate(bench: str) -> Callable[[argparse.Namespace], MetricResult]:
@@ -216,13 +248,21 @@ def _evaluate(bench: str) -> Callable[[argparse.Namespace], MetricResult]:
         if getattr(args, "plot_video", None) and not args.plot:
             raise CommandError("--plot-video needs --plot FILE.png")
         _parse_edges(args.length_bins)  # a bad value fails before any work
-        records = _load_gt(args, bench)
+        records = require_records(_load_gt(args, bench), args.gt)
+        if args.plot_video and not any(r.video_id == args.plot_video for r in records):
+            raise CommandError(f"--plot-video: no video {args.plot_video!r} in {args.gt}")
         spans, answers = _load_predictions(args, bench)
+        if not spans:
+            raise CommandError(f"{args.pred}: holds no predictions; nothing to score")
+        if args.normalized:
+            _check_normalized(spans, args.pred)
         mode = getattr(args, "mode", None) or "nextgqa"
         result = _score(records, spans, answers, mode=mode, normalized=args.normalized,
                         benchmark=bench, args=args, by_qid=bench == "deveqa")
         if bench == "nextgqa":
             result.info["split"] = args.split
+        # For --plot-video: the files already read, not read a second time.
+        result._inputs = (records, spans)
         return result
 
     return evaluate
@@ -250,10 +290,8 @@ def _plot(bench: str) -> Callable[[MetricResult, argparse.Namespace, str], None]
         if not args.plot_video:
             plots.plot_grounding_summary(result, path, length_edges=_parse_edges(args.length_bins))
             return
-        records = [r for r in _load_gt(args, bench) if r.video_id == args.plot_video]
-        if not records:
-            raise CommandError(f"--plot-video: no video {args.plot_video!r} in {args.gt}")
-        spans, _ = _load_predictions(args, bench)
+        all_records, spans = result._inputs
+        records = [r for r in all_records if r.video_id == args.plot_video]
         by_key = {k: i for i, k in enumerate(result.per_question.get("key", []))}
         rows = []
         for rec in records:
@@ -275,6 +313,10 @@ def _plot(bench: str) -> Callable[[MetricResult, argparse.Namespace, str], None]
 # ----------------------------------------------------------------- baselines
 
 
+def _baseline_records(args: argparse.Namespace) -> list[QARecord]:
+    return require_records(_load_gt(args, args.benchmark), args.gt)
+
+
 def _need_duration(rec: QARecord, args: argparse.Namespace) -> float:
     if rec.duration is None:
         raise DataFormatError(args.gt, "no video duration (pass --durations)", record=rec.key,
@@ -283,12 +325,12 @@ def _need_duration(rec: QARecord, args: argparse.Namespace) -> float:
 
 
 def _full_video(args: argparse.Namespace) -> dict[str, list[float]]:
-    return {r.key: [0.0, _need_duration(r, args)] for r in _load_gt(args, args.benchmark)}
+    return {r.key: [0.0, _need_duration(r, args)] for r in _baseline_records(args)}
 
 
 def _centre_half(args: argparse.Namespace) -> dict[str, list[float]]:
     out = {}
-    for r in _load_gt(args, args.benchmark):
+    for r in _baseline_records(args):
         d = _need_duration(r, args)
         out[r.key] = [0.25 * d, 0.75 * d]
     return out
@@ -297,7 +339,7 @@ def _centre_half(args: argparse.Namespace) -> dict[str, list[float]]:
 def _random_span(args: argparse.Namespace) -> dict[str, list[float]]:
     rng = random.Random(args.seed)
     out = {}
-    for r in _load_gt(args, args.benchmark):
+    for r in _baseline_records(args):
         d = _need_duration(r, args)
         out[r.key] = sorted([round(rng.uniform(0, d), 1), round(rng.uniform(0, d), 1)])
     return out
@@ -306,7 +348,7 @@ def _random_span(args: argparse.Namespace) -> dict[str, list[float]]:
 def _random_answer(args: argparse.Namespace) -> dict[str, dict[str, int]]:
     rng = random.Random(args.seed)
     out = {}
-    for r in _load_gt(args, args.benchmark):
+    for r in _baseline_records(args):
         if not r.options or not isinstance(r.answer, int):
             where = f"{args.gt} has no options/answers" + (
                 f" (the folder needs {args.split}.csv)" if args.benchmark == "nextgqa" else "")
@@ -334,6 +376,7 @@ register_benchmark(Benchmark(
     add_arguments=_add_nextgqa_args,
     evaluate=_evaluate("nextgqa"),
     plot=_plot("nextgqa"),
+    gt_help="a folder with gsub_<split>.json (and <split>.csv), or a gsub JSON alone",
 ))
 register_benchmark(Benchmark(
     name="deveqa",
@@ -344,6 +387,7 @@ register_benchmark(Benchmark(
     plot=_plot("deveqa"),
     modes=("nextgqa", "deveqa-repo"),
     default_mode="nextgqa",
+    gt_help="a DeVE-QA annotation file (a JSON list, a JSON object {qid: record} or .jsonl)",
 ))
 for _bench, _extra_args in (("nextgqa", _add_nextgqa_baseline_args),
                             ("deveqa", _add_deveqa_gt_args)):

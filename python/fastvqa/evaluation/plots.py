@@ -31,24 +31,49 @@ def _figure(width: float, height: float):
     return fig
 
 
-def _save(fig, path: str | Path) -> Path:
+def save_png(fig, path: str | Path, *, dpi: Optional[float] = None) -> Path:
+    """Writes ``fig`` as PNG to exactly ``path`` (no suffix is appended,
+    whatever its name), created exclusively: refuses an existing file, and
+    removes what it wrote if drawing fails."""
     path = Path(path)
-    if path.exists():
-        raise FileExistsError(f"{path} exists; refusing to overwrite it")
-    fig.savefig(path, format="png")
+    try:
+        f = path.open("xb")
+    except FileExistsError:
+        raise FileExistsError(f"{path} exists; refusing to overwrite it") from None
+    try:
+        with f:
+            fig.savefig(f, format="png", **({} if dpi is None else {"dpi": dpi}))
+    except BaseException:
+        path.unlink(missing_ok=True)
+        raise
     return path
+
+
+_save = save_png
+
+
+def _na_label(count: Optional[int]) -> str:
+    return "n/a (n=0)" if count == 0 else "n/a"
 
 
 def plot_accuracy_bars(names: Sequence[str], values: Sequence[float], path: str | Path, *,
                        title: str, color: str = "tab:blue",
-                       chance: Optional[float] = None) -> Path:
+                       chance: Optional[float] = None,
+                       counts: Optional[Sequence[Optional[int]]] = None) -> Path:
     """One horizontal bar per named accuracy (percent, 0-100), in the given
-    order, with an optional dotted chance line. Refuses to overwrite ``path``."""
+    order, with an optional dotted chance line. A NaN value (a group with no
+    items) gets no bar and the label ``n/a`` (``n/a (n=0)`` when ``counts``
+    gives 0). Refuses to overwrite ``path``."""
     if Path(path).exists():
         raise FileExistsError(f"{path} exists; refusing to overwrite it")
+    values = [float(v) for v in values]
+    counts = list(counts) if counts is not None else [None] * len(values)
     fig = _figure(7, 0.35 * len(names) + 1.2)
     ax = fig.add_subplot()
-    ax.barh(range(len(names)), list(values), color=color)
+    ax.barh(range(len(names)), [0.0 if math.isnan(v) else v for v in values], color=color)
+    for i, (v, c) in enumerate(zip(values, counts)):
+        if math.isnan(v):
+            ax.text(1.0, i, _na_label(c), va="center", ha="left", fontsize=8, color="grey")
     ax.set_yticks(range(len(names)), labels=list(names))
     ax.invert_yaxis()
     ax.set_xlim(0, 100)
@@ -105,10 +130,15 @@ def plot_grounding_summary(
         names = [n for n in ("Acc@GQA", "mIoP", "mIoU") if n in result.metrics]
         x = np.arange(len(labels))
         width = 0.8 / len(names)
+        counts = [bins[b].info["evaluated"] for b in labels]
         for j, name in enumerate(names):
             vals = [bins[b].metrics.get(name, math.nan) for b in labels]
-            ax_bins.bar(x + (j - (len(names) - 1) / 2) * width, vals, width, label=name)
-        counts = [bins[b].info["evaluated"] for b in labels]
+            ax_bins.bar(x + (j - (len(names) - 1) / 2) * width,
+                        [0.0 if math.isnan(v) else v for v in vals], width, label=name)
+        for i, c in enumerate(counts):
+            if c == 0:  # a bin without evaluated questions: no bar, never 0
+                ax_bins.text(x[i], 1.0, "n/a (n=0)", ha="center", va="bottom", fontsize=8,
+                             color="grey")
         ax_bins.set_xticks(x)
         ax_bins.set_xticklabels([f"{b}\nn={c}" for b, c in zip(labels, counts)], fontsize=8)
         ax_bins.set_xlabel("video length (s)")

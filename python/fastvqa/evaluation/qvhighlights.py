@@ -21,7 +21,8 @@ from typing import Any
 import numpy as np
 
 from fastvqa._argtypes import int_at_least
-from fastvqa.evaluation import Baseline, Benchmark, register_baseline, register_benchmark
+from fastvqa.evaluation import (Baseline, Benchmark, CommandError, missing_warning,
+                                register_baseline, register_benchmark, require_records)
 from fastvqa.metrics.result import MetricResult
 
 NAME = "qvhighlights"
@@ -57,15 +58,30 @@ def _evaluate(args: argparse.Namespace) -> MetricResult:
 
     from fastvqa.data.errors import DataFormatError
 
-    _, gt = _ground_truth(args.gt)
+    records, gt = _ground_truth(args.gt)
+    require_records(records, args.gt, "queries")
     predictions = load_qvhighlights_submission(args.pred)
+    if args.partial and not set(predictions) & set(gt):
+        example = next(iter(predictions), None)
+        raise CommandError(f"{args.pred}: no prediction qid matches a ground-truth query (e.g. "
+                           f"{example!r}; ground-truth qids are like {records[0].question_id!r})")
     try:
-        return moment_retrieval(predictions, gt, max_pred_windows=args.max_pred_windows or None,
-                                match_number=not args.partial)
+        result = moment_retrieval(predictions, gt,
+                                  max_pred_windows=args.max_pred_windows or None,
+                                  match_number=not args.partial)
     except ValueError as err:
         # Both files were validated by their loaders; what is left is the
         # official qid check (the submission does not cover the ground truth).
         raise DataFormatError(args.pred, str(err), field="qid") from None
+    n = result.info["evaluated"]
+    counts = {name: n for name in result.metrics}
+    for name, bucket in result.info.get("buckets", {}).items():
+        counts[f"MR-{name}-mAP"] = bucket["queries"]
+    result.info["counts"] = counts
+    missing_warning(result, len(gt), result.info["missing"], what="ground-truth queries",
+                    policy="--partial evaluates the queries in both files only (the "
+                           "official script refuses such a submission)")
+    return result
 
 
 def _plot(result: MetricResult, args: argparse.Namespace, path: str) -> None:
@@ -103,13 +119,16 @@ def _plot(result: MetricResult, args: argparse.Namespace, path: str) -> None:
     bars = ax2.bar(names, heights, color="tab:green")
     for bar, v, c in zip(bars, values, counts):
         ax2.text(bar.get_x() + bar.get_width() / 2, bar.get_height(),
-                 f"{v:.1f}\nn={c}" if not np.isnan(v) else f"n/a\nn={c}",
+                 f"{v:.1f}\nn={c}" if not np.isnan(v) else
+                 ("n/a (n=0)" if c == 0 else f"n/a\nn={c}"),
                  ha="center", va="bottom", fontsize=8)
     ax2.set_ylabel("mAP@[0.5:0.95] (%)")
     ax2.set_ylim(0, max(100.0, max(heights) * 1.15))
     ax2.set_title("mAP by ground-truth window length")
     fig.tight_layout()
-    fig.savefig(path, format="png")
+    from fastvqa.evaluation.plots import save_png
+
+    save_png(fig, path)
 
 
 register_benchmark(Benchmark(
@@ -119,6 +138,7 @@ register_benchmark(Benchmark(
     add_arguments=_add_arguments,
     evaluate=_evaluate,
     plot=_plot,
+    gt_help="the QVHighlights ground-truth JSON Lines file (or a JSON array of its objects)",
 ))
 
 
@@ -135,7 +155,7 @@ def _submission(records: list, windows: list[list[float]]) -> list[dict[str, Any
 def _records(args: argparse.Namespace) -> list:
     from fastvqa.data.moment import load_qvhighlights
 
-    return load_qvhighlights(args.gt)
+    return require_records(load_qvhighlights(args.gt), args.gt, "queries")
 
 
 def _full_video(args: argparse.Namespace) -> list[dict[str, Any]]:

@@ -22,7 +22,8 @@ import numpy as np
 
 from fastvqa.data.errors import DataFormatError
 from fastvqa.data.io import read_keyed_predictions
-from fastvqa.evaluation import Baseline, Benchmark, register_baseline, register_benchmark
+from fastvqa.evaluation import (Baseline, Benchmark, CommandError, missing_warning,
+                                register_baseline, register_benchmark, require_records)
 from fastvqa.metrics.result import MetricResult
 
 _SMOOTHING = ("none",) + tuple(f"method{i}" for i in range(8))
@@ -48,14 +49,19 @@ def _evaluate(args: argparse.Namespace) -> MetricResult:
     from fastvqa.data.sokbench import load_sokbench
     from fastvqa.metrics.multiple_choice import multiple_choice_accuracy
 
-    records = load_sokbench(args.gt)
+    records = require_records(load_sokbench(args.gt), args.gt)
     outputs = _read_predictions(args.pred)
+    if not outputs:
+        raise CommandError(f"{args.pred}: holds no predictions; nothing to score")
     smoothing = None if args.bleu_smoothing == "none" else args.bleu_smoothing
     try:
-        return multiple_choice_accuracy(outputs, records, index_base=args.index_base,
-                                        bleu_smoothing=smoothing, benchmark="sokbench")
+        result = multiple_choice_accuracy(outputs, records, index_base=args.index_base,
+                                          bleu_smoothing=smoothing, benchmark="sokbench")
     except (TypeError, ValueError) as err:
         raise DataFormatError(args.pred, str(err)) from None
+    missing_warning(result, len(records), result.info["missing"], what="questions",
+                    policy="they are scored as wrong answers (Acc is over all questions)")
+    return result
 
 
 def _plot(result: MetricResult, args: argparse.Namespace, path: str) -> None:
@@ -64,6 +70,7 @@ def _plot(result: MetricResult, args: argparse.Namespace, path: str) -> None:
 
     names = list(result)
     plot_accuracy_bars(names, [result[n] for n in names], path, color="tab:green", chance=25.0,
+                       counts=[result.count(n) for n in names],
                        title=f"SOK-Bench multiple choice: {result.info.get('evaluated', '?')} "
                              "questions")
 
@@ -76,8 +83,10 @@ def _run_random(args: argparse.Namespace) -> dict[str, int]:
     from fastvqa.data.sokbench import load_sokbench
 
     rng = np.random.default_rng(args.seed)
-    # 0-based option indices, keyed by question id (unique within a file).
-    return {r.question_id: int(rng.integers(len(r.options))) for r in load_sokbench(args.gt)}
+    # 0-based option indices, keyed by record key (``<video>_<question_id>``),
+    # the key `fastvqa eval sokbench` reports per question.
+    return {r.key: int(rng.integers(len(r.options)))
+            for r in require_records(load_sokbench(args.gt), args.gt)}
 
 
 register_benchmark(Benchmark(
@@ -87,6 +96,8 @@ register_benchmark(Benchmark(
     add_arguments=_add_eval_arguments,
     evaluate=_evaluate,
     plot=_plot,
+    gt_help="a SOK-Bench question JSON file, or a folder of them (every *.json in it, in "
+            "sorted order; question ids then start with the file name)",
 ))
 register_baseline(Baseline("sokbench", "random-answer",
                            "a seeded uniformly random option index (0-based) per question",

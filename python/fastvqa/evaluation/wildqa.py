@@ -25,12 +25,15 @@ import numpy as np
 
 from fastvqa._argtypes import int_at_least, unit_interval
 from fastvqa.data.errors import DataFormatError
-from fastvqa.data.io import read_json
+from fastvqa.data.io import input_file, read_json
 from fastvqa.evaluation import (Baseline, Benchmark, CommandError, register_baseline,
-                                register_benchmark)
+                                register_benchmark, require_records)
+from fastvqa.evaluation.plots import save_png
 from fastvqa.metrics.result import MetricResult
 
 EVIDENCE_MODES = ("wildqa-2022", "wildqa-2023", "clean")
+_GT_HELP = "a WildQA split file (test.json, dev.json, raw_*.json) or the folder holding them " \
+           "(--split names the file)"
 
 
 # --------------------------------------------------------------------------
@@ -48,16 +51,16 @@ def _gt_path(args: argparse.Namespace) -> Path:
     gt = Path(args.gt)
     if gt.is_dir():
         gt = gt / f"{args.split}.json"
-    if not gt.exists():
-        raise FileNotFoundError(f"ground truth {gt} does not exist")
-    return gt
+        if not gt.exists():
+            raise FileNotFoundError(f"ground truth {gt} does not exist (--split {args.split})")
+    return input_file(gt)
 
 
 def _load_gt(args: argparse.Namespace, evidence_filter: bool = False):
     from fastvqa.data.wildqa import load_wildqa
 
     gt = _gt_path(args)
-    return gt, load_wildqa(gt, evidence_filter=evidence_filter)
+    return gt, require_records(load_wildqa(gt, evidence_filter=evidence_filter), gt)
 
 
 def _read_predictions(path: str, n_gt: int, gt: Path) -> tuple[Path, list]:
@@ -166,7 +169,7 @@ def _plot_evidence(result: MetricResult, args: argparse.Namespace, path: str) ->
     duration = np.asarray(result.per_question["duration"], dtype=np.float64)
     _bar_by_bins(right, duration, f1 * 100.0, "video length (s)", "IoU-F1")
     right.set_title("mean IoU-F1 per video-length quartile")
-    fig.savefig(path, dpi=120)
+    save_png(fig, path, dpi=120)
 
 
 # --------------------------------------------------------------------------
@@ -216,7 +219,7 @@ def _plot_qa(result: MetricResult, args: argparse.Namespace, path: str) -> None:
     ax.set_ylabel("F-measure (%)")
     ax.set_title(f"WildQA answers ({result.info['references']} reference)")
     ax.legend()
-    fig.savefig(path, dpi=120)
+    save_png(fig, path, dpi=120)
 
 
 # --------------------------------------------------------------------------
@@ -244,9 +247,13 @@ def _bar_by_bins(ax, x: np.ndarray, y: np.ndarray, xlabel: str, ylabel: str) -> 
     if edges.size < 2:
         edges = np.array([x.min(), x.min() + 1.0])
     which = np.clip(np.searchsorted(edges, x, side="right") - 1, 0, edges.size - 2)
-    means = [y[which == b].mean() if np.any(which == b) else 0.0 for b in range(edges.size - 1)]
-    labels = [f"{edges[b]:.0f}-{edges[b + 1]:.0f}" for b in range(edges.size - 1)]
-    ax.bar(np.arange(len(means)), means, color="#55a868")
+    counts = [int(np.count_nonzero(which == b)) for b in range(edges.size - 1)]
+    means = [float(y[which == b].mean()) if c else math.nan for b, c in enumerate(counts)]
+    labels = [f"{edges[b]:.0f}-{edges[b + 1]:.0f}\nn={c}" for b, c in enumerate(counts)]
+    ax.bar(np.arange(len(means)), [0.0 if math.isnan(m) else m for m in means], color="#55a868")
+    for b, c in enumerate(counts):
+        if not c:  # an empty bin: no bar, never 0
+            ax.text(b, 0.0, "n/a (n=0)", ha="center", va="bottom", fontsize=8, color="grey")
     ax.set_xticks(np.arange(len(means)), labels)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
@@ -271,6 +278,8 @@ def _train_records(args: argparse.Namespace, gt: Path) -> list:
     train = Path(args.train) if args.train else gt.parent / "dev.json"
     if not train.exists():
         raise FileNotFoundError(f"training split {train} does not exist (give --train FILE)")
+    if train.is_dir():
+        train = train / "dev.json"  # a WildQA data folder: its training (dev) split
     records = load_wildqa(train)
     if not records:
         raise DataFormatError(train, "holds no questions to draw answers from")
@@ -318,8 +327,14 @@ def _closest_answer(args: argparse.Namespace) -> list[str]:
 
     gt, records = _load_gt(args)
     train = _train_records(args, gt)
+    if ("/" in args.model or args.model.startswith(".")) and not Path(args.model).exists():
+        raise CommandError(f"--model {args.model}: no such model folder")
+    try:
+        encoder = SentenceEncoder(args.model)
+    except OSError as err:  # the model cannot be found or read (no download is made)
+        raise CommandError(f"--model {args.model}: cannot load it ({err})") from None
     found = question_retrieval([r.question for r in train], [r.answer for r in train],
-                               [r.question for r in records], SentenceEncoder(args.model))
+                               [r.question for r in records], encoder)
     return found.answers
 
 
@@ -358,6 +373,7 @@ register_benchmark(Benchmark(
     evaluate=_evaluate_evidence,
     plot=_plot_evidence,
     modes=EVIDENCE_MODES,
+    gt_help=_GT_HELP,
     default_mode="wildqa-2022",
 ))
 
@@ -368,6 +384,7 @@ register_benchmark(Benchmark(
     add_arguments=_qa_arguments,
     evaluate=_evaluate_qa,
     plot=_plot_qa,
+    gt_help=_GT_HELP,
 ))
 
 register_baseline(Baseline(

@@ -93,9 +93,16 @@ class BreakdownResult(MetricResult):
     def format_table(self, decimals: int = 1) -> str:
         width = max((len(n) for n in self.metrics), default=0)
         lines = [self.benchmark]
+        if isinstance(decimals, bool) or not isinstance(decimals, int) or decimals < 0:
+            raise ValueError(f"format_table: decimals must be an integer >= 0, got {decimals!r}")
         for name, value in self.metrics.items():
-            shown = "nan" if math.isnan(value) else f"{value:.{decimals}f}"
-            count = self.info.get("counts", {}).get(name)
+            count = self.count(name)
+            if math.isnan(value):  # a group over nothing: never a number
+                shown = "n/a (n=0)" if count == 0 else "n/a"
+                lines.append(f"{name:<{width}}  {shown:>{decimals + 5}}"
+                             + (f"  (n={count})" if count else ""))
+                continue
+            shown = f"{value:.{decimals}f}"
             lines.append(f"{name:<{width}}  {shown:>{decimals + 5}}"
                          + (f"  (n={count})" if count is not None else ""))
         for key in ("mode", "evaluated", "missing"):
@@ -209,8 +216,9 @@ def dvd_accuracy(predictions: Any, records: Sequence, *, effective_or_only: bool
           (Table 2 bottom): over the turns carrying that topic transfer whose
           previous turn (same dialogue) was answered correctly, the accuracy
           on the transfer turn (dvd.md §4.1;
-          ``analysis_utils.get_transfer_accuracies``). As in the official
-          helper, the value is 0 when no previous turn was answered correctly;
+          ``analysis_utils.get_transfer_accuracies``). When no previous turn
+          was answered correctly the value is NaN (a rate over no turns; the
+          official helper prints 0 there), with count 0, shown ``n/a (n=0)``;
           ``info["transfer"]`` gives the counts. A transfer turn whose previous
           turn is not among ``records`` is left out (counted).
         - ``"Acc/turn=<n>"``: by turn position 1-10 (Fig. 9 left).
@@ -296,8 +304,9 @@ def dvd_accuracy(predictions: Any, records: Sequence, *, effective_or_only: bool
                 continue
             den = int((has & prev_ok).sum())
             num = int((has & prev_ok & correct).sum())
-            # The official helper returns 0 when no previous turn was correct.
-            metrics[f"Transfer/{kind}"] = 100.0 * num / den if den else 0.0
+            # The official helper returns 0 when no previous turn was correct;
+            # a rate over no turns is not a number: NaN, shown n/a (n=0).
+            metrics[f"Transfer/{kind}"] = 100.0 * num / den if den else math.nan
             counts[f"Transfer/{kind}"] = den
             transfer_info[kind] = {"turns": int(has.sum()), "prior_correct": den, "correct": num}
 

@@ -71,11 +71,13 @@ class MetricResult(Mapping):
         }
 
     def format_table(self, decimals: int = 1) -> str:
-        """A readable two-row table, rounded for display only."""
+        """A readable two-row table, rounded for display only. A value over
+        no items (NaN) shows as ``n/a``, with ``(n=0)`` when
+        ``info["counts"]`` says it had none."""
+        if isinstance(decimals, bool) or not isinstance(decimals, int) or decimals < 0:
+            raise ValueError(f"format_table: decimals must be an integer >= 0, got {decimals!r}")
         names = list(self.metrics)
-        values = [
-            "nan" if math.isnan(v) else f"{v:.{decimals}f}" for v in self.metrics.values()
-        ]
+        values = [format_value(v, decimals, self.count(n)) for n, v in self.metrics.items()]
         widths = [max(len(n), len(v)) for n, v in zip(names, values)]
         head = "  ".join(n.rjust(w) for n, w in zip(names, widths))
         row = "  ".join(v.rjust(w) for v, w in zip(values, widths))
@@ -85,31 +87,62 @@ class MetricResult(Mapping):
                 lines.append(f"{key}: {self.info[key]}")
         return "\n".join(lines)
 
+    def count(self, name: str) -> int | None:
+        """How many items metric ``name`` is over (``info["counts"]``), or
+        None when the result does not say."""
+        counts = self.info.get("counts")
+        if isinstance(counts, Mapping) and name in counts:
+            return int(counts[name])
+        return None
+
     def per_question_rows(self) -> list[dict[str, Any]]:
         cols = {k: list(np.asarray(v).tolist()) if isinstance(v, np.ndarray) else list(v)
                 for k, v in self.per_question.items()}
         n = max((len(v) for v in cols.values()), default=0)
         return [{k: _jsonable(v[i]) for k, v in cols.items()} for i in range(n)]
 
-    def write_per_question(self, path: str | Path) -> Path:
-        """Writes per-question values as JSON Lines (``.jsonl``/``.json``) or CSV
-        (``.csv``). Refuses to overwrite an existing file."""
+    def write_per_question(self, path: str | Path, *, fmt: str | None = None) -> Path:
+        """Writes per-question values as JSON Lines or CSV.
+
+        Args:
+            path: the file to create; it must not exist (refuses to overwrite).
+            fmt: ``"jsonl"`` or ``"csv"``; default from ``path``'s suffix
+                (``.csv``: CSV, anything else: JSON Lines).
+
+        The file is created exclusively and removed again if writing fails.
+        """
         path = Path(path)
-        if path.exists():
-            raise FileExistsError(f"{path} exists; refusing to overwrite it")
+        fmt = fmt or ("csv" if path.suffix.lower() == ".csv" else "jsonl")
+        if fmt not in ("csv", "jsonl"):
+            raise ValueError(f"write_per_question: fmt must be 'csv' or 'jsonl', got {fmt!r}")
         rows = self.per_question_rows()
-        if path.suffix.lower() == ".csv":
-            with path.open("w", newline="") as f:
-                writer = csv.DictWriter(f, fieldnames=list(self.per_question))
-                writer.writeheader()
-                for row in rows:
-                    writer.writerow({k: json.dumps(v) if isinstance(v, (list, dict)) else v
-                                     for k, v in row.items()})
-        else:
-            with path.open("w") as f:
-                for row in rows:
-                    f.write(json.dumps(row) + "\n")
+        try:
+            f = path.open("x", newline="" if fmt == "csv" else None)
+        except FileExistsError:
+            raise FileExistsError(f"{path} exists; refusing to overwrite it") from None
+        try:
+            with f:
+                if fmt == "csv":
+                    writer = csv.DictWriter(f, fieldnames=list(self.per_question))
+                    writer.writeheader()
+                    for row in rows:
+                        writer.writerow({k: json.dumps(v) if isinstance(v, (list, dict)) else v
+                                         for k, v in row.items()})
+                else:
+                    for row in rows:
+                        f.write(json.dumps(row) + "\n")
+        except BaseException:
+            path.unlink(missing_ok=True)
+            raise
         return path
+
+
+def format_value(value: float, decimals: int, count: int | None = None) -> str:
+    """One metric for a table: ``f"{value:.{decimals}f}"``; a NaN value (a
+    metric over nothing) is ``n/a``, and ``n/a (n=0)`` when ``count`` is 0."""
+    if math.isnan(value):
+        return "n/a (n=0)" if count == 0 else "n/a"
+    return f"{value:.{decimals}f}"
 
 
 def _json_float(v: float) -> float | None:
