@@ -3,6 +3,8 @@
 
 #include <Python.h>
 
+#include <cstring>
+
 #include "fastvqa/common/cuda_runtime_api.h"
 #include "fastvqa/common/dlpack.h"
 
@@ -58,9 +60,49 @@ ArrayArg::ArrayArg(py::handle obj, const char* op, const char* name, std::uintpt
   }
   FASTVQA_CHECK(view_.ndim <= kMaxDims, op, ": ", name, " has ", view_.ndim,
                 " dimensions, at most ", kMaxDims, " are supported");
+  align(op, name, writable);
 }
 
 ArrayArg::~ArrayArg() = default;
+
+// Kernels load elements through typed pointers, which must be aligned to the
+// item size. A buffer may start anywhere (a field of a packed NumPy record, a
+// view at an odd byte offset): a CPU input that does is copied, element by
+// element with memcpy, into aligned contiguous storage this object owns. A
+// misaligned output or CUDA array is refused instead.
+void ArrayArg::align(const char* op, const char* name, bool writable) {
+  std::size_t itemsize = 0;
+  switch (view_.dtype) {
+    case DType::kFloat32: itemsize = 4; break;
+    case DType::kFloat64:
+    case DType::kInt64: itemsize = 8; break;
+    default: return;  // rejected by the op's dtype check
+  }
+  if (reinterpret_cast<std::uintptr_t>(view_.data) % itemsize == 0) return;
+  FASTVQA_CHECK(!writable && !view_.is_cuda(), op, ": ", name,
+                " is not aligned to its item size (", itemsize, " bytes); pass a copy");
+  const int64_t n = view_.numel();
+  aligned_.assign(static_cast<std::size_t>((n * static_cast<int64_t>(itemsize) + 7) / 8), 0);
+  char* dst = reinterpret_cast<char*>(aligned_.data());
+  const char* base = static_cast<const char*>(view_.data);
+  int64_t index[kMaxDims] = {0, 0, 0, 0};
+  for (int64_t e = 0; e < n; ++e) {  // row-major walk over the view's elements
+    int64_t offset = 0;
+    for (int d = 0; d < view_.ndim; ++d) offset += index[d] * view_.strides[d];
+    std::memcpy(dst + e * static_cast<int64_t>(itemsize),
+                base + offset * static_cast<int64_t>(itemsize), itemsize);
+    for (int d = view_.ndim - 1; d >= 0; --d) {
+      if (++index[d] < view_.shape[d]) break;
+      index[d] = 0;
+    }
+  }
+  view_.data = dst;
+  int64_t stride = 1;
+  for (int d = view_.ndim - 1; d >= 0; --d) {
+    view_.strides[d] = stride;
+    stride *= view_.shape[d];
+  }
+}
 
 void ArrayArg::from_buffer(const char* op, const char* name, bool writable) {
   try {

@@ -6,6 +6,7 @@
 
 #include <pybind11/pybind11.h>
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -30,8 +31,10 @@ class ArrayArg {
  private:
   void from_buffer(const char* op, const char* name, bool writable);
   void from_dlpack(const char* op, const char* name, std::uintptr_t stream);
+  void align(const char* op, const char* name, bool writable);
 
   pybind11::object owner_;
+  std::vector<std::uint64_t> aligned_;  // an aligned copy of a misaligned CPU input
   std::unique_ptr<pybind11::buffer_info> buffer_;
   pybind11::object capsule_;
   TensorView view_;

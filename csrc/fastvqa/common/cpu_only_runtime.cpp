@@ -26,6 +26,9 @@ void require_cuda(const char* op) { no_cuda(op); }
 void copy_device_to_host(void*, const void*, std::size_t, int, std::uintptr_t) {
   no_cuda("copy_device_to_host");
 }
+void copy_host_to_device(void*, const void*, std::size_t, int, std::uintptr_t) {
+  no_cuda("copy_host_to_device");
+}
 DeviceGuard::DeviceGuard(int) { no_cuda("DeviceGuard"); }
 DeviceGuard::~DeviceGuard() = default;
 

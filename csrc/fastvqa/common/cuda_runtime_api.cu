@@ -43,6 +43,14 @@ void copy_device_to_host(void* dst, const void* src, std::size_t bytes, int devi
   FASTVQA_CUDA_CHECK(cudaStreamSynchronize(as_stream(stream)));
 }
 
+void copy_host_to_device(void* dst, const void* src, std::size_t bytes, int device,
+                         std::uintptr_t stream) {
+  if (bytes == 0) return;
+  DeviceGuard guard(device);
+  // Pageable host memory: the call returns once `src` has been staged.
+  FASTVQA_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, as_stream(stream)));
+}
+
 DeviceGuard::DeviceGuard(int device) {
   FASTVQA_CUDA_CHECK(cudaGetDevice(&previous_));
   if (previous_ != device) FASTVQA_CUDA_CHECK(cudaSetDevice(device));

@@ -21,6 +21,12 @@ void require_cuda(const char* op);
 // Copies `bytes` from device memory to host memory on `stream` and waits for it.
 void copy_device_to_host(void* dst, const void* src, std::size_t bytes, int device,
                          std::uintptr_t stream);
+// Copies `bytes` from host memory to device memory, queued on `stream`. `src`
+// may be freed once this returns (pageable memory is staged before the call
+// returns), so a host vector of validated values can go out of scope before
+// the kernels that read the copy have run.
+void copy_host_to_device(void* dst, const void* src, std::size_t bytes, int device,
+                         std::uintptr_t stream);
 
 // Makes `device` current for the lifetime of the guard and restores the previous one.
 class DeviceGuard {

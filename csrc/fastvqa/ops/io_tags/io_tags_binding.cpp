@@ -20,29 +20,25 @@ namespace io_tags {
 
 namespace {
 
-// The probabilities and optional lengths, checked; `lengths` is set when given.
-TensorView check_rows(const ArrayArg& probs, py::object lengths_obj, const char* op,
-                      std::uintptr_t stream, std::unique_ptr<ArrayArg>* lengths) {
+// The probabilities and optional lengths, checked; the kernels read the
+// checked copy of lengths, never the caller's array.
+TensorView check_rows(const ArrayArg& probs, const py::object& lengths_obj, const char* op,
+                      std::uintptr_t stream, const py::object& alloc, ValidatedIndex* lengths) {
   const TensorView& pv = probs.view();
   check_float(pv, op, "probs");
   check_ndim(pv, 2, op, "probs", "(B, T)");
   if (pv.is_cuda()) require_cuda(op);
-  if (!lengths_obj.is_none()) {
-    *lengths = std::make_unique<ArrayArg>(lengths_obj, op, "lengths", stream);
-    const TensorView& lv = (*lengths)->view();
-    check_same_device(pv, lv, op, "probs", "lengths");
-    check_lengths(lv, pv.shape[0], pv.shape[1], op, stream);
-  }
+  *lengths = lengths_arg(lengths_obj, pv, "probs", pv.shape[0], pv.shape[1], op, stream, alloc);
   return pv;
 }
 
 template <typename T>
-RowsParams<T> rows_params(const TensorView& pv, const ArrayArg* lengths) {
+RowsParams<T> rows_params(const TensorView& pv, const ValidatedIndex& lengths) {
   return RowsParams<T>{static_cast<const T*>(pv.data),
                        pv.strides[0],
                        pv.strides[1],
-                       lengths ? static_cast<const int64_t*>(lengths->view().data) : nullptr,
-                       lengths ? lengths->view().strides[0] : 0,
+                       lengths.data(),
+                       1,
                        pv.shape[0],
                        pv.shape[1]};
 }
@@ -53,8 +49,8 @@ py::tuple to_spans(py::object probs_obj, double threshold, int64_t min_len,
   FASTVQA_CHECK(!std::isnan(threshold), op, ": threshold must be a number, got nan");
   FASTVQA_CHECK(min_len >= 1, op, ": min_len must be >= 1, got ", min_len);
   ArrayArg probs(probs_obj, op, "probs", stream);
-  std::unique_ptr<ArrayArg> lengths;
-  const TensorView pv = check_rows(probs, lengths_obj, op, stream, &lengths);
+  ValidatedIndex lengths;
+  const TensorView pv = check_rows(probs, lengths_obj, op, stream, alloc, &lengths);
   const int64_t batch = pv.shape[0];
   const bool cuda = pv.is_cuda();
   const char* fdt = dtype_name(pv.dtype);
@@ -63,7 +59,7 @@ py::tuple to_spans(py::object probs_obj, double threshold, int64_t min_len,
   ArrayArg offsets = allocate_output(alloc, {batch + 1}, "int64", op, stream);
   py::object spans_obj, scores_obj;
   FASTVQA_DISPATCH_FLOAT(pv.dtype, scalar_t, [&] {
-    SpansParams<scalar_t> p{rows_params<scalar_t>(pv, lengths.get()),
+    SpansParams<scalar_t> p{rows_params<scalar_t>(pv, lengths),
                             threshold,
                             min_len,
                             static_cast<int64_t*>(counts.view().data),
@@ -108,14 +104,14 @@ py::tuple to_start_end(py::object probs_obj, py::object lengths_obj, std::uintpt
                        py::object alloc) {
   const char* op = "io_to_start_end";
   ArrayArg probs(probs_obj, op, "probs", stream);
-  std::unique_ptr<ArrayArg> lengths;
-  const TensorView pv = check_rows(probs, lengths_obj, op, stream, &lengths);
+  ValidatedIndex lengths;
+  const TensorView pv = check_rows(probs, lengths_obj, op, stream, alloc, &lengths);
   const int64_t batch = pv.shape[0], steps = pv.shape[1];
   ArrayArg start = allocate_output(alloc, {batch, steps}, dtype_name(pv.dtype), op, stream);
   ArrayArg end = allocate_output(alloc, {batch, steps}, dtype_name(pv.dtype), op, stream);
   if (batch * steps == 0) return py::make_tuple(start.object(), end.object());
   FASTVQA_DISPATCH_FLOAT(pv.dtype, scalar_t, [&] {
-    StartEndParams<scalar_t> p{rows_params<scalar_t>(pv, lengths.get()),
+    StartEndParams<scalar_t> p{rows_params<scalar_t>(pv, lengths),
                                static_cast<scalar_t*>(start.view().data),
                                static_cast<scalar_t*>(end.view().data)};
     py::gil_scoped_release release;

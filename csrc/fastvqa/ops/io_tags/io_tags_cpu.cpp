@@ -32,18 +32,23 @@ void io_fill_cpu(const SpansParams<T>& p) {
       if (count == 0) continue;
       spans.resize(2 * count);
       scores.resize(count);
-      row_runs<T>(p.rows.row(b), p.threshold, p.min_len, spans.data(), scores.data());
+      // At most `count` runs are written (see row_runs); fewer are found only
+      // when another thread changed the row since the count pass.
+      const int64_t found = std::min(
+          count, row_runs<T>(p.rows.row(b), p.threshold, p.min_len, spans.data(), scores.data(),
+                             count));
       // Sort a permutation (runs are in start order) with the shared total order.
-      perm.resize(count);
+      perm.resize(found);
       std::iota(perm.begin(), perm.end(), int64_t(0));
       std::sort(perm.begin(), perm.end(), [&](int64_t x, int64_t y) {
         return run_before(scores[x], spans[2 * x], scores[y], spans[2 * y]);
       });
-      for (int64_t q = 0; q < count; ++q) {
+      for (int64_t q = 0; q < found; ++q) {
         p.out_spans[2 * (begin + q)] = spans[2 * perm[q]];
         p.out_spans[2 * (begin + q) + 1] = spans[2 * perm[q] + 1];
         p.out_scores[begin + q] = scores[perm[q]];
       }
+      fill_missing_runs(found, count, p.out_spans + 2 * begin, p.out_scores + begin);
     }
   }
 }

@@ -27,10 +27,13 @@ __global__ void fill_kernel(SpansParams<T> p) {
   for (int64_t b = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; b < p.rows.batch;
        b += (int64_t)gridDim.x * blockDim.x) {
     const int64_t begin = p.row_offsets[b];
+    const int64_t slots = p.row_offsets[b + 1] - begin;  // the count pass's runs
     int64_t* spans = p.out_spans + 2 * begin;
     T* scores = p.out_scores + begin;
-    const int64_t count = row_runs<T>(p.rows.row(b), p.threshold, p.min_len, spans, scores);
+    int64_t count = row_runs<T>(p.rows.row(b), p.threshold, p.min_len, spans, scores, slots);
+    count = count < slots ? count : slots;  // differs only if the input changed meanwhile
     sort_runs(spans, scores, count);
+    fill_missing_runs(count, slots, spans, scores);
   }
 }
 

@@ -42,11 +42,14 @@ struct RowView {
   FASTVQA_HD T at(int64_t t) const { return p[t * ps]; }
 };
 
-// The runs of one row in order of their start. Writes (i, j) pairs to
-// `spans` and mean scores to `scores` when they are not null; returns the count.
+// The runs of one row in order of their start. Writes the (i, j) pairs of the
+// first `cap` runs to `spans` and their mean scores to `scores` when they are
+// not null; returns the count of all runs. The fill pass passes the count of
+// the count pass as `cap`: a row another thread changes in between may now
+// hold more runs, and they must not be written past the row's slots.
 template <typename T>
 FASTVQA_HD int64_t row_runs(const RowView<T>& r, double threshold, int64_t min_len,
-                            int64_t* spans, T* scores) {
+                            int64_t* spans, T* scores, int64_t cap = 0) {
   int64_t count = 0;
   int64_t t = 0;
   while (t < r.length) {
@@ -59,7 +62,7 @@ FASTVQA_HD int64_t row_runs(const RowView<T>& r, double threshold, int64_t min_l
     while (t < r.length && inside(r.at(t), threshold)) sum += static_cast<double>(r.at(t++));
     const int64_t len = t - i;
     if (len < min_len) continue;
-    if (spans != nullptr) {
+    if (spans != nullptr && count < cap) {
       spans[2 * count] = i;
       spans[2 * count + 1] = t - 1;
       scores[count] = static_cast<T>(sum / static_cast<double>(len));
@@ -95,6 +98,17 @@ FASTVQA_HD void sort_runs(int64_t* spans, T* scores, int64_t count) {
     scores[q] = s;
     spans[2 * q] = i;
     spans[2 * q + 1] = j;
+  }
+}
+
+// Marks the slots [from, to) of a row's runs that the fill pass found no run
+// for (possible only when the input changed between the passes): (-1, -1), NaN.
+template <typename T>
+FASTVQA_HD void fill_missing_runs(int64_t from, int64_t to, int64_t* spans, T* scores) {
+  for (int64_t q = from; q < to; ++q) {
+    spans[2 * q] = -1;
+    spans[2 * q + 1] = -1;
+    scores[q] = T(NAN);
   }
 }
 

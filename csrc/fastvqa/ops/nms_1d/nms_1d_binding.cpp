@@ -72,7 +72,11 @@ py::tuple run(py::object spans_obj, py::object scores_obj, py::object offsets_ob
   }
   const bool cuda = sv.is_cuda();
   if (cuda) require_cuda(kOp);
-  const std::vector<int64_t> h_off = host_offsets(off.get(), n, stream);
+  // The kernels read only this checked copy (on the host, or copied to the
+  // device), never the caller's offsets: another thread may change those
+  // while the GIL is released.
+  const ValidatedIndex v_off(host_offsets(off.get(), n, stream), sv, alloc, kOp, stream);
+  const std::vector<int64_t>& h_off = v_off.host();
   const int64_t groups = static_cast<int64_t>(h_off.size()) - 1;
   const char* fdt = dtype_name(sv.dtype);
 
@@ -111,8 +115,8 @@ py::tuple run(py::object spans_obj, py::object scores_obj, py::object offsets_ob
                        sv.strides[1],
                        static_cast<const scalar_t*>(cv.data),
                        cv.strides[0],
-                       off ? static_cast<const int64_t*>(off->view().data) : nullptr,
-                       off ? off->view().strides[0] : 0,
+                       v_off.data(),
+                       1,
                        n,
                        groups,
                        method,

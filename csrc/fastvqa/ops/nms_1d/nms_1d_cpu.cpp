@@ -12,26 +12,43 @@ namespace nms_1d {
 
 namespace {
 
-// Greedy hard NMS of one group; `order` is scratch for the group's size.
+// A span's sort key, copied once from the caller's arrays: the sort and the
+// greedy scan read only these copies. Sorting by comparisons that re-read the
+// inputs would let another thread writing them meanwhile make the comparator
+// inconsistent, and std::sort may then run past the range it sorts.
+template <typename T>
+struct Key {
+  T score, start, stop;
+  int64_t index;  // global
+};
+
+// Greedy hard NMS of one group; `keys` is scratch for the group's size.
 // Cost O(n log n + n * kept): a candidate is compared with the kept spans only.
 template <typename T>
-int64_t hard_group(const Params<T>& p, const Group<T>& g, int64_t* order) {
+int64_t hard_group(const Params<T>& p, const Group<T>& g, std::vector<Key<T>>& keys) {
   const int64_t n = g.end - g.begin;
-  for (int64_t q = 0; q < n; ++q) order[q] = g.begin + q;
-  std::sort(order, order + n, [&](int64_t a, int64_t b) { return g.before(a, b); });
+  keys.resize(n);
+  for (int64_t q = 0; q < n; ++q) {
+    const int64_t k = g.begin + q;
+    keys[q] = Key<T>{g.score(k), g.start(k), g.stop(k), k};
+  }
+  std::sort(keys.begin(), keys.end(), [](const Key<T>& a, const Key<T>& b) {
+    return ranks_before(a.score, a.start, a.stop, a.index, b.score, b.start, b.stop, b.index);
+  });
   int64_t* keep = p.sel_keep + g.begin;
   T* kept_scores = p.sel_scores + g.begin;
+  // Kept keys move to the front of `keys` (count <= q), where the scan finds them.
   int64_t count = 0;
   for (int64_t q = 0; q < n; ++q) {
-    const int64_t k = order[q];
-    if (!score_alive(g.score(k), p.score_threshold)) continue;
-    const T ks = g.start(k), ke = g.stop(k);
+    const Key<T> c = keys[q];
+    if (!score_alive(c.score, p.score_threshold)) continue;
     bool kept = true;
-    for (int64_t c = 0; c < count && kept; ++c)
-      kept = !suppresses(span_iou(g.start(keep[c]), g.stop(keep[c]), ks, ke), p.iou_threshold);
+    for (int64_t m = 0; m < count && kept; ++m)
+      kept = !suppresses(span_iou(keys[m].start, keys[m].stop, c.start, c.stop), p.iou_threshold);
     if (kept) {
-      keep[count] = k;
-      kept_scores[count] = g.score(k);
+      keys[count] = c;
+      keep[count] = c.index;
+      kept_scores[count] = c.score;
       ++count;
     }
   }
@@ -48,14 +65,15 @@ void nms_1d_cpu_select(const Params<T>& p) {
   const int64_t groups = p.groups;
 #pragma omp parallel if (groups > 1 && p.n >= 2048)
   {
-    std::vector<int64_t> order(largest);
+    std::vector<Key<T>> keys;
+    std::vector<int64_t> order(p.method == Method::kHard ? 0 : largest);
     std::vector<T> cur(p.method == Method::kHard ? 0 : largest);
     // Group sizes vary, so groups are handed out one at a time.
 #pragma omp for schedule(dynamic, 1)
     for (int64_t gi = 0; gi < groups; ++gi) {
       const Group<T> g = p.group(gi);
       if (p.method == Method::kHard) {
-        p.counts[gi] = hard_group(p, g, order.data());
+        p.counts[gi] = hard_group(p, g, keys);
       } else {
         p.counts[gi] = soft_nms_group(g, p.method, p.iou_threshold, p.sigma, p.score_threshold,
                                       order.data(), cur.data(), p.sel_keep + g.begin,
@@ -69,6 +87,7 @@ template <typename T>
 void nms_1d_cpu_gather(const Params<T>& p, const int64_t* out_offsets, int64_t* keep, T* scores) {
   for (int64_t g = 0; g < p.groups; ++g) {
     const int64_t begin = p.group_begin(g), count = p.counts[g];
+    if (count == 0) continue;  // the pointers may be null then (empty arrays)
     std::memcpy(keep + out_offsets[g], p.sel_keep + begin, count * sizeof(int64_t));
     std::memcpy(scores + out_offsets[g], p.sel_scores + begin, count * sizeof(T));
   }

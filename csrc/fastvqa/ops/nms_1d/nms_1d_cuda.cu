@@ -39,6 +39,16 @@ __device__ int64_t last_at_or_below(const int64_t* prefix, int64_t count, int64_
   return lo;
 }
 
+// order[k] = k before the ranks are written: ranks of inputs that another
+// thread changes during the call may collide and leave slots unwritten, and
+// every slot must still hold an index of its own group (the scratch arrives
+// uninitialised), so that no later kernel reads outside the inputs.
+__global__ void identity_kernel(int64_t* order, int64_t n) {
+  for (int64_t k = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; k < n;
+       k += (int64_t)gridDim.x * blockDim.x)
+    order[k] = k;
+}
+
 template <typename T>
 __global__ void rank_kernel(Params<T> p, int64_t* order) {
   for (int64_t k = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; k < p.n;
@@ -161,6 +171,8 @@ void nms_1d_cuda_select(const Params<T>& p, const HardPlan* plan, const CudaScra
                                      cudaMemcpyHostToDevice, st));
   auto* mask = reinterpret_cast<unsigned long long*>(s.mask);
   if (p.n > 0) {
+    identity_kernel<<<blocks_for(p.n), kThreadsPerBlock, 0, st>>>(s.order, p.n);
+    FASTVQA_CUDA_CHECK_LAUNCH();
     rank_kernel<T><<<blocks_for(p.n), kThreadsPerBlock, 0, st>>>(p, s.order);
     FASTVQA_CUDA_CHECK_LAUNCH();
   }

@@ -39,12 +39,9 @@ py::tuple run(py::object start_obj, py::object end_obj, py::object max_len_obj, 
   if (max_len > steps) max_len = steps;
   if (sv.is_cuda()) require_cuda(kOp);
 
-  std::unique_ptr<ArrayArg> lengths;
-  if (!lengths_obj.is_none()) {
-    lengths = std::make_unique<ArrayArg>(lengths_obj, kOp, "lengths", stream);
-    check_same_device(sv, lengths->view(), kOp, "start", "lengths");
-    check_lengths(lengths->view(), batch, steps, kOp, stream);
-  }
+  // The kernels read this checked copy, never the caller's array.
+  const ValidatedIndex lengths =
+      lengths_arg(lengths_obj, sv, "start", batch, steps, kOp, stream, alloc);
 
   ArrayArg spans = allocate_output(alloc, {batch, topk, 2}, "int64", kOp, stream);
   ArrayArg scores = allocate_output(alloc, {batch, topk}, dtype_name(sv.dtype), kOp, stream);
@@ -57,8 +54,8 @@ py::tuple run(py::object start_obj, py::object end_obj, py::object max_len_obj, 
                        static_cast<const scalar_t*>(ev.data),
                        ev.strides[0],
                        ev.strides[1],
-                       lengths ? static_cast<const int64_t*>(lengths->view().data) : nullptr,
-                       lengths ? lengths->view().strides[0] : 0,
+                       lengths.data(),
+                       1,
                        batch,
                        steps,
                        min_len,

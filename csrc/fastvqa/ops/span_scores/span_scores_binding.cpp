@@ -28,24 +28,14 @@ Reduce parse_reduce(const std::string& name, const char* op) {
                                   name, "'"));
 }
 
-// Optional (B,) lengths in [0, steps].
-std::unique_ptr<ArrayArg> lengths_arg(py::object obj, const TensorView& like, const char* op,
-                                      const char* like_name, int64_t batch, int64_t steps,
-                                      std::uintptr_t stream) {
-  if (obj.is_none()) return nullptr;
-  auto lengths = std::make_unique<ArrayArg>(obj, op, "lengths", stream);
-  check_same_device(like, lengths->view(), op, like_name, "lengths");
-  check_lengths(lengths->view(), batch, steps, op, stream);
-  return lengths;
-}
-
+// Kernels read the checked copy of lengths (ValidatedIndex), never the caller's array.
 template <typename T>
-RowInput<T> row_input(const TensorView& xv, const ArrayArg* lengths) {
+RowInput<T> row_input(const TensorView& xv, const ValidatedIndex& lengths) {
   return RowInput<T>{static_cast<const T*>(xv.data),
                      xv.strides[0],
                      xv.strides[1],
-                     lengths ? static_cast<const int64_t*>(lengths->view().data) : nullptr,
-                     lengths ? lengths->view().strides[0] : 0,
+                     lengths.data(),
+                     1,
                      xv.shape[0],
                      xv.shape[1]};
 }
@@ -67,13 +57,15 @@ py::object forward(py::object x_obj, const std::string& reduce_name, int64_t min
   const int64_t batch = xv.shape[0], steps = xv.shape[1];
   const int64_t width = max_len_arg(max_len_obj, min_len, steps, op);
   if (xv.is_cuda()) require_cuda(op);
-  auto lengths = lengths_arg(lengths_obj, xv, op, "x", batch, steps, stream);
+  const ValidatedIndex lengths =
+      lengths_arg(lengths_obj, xv, "x", batch, steps, op, stream, alloc);
 
+  checked_product({batch, steps, width}, op, "the output (B, T, max_len)");
   ArrayArg out = allocate_output(alloc, {batch, steps, width}, dtype_name(xv.dtype), op, stream);
   if (out.view().numel() == 0) return out.object();
 
   FASTVQA_DISPATCH_FLOAT(xv.dtype, scalar_t, [&] {
-    ForwardParams<scalar_t> p{row_input<scalar_t>(xv, lengths.get()),
+    ForwardParams<scalar_t> p{row_input<scalar_t>(xv, lengths),
                               width,
                               min_len,
                               reduce,
@@ -107,7 +99,8 @@ py::object backward(py::object grad_obj, const std::string& reduce_name, int64_t
   FASTVQA_CHECK(min_len >= 1, op, ": min_len must be >= 1, got ", min_len);
   const int64_t batch = gv.shape[0], steps = gv.shape[1], width = gv.shape[2];
   if (gv.is_cuda()) require_cuda(op);
-  auto lengths = lengths_arg(lengths_obj, gv, op, "grad", batch, steps, stream);
+  const ValidatedIndex lengths =
+      lengths_arg(lengths_obj, gv, "grad", batch, steps, op, stream, alloc);
 
   ArrayArg gx = allocate_output(alloc, {batch, steps}, dtype_name(gv.dtype), op, stream);
   if (gx.view().numel() == 0) return gx.object();
@@ -117,8 +110,8 @@ py::object backward(py::object grad_obj, const std::string& reduce_name, int64_t
                                gv.strides[0],
                                gv.strides[1],
                                gv.strides[2],
-                               lengths ? data_of<int64_t>(*lengths) : nullptr,
-                               lengths ? lengths->view().strides[0] : 0,
+                               lengths.data(),
+                               1,
                                batch,
                                steps,
                                width,
@@ -161,14 +154,15 @@ py::tuple top_spans(py::object x_obj, int64_t k, const std::string& reduce_name,
   FASTVQA_CHECK(nms_iou >= 0.0 && nms_iou <= 1.0, op,
                 ": nms_iou must lie in [0, 1] (or be None for no NMS), got ", nms_iou);
   if (xv.is_cuda()) require_cuda(op);
-  auto lengths = lengths_arg(lengths_obj, xv, op, "x", batch, steps, stream);
+  const ValidatedIndex lengths =
+      lengths_arg(lengths_obj, xv, "x", batch, steps, op, stream, alloc);
 
   ArrayArg spans = allocate_output(alloc, {batch, k, 2}, "int64", op, stream);
   ArrayArg scores = allocate_output(alloc, {batch, k}, dtype_name(xv.dtype), op, stream);
   if (batch == 0) return py::make_tuple(spans.object(), scores.object());
 
   FASTVQA_DISPATCH_FLOAT(xv.dtype, scalar_t, [&] {
-    TopParams<scalar_t> p{row_input<scalar_t>(xv, lengths.get()),
+    TopParams<scalar_t> p{row_input<scalar_t>(xv, lengths),
                           min_len,
                           max_len,
                           k,

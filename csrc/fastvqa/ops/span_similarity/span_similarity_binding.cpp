@@ -31,7 +31,8 @@ Pool parse_pool(const std::string& pool, const char* op) {
 // params filled in except for the outputs.
 struct Call {
   const char* op;
-  std::unique_ptr<ArrayArg> frames, query, spans, lengths;
+  std::unique_ptr<ArrayArg> frames, query, spans;
+  ValidatedIndex lengths;  // the checked copy the kernels read
   int64_t batch = 0, steps = 0, dim = 0, cells = 0, width = 0, min_len = 1, max_len = 0;
   Pool pool = Pool::kMeanOfCos;
   double eps = 0.0;
@@ -62,10 +63,8 @@ struct Call {
       p.sp_s1 = s.strides[1];
       p.sp_s2 = s.strides[2];
     }
-    if (lengths) {
-      p.lengths = static_cast<const int64_t*>(lengths->view().data);
-      p.len_s0 = lengths->view().strides[0];
-    }
+    p.lengths = lengths.data();
+    p.len_s0 = 1;
     p.batch = batch;
     p.steps = steps;
     p.dim = dim;
@@ -81,7 +80,8 @@ struct Call {
 
 Call check_call(py::object frames_obj, py::object query_obj, py::object spans_obj,
                 const std::string& pool, int64_t min_len, py::object max_len_obj,
-                py::object lengths_obj, double eps, std::uintptr_t stream) {
+                py::object lengths_obj, double eps, std::uintptr_t stream,
+                const py::object& alloc) {
   Call c;
   c.op = spans_obj.is_none() ? "span_similarity_all" : "span_similarity";
   const char* op = c.op;
@@ -120,12 +120,9 @@ Call check_call(py::object frames_obj, py::object query_obj, py::object spans_ob
   c.width = max_len_arg(max_len_obj, min_len, c.steps, op);
   c.min_len = min_len;
   c.max_len = c.width;
-  c.cells = c.steps * c.width;
-  if (!lengths_obj.is_none()) {
-    c.lengths = std::make_unique<ArrayArg>(lengths_obj, op, "lengths", stream);
-    check_same_device(f, c.lengths->view(), op, "frames", "lengths");
-    check_lengths(c.lengths->view(), c.batch, c.steps, op, stream);
-  }
+  c.cells = checked_product({c.steps, c.width}, op, "the output (B, T, max_len)");
+  checked_product({c.batch, c.cells}, op, "the output (B, T, max_len)");
+  c.lengths = lengths_arg(lengths_obj, f, "frames", c.batch, c.steps, op, stream, alloc);
   return c;
 }
 
@@ -133,14 +130,15 @@ Call check_call(py::object frames_obj, py::object query_obj, py::object spans_ob
 std::unique_ptr<ArrayArg> cuda_work(const Call& c, bool backward, const py::object& alloc) {
   if (!c.fv().is_cuda()) return nullptr;
   const int64_t size = RowWork::size(c.steps, c.dim, c.cells, c.pool, backward);
-  return std::make_unique<ArrayArg>(
-      allocate_output(alloc, {c.batch * size}, "float64", c.op, c.stream));
+  return std::make_unique<ArrayArg>(allocate_output(
+      alloc, {checked_product({c.batch, size}, c.op, "the CUDA scratch")}, "float64", c.op,
+      c.stream));
 }
 
 py::object forward(py::object frames, py::object query, py::object spans, const std::string& pool,
                    int64_t min_len, py::object max_len, py::object lengths, double eps,
                    std::uintptr_t stream, py::object alloc) {
-  Call c = check_call(frames, query, spans, pool, min_len, max_len, lengths, eps, stream);
+  Call c = check_call(frames, query, spans, pool, min_len, max_len, lengths, eps, stream, alloc);
   const TensorView& f = c.fv();
   ArrayArg out = allocate_output(alloc, c.out_shape(), dtype_name(f.dtype), c.op, stream);
   if (out.view().numel() == 0) return out.object();
@@ -163,7 +161,7 @@ py::object forward(py::object frames, py::object query, py::object spans, const 
 py::tuple backward(py::object grad_obj, py::object frames, py::object query, py::object spans,
                    const std::string& pool, int64_t min_len, py::object max_len,
                    py::object lengths, double eps, std::uintptr_t stream, py::object alloc) {
-  Call c = check_call(frames, query, spans, pool, min_len, max_len, lengths, eps, stream);
+  Call c = check_call(frames, query, spans, pool, min_len, max_len, lengths, eps, stream, alloc);
   const TensorView& f = c.fv();
   ArrayArg grad(grad_obj, c.op, "grad", stream);
   const TensorView& g = grad.view();

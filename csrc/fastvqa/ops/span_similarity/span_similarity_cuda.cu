@@ -95,7 +95,8 @@ __global__ void backward_kernel(Params<T> p, int64_t row_size) {
           const double beta = w.cell_coef[c];
           if (beta == 0.0) continue;
           int64_t i, j;
-          p.span(b, c, len, &i, &j);
+          // Read again from the caller's spans, which may have changed since: checked again.
+          if (!p.span(b, c, len, &i, &j)) continue;
           const double v = beta * (w.feat_prefix[(j + 1) * dim + k] - w.feat_prefix[i * dim + k]);
           w.vec_diff[i * dim + k] += v;
           w.vec_diff[(j + 1) * dim + k] -= v;

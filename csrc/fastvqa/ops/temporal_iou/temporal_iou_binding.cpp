@@ -97,7 +97,11 @@ py::tuple grounding(py::object pred_obj, py::object gt_obj, py::object off_obj,
                 ": gt_offsets must have shape (N + 1,) = (", n + 1, ",) for N = ", n,
                 " predictions, got shape ", ov.shape_str());
   if (pv.is_cuda()) require_cuda(op);
-  host_row_offsets(ov, k, op, "gt_offsets", "ground-truth spans", stream);
+  // The kernels read this checked copy, never the caller's array (which
+  // another thread may change while the GIL is released).
+  const ValidatedIndex offsets(host_row_offsets(ov, k, op, "gt_offsets", "ground-truth spans",
+                                                stream),
+                               pv, alloc, op, stream);
 
   ArrayArg iou = allocate_output(alloc, {n}, dtype_name(pv.dtype), op, stream);
   ArrayArg iop = allocate_output(alloc, {n}, dtype_name(pv.dtype), op, stream);
@@ -109,8 +113,8 @@ py::tuple grounding(py::object pred_obj, py::object gt_obj, py::object off_obj,
                                   static_cast<const scalar_t*>(gv.data),
                                   gv.strides[0],
                                   gv.strides[1],
-                                  static_cast<const int64_t*>(ov.data),
-                                  ov.strides[0],
+                                  offsets.data(),
+                                  1,
                                   static_cast<scalar_t*>(iou.view().data),
                                   static_cast<scalar_t*>(iop.view().data),
                                   n};
