@@ -4,6 +4,7 @@
 // thread keeps its own row buffers.
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <vector>
 
@@ -26,12 +27,17 @@ struct RowBuffers {
       : xd(steps), pre(steps + 1), suf(steps + 1), pre_s(steps + 1), suf_s(steps + 1),
         cnt(3 * (steps + 1)) {}
 
+  // The row's sums; P and Q only where they are read (contrast, careful rows).
   template <typename T>
-  RowSums build(const RowInput<T>& in, int64_t b) {
+  RowSums build(const RowInput<T>& in, int64_t b, bool contrast) {
     const int64_t length = in.length(b);
-    const bool careful = build_row_sums(in.x + b * in.x_s0, in.x_s1, length, xd.data(),
-                                        pre.data(), suf.data(), pre_s.data(), suf_s.data(),
-                                        cnt.data());
+    const bool careful = scan_row(in.x + b * in.x_s0, in.x_s1, length, xd.data());
+    if (careful) {
+      build_careful_sums(xd.data(), 1, length, pre.data(), suf.data(), pre_s.data(),
+                         suf_s.data(), cnt.data());
+    } else if (contrast) {
+      build_plain_sums(xd.data(), 1, length, pre.data(), suf.data());
+    }
     return RowSums{pre.data(), suf.data(), pre_s.data(), suf_s.data(), cnt.data(), length,
                    careful};
   }
@@ -46,9 +52,26 @@ struct RowBuffers {
 #define FASTVQA_VECTOR_CLONES
 #endif
 
+// Running sums indexed by the absolute end j are updated row after row with
+// a one-step shift. Vector loads that straddle the previous row's vector
+// stores cannot be forwarded from the store buffer (a stall of ~15 cycles
+// per vector): every vector loop over them runs on groups aligned in j (the
+// buffer itself 32-byte aligned), with scalar heads and tails.
+constexpr int64_t kGroup = 4;
+inline int64_t align_up(int64_t j) { return (j + kGroup - 1) / kGroup * kGroup; }
+
+struct AlignedBuffer {
+  std::vector<double> raw;
+  double* data;
+  explicit AlignedBuffer(int64_t n) : raw(n + kGroup) {
+    const auto addr = reinterpret_cast<std::uintptr_t>(raw.data());
+    data = reinterpret_cast<double*>((addr + 31) / 32 * 32);
+  }
+};
+
 // Band row of start i of a plain row (no non-finite value, no overflow):
-// acc[d] holds the sum of [i + 1, i + d] (-0.0 for d = 0) and becomes that of
-// [i, i + d] for d in [0, hi]; out[d] is written for d in [lo, hi].
+// acc[j] holds the sum of [i + 1, j] (-0.0 for j = i) and becomes that of
+// [i, j] for j in [i, i + hi]; out[d] (d = j - i) is written for d in [lo, hi].
 // (The band is narrower than 2^31: the offset is an int, so n = d + 1
 // converts to double with a vector instruction.)
 template <Reduce R, typename T>
@@ -57,15 +80,32 @@ FASTVQA_VECTOR_CLONES void plain_band_row(double xi, double* __restrict acc,
                                           const double* __restrict suf, int64_t i,
                                           int64_t length, int lo, int hi, T* __restrict out) {
   const double length_d = static_cast<double>(length);
-  const int head = lo < hi + 1 ? lo : hi + 1;
-#pragma omp simd
-  for (int d = 0; d < head; ++d) acc[d] = xi + acc[d];
-#pragma omp simd
-  for (int d = lo; d <= hi; ++d) {
-    const double s = xi + acc[d];
-    acc[d] = s;
-    out[d] = static_cast<T>(
-        plain_score<R>(s, pre, suf, i, i + d, static_cast<double>(d + 1), length_d));
+  const int64_t j_end = i + hi + 1;  // exclusive
+  int64_t j = i;
+  for (const int64_t e = std::min(i + lo, j_end); j < e; ++j) acc[j] = xi + acc[j];  // too short
+  for (const int64_t e = std::min(align_up(j), j_end); j < e; ++j) {
+    const double s = xi + acc[j];
+    acc[j] = s;
+    out[j - i] = static_cast<T>(
+        plain_score<R>(s, pre, suf, i, j, static_cast<double>(j - i + 1), length_d));
+  }
+  const int body = static_cast<int>((j_end - j) / kGroup * kGroup);
+  double* a = acc + j;
+  T* o = out + (j - i);
+  const double* q = suf + j + 1;
+  const double p = pre[i], n0 = static_cast<double>(j - i + 1);
+#pragma omp simd aligned(a : 32)
+  for (int k = 0; k < body; ++k) {
+    const double s = xi + a[k];
+    a[k] = s;
+    const double outside = R == Reduce::kContrast ? p + q[k] : 0.0;
+    o[k] = static_cast<T>(combine<R>(s, outside, n0 + static_cast<double>(k), length_d));
+  }
+  for (j += body; j < j_end; ++j) {
+    const double s = xi + acc[j];
+    acc[j] = s;
+    out[j - i] = static_cast<T>(
+        plain_score<R>(s, pre, suf, i, j, static_cast<double>(j - i + 1), length_d));
   }
 }
 
@@ -86,10 +126,11 @@ void forward_rows(const ForwardParams<T>& p) {
 #pragma omp parallel if (batch * steps * width >= kParallelWork)
   {
     RowBuffers buf(steps);
-    std::vector<double> acc(steps);
+    AlignedBuffer acc_buf(steps);
+    double* acc = acc_buf.data;
 #pragma omp for schedule(static)
     for (int64_t b = 0; b < batch; ++b) {
-      const RowSums r = buf.build(p.in, b);
+      const RowSums r = buf.build(p.in, b, R == Reduce::kContrast);
       const int64_t length = r.length;
       T* ob = p.out + b * steps * width;
       if (r.careful || width - 1 > std::numeric_limits<int>::max()) {
@@ -99,13 +140,13 @@ void forward_rows(const ForwardParams<T>& p) {
           spans_ending_at<R>(buf.xd.data(), 1, r, j, p.min_len, width, emit);
         continue;
       }
-      std::fill(acc.begin(), acc.begin() + length, -0.0);
+      std::fill(acc, acc + length, -0.0);
       std::fill(ob + length * width, ob + steps * width, neg_inf);  // padding rows
       for (int64_t i = length - 1; i >= 0; --i) {
         T* o = ob + i * width;
         int64_t lo, hi;
         offset_range(i, length, p.min_len, width, &lo, &hi);  // hi >= 0: i < length
-        plain_band_row<R>(buf.xd[i], acc.data() + i, r.pre, r.suf, i, length,
+        plain_band_row<R>(buf.xd[i], acc, r.pre, r.suf, i, length,
                           static_cast<int>(lo), static_cast<int>(hi), o);
         std::fill(o, o + std::min(lo, hi + 1), neg_inf);  // too short
         std::fill(o + hi + 1, o + width, neg_inf);        // past the row's end
@@ -114,33 +155,54 @@ void forward_rows(const ForwardParams<T>& p) {
   }
 }
 
-// Backward of one row (span_scores_math.h): g(i, d) read at grow + i * gs1 +
-// d * gs2; gx gets the row's L gradients.
+// Backward: adds row t's terms to the running column sums, col[j] (C(j, t))
+// and col_out[j] (E(j)), for j = t + d, d in [lo, hi] (g(t, d) at g + d * gs).
+// Aligned groups in j as in plain_band_row.
 template <Reduce R, typename T>
-FASTVQA_VECTOR_CLONES void add_in_terms(const T* __restrict g, int64_t gs, int lo, int hi,
-                                        const double* __restrict in_c,
+FASTVQA_VECTOR_CLONES void add_in_terms(const T* __restrict g, int64_t gs, int64_t t, int lo,
+                                        int hi, const double* __restrict in_c,
                                         const double* __restrict out_c,
                                         double* __restrict col, double* __restrict col_out) {
+  const int64_t j_end = t + hi + 1;
+  int64_t j = t + lo;
+  auto one = [&](int64_t jj) {
+    const int64_t d = jj - t;
+    const double gv = static_cast<double>(g[d * gs]);
+    col[jj] = gv * in_c[d] + col[jj];
+    if (R == Reduce::kContrast) col_out[jj] = term(gv, out_c[d]) + col_out[jj];
+  };
+  for (const int64_t e = std::min(align_up(j), j_end); j < e; ++j) one(j);
+  const int body = static_cast<int>((j_end - j) / kGroup * kGroup);
+  double* c = col + j;
+  double* co = col_out + j;
+  const int64_t d0 = j - t;
+  const double* ic = in_c + d0;
+  const double* oc = out_c + d0;
   if (gs == 1) {
-#pragma omp simd
-    for (int d = lo; d <= hi; ++d) {
-      const double gv = static_cast<double>(g[d]);
-      col[d] = gv * in_c[d] + col[d];
-      if (R == Reduce::kContrast) col_out[d] = term(gv, out_c[d]) + col_out[d];
+    const T* gg = g + d0;
+#pragma omp simd aligned(c, co : 32)
+    for (int k = 0; k < body; ++k) {
+      const double gv = static_cast<double>(gg[k]);
+      c[k] = gv * ic[k] + c[k];
+      if (R == Reduce::kContrast) co[k] = term(gv, oc[k]) + co[k];
     }
-  } else {
-    for (int d = lo; d <= hi; ++d) {
-      const double gv = static_cast<double>(g[d * gs]);
-      col[d] = gv * in_c[d] + col[d];
-      if (R == Reduce::kContrast) col_out[d] = term(gv, out_c[d]) + col_out[d];
-    }
+    j += body;
   }
+  for (; j < j_end; ++j) one(j);
 }
 
-FASTVQA_VECTOR_CLONES double sum_range(const double* __restrict v, int n) {
+// col[j] summed over [j0, j1): aligned groups, scalar head and tail.
+FASTVQA_VECTOR_CLONES double sum_range(const double* __restrict col, int64_t j0, int64_t j1) {
   double s = -0.0;
-#pragma omp simd reduction(+ : s)
-  for (int k = 0; k < n; ++k) s += v[k];
+  int64_t j = j0;
+  for (const int64_t e = std::min(align_up(j), j1); j < e; ++j) s += col[j];
+  const int body = static_cast<int>((j1 - j) / kGroup * kGroup);
+  const double* c = col + j;
+  double v = -0.0;
+#pragma omp simd aligned(c : 32) reduction(+ : v)
+  for (int k = 0; k < body; ++k) v += c[k];
+  s += v;
+  for (j += body; j < j1; ++j) s += col[j];
   return s;
 }
 
@@ -164,7 +226,10 @@ void backward_rows(const BackwardParams<T>& p) {
   {
     // col[j] = C(j, t) for the current t; col_out[j] = E(j) so far; right[t]
     // = the F(i) of starts i > t.
-    std::vector<double> col(steps), col_out(steps), right(steps + 1), in_c(width), out_c(width);
+    AlignedBuffer col_buf(steps), col_out_buf(steps);
+    double* col = col_buf.data;
+    double* col_out = col_out_buf.data;
+    std::vector<double> right(steps + 1), in_c(width), out_c(width);
 #pragma omp for schedule(static)
     for (int64_t b = 0; b < batch; ++b) {
       const int64_t length = p.length(b);
@@ -186,18 +251,18 @@ void backward_rows(const BackwardParams<T>& p) {
           right[i - 1] = f + right[i];
         }
       }
-      std::fill(col.begin(), col.begin() + length, -0.0);
-      std::fill(col_out.begin(), col_out.begin() + length, -0.0);
+      std::fill(col, col + length, -0.0);
+      std::fill(col_out, col_out + length, -0.0);
       double left = -0.0;
       for (int64_t t = 0; t < length; ++t) {
         int64_t lo, hi;
         offset_range(t, length, p.min_len, width, &lo, &hi);
         if (lo <= hi)
-          add_in_terms<R>(grow + t * p.g_s1, p.g_s2, static_cast<int>(lo), static_cast<int>(hi),
-                          in_c.data(), out_c.data(), col.data() + t, col_out.data() + t);
+          add_in_terms<R>(grow + t * p.g_s1, p.g_s2, t, static_cast<int>(lo),
+                          static_cast<int>(hi), in_c.data(), out_c.data(), col, col_out);
         // Ends t .. t + w - 1 (within the row): C(j, t) is complete for them.
         const int64_t ends = std::min(w, length - t);
-        const double inside = sum_range(col.data() + t, static_cast<int>(ends));
+        const double inside = sum_range(col, t, t + ends);
         if (R == Reduce::kContrast) {
           gx[t] = static_cast<T>((inside + left) + right[t]);
           left = col_out[t] + left;  // E(t) is complete: no later start ends at t
@@ -256,7 +321,7 @@ void top_rows(const TopParams<T>& p) {
     std::vector<T> cand_scores(cap);
 #pragma omp for schedule(static)
     for (int64_t b = 0; b < batch; ++b) {
-      const RowSums r = buf.build(p.in, b);
+      const RowSums r = buf.build(p.in, b, R == Reduce::kContrast);
       const double* xd = buf.xd.data();
       int64_t* spans = p.out_spans + b * p.k * 2;
       T* scores = p.out_scores + b * p.k;

@@ -29,9 +29,15 @@ template <typename T>
 __device__ void build_row(const RowInput<T>& in, double* prefix, int64_t* counts, int64_t b) {
   double* base = prefix + b * row_sums_size(in.steps);
   const int64_t n = in.steps + 1;
-  const bool careful = build_row_sums(in.x + b * in.x_s0, in.x_s1, in.length(b),
-                                      static_cast<double*>(nullptr), base, base + n,
-                                      base + 2 * n, base + 3 * n, counts + b * 3 * n);
+  const T* x = in.x + b * in.x_s0;
+  const int64_t length = in.length(b);
+  const bool careful = scan_row(x, in.x_s1, length, static_cast<double*>(nullptr));
+  if (careful) {
+    build_careful_sums(x, in.x_s1, length, base, base + n, base + 2 * n, base + 3 * n,
+                       counts + b * 3 * n);
+  } else {
+    build_plain_sums(x, in.x_s1, length, base, base + n);
+  }
   base[4 * n] = careful ? 1.0 : 0.0;
 }
 

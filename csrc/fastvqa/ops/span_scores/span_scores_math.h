@@ -117,21 +117,44 @@ struct RowSums {
   bool careful;         ///< non-finite values, or a finite |x| total >= 2^1022
 };
 
-// Fills P, Q (entries 0..L), their scaled copies and the prefix counts from
-// x[0..L-1] (stride xs), and xd[t] = x[t] as double unless xd is null;
-// returns whether the row is careful.
+// Whether a row of L steps x[0..L-1] (stride xs) is careful; also copies it
+// to xd as double unless xd is null.
 template <typename T>
-FASTVQA_HD bool build_row_sums(const T* x, int64_t xs, int64_t length, double* xd, double* pre,
-                               double* suf, double* pre_s, double* suf_s, int64_t* cnt) {
-  WideSum p;
+FASTVQA_HD bool scan_row(const T* x, int64_t xs, int64_t length, double* xd) {
+  bool special = false;
   double total = 0.0;
-  pre[0] = pre_s[0] = -0.0;
-  cnt[0] = cnt[1] = cnt[2] = 0;
   for (int64_t t = 0; t < length; ++t) {
     const double v = static_cast<double>(x[t * xs]);
     if (xd) xd[t] = v;
-    p.add(v);
-    if (is_finite(v)) total += v < 0.0 ? -v : v;
+    if (is_finite(v)) {
+      total += v < 0.0 ? -v : v;
+    } else {
+      special = true;
+    }
+  }
+  return special || !(total < kCarefulTotal);
+}
+
+// P and Q (entries 0..L) of a row that is not careful.
+template <typename T>
+FASTVQA_HD void build_plain_sums(const T* x, int64_t xs, int64_t length, double* pre,
+                                 double* suf) {
+  pre[0] = -0.0;
+  for (int64_t t = 0; t < length; ++t) pre[t + 1] = static_cast<double>(x[t * xs]) + pre[t];
+  suf[length] = -0.0;
+  for (int64_t t = length - 1; t >= 0; --t) suf[t] = static_cast<double>(x[t * xs]) + suf[t + 1];
+}
+
+// P, Q (entries 0..L), their scaled copies and the prefix counts of a
+// careful row (the same sums as build_plain_sums where both apply).
+template <typename T>
+FASTVQA_HD void build_careful_sums(const T* x, int64_t xs, int64_t length, double* pre,
+                                   double* suf, double* pre_s, double* suf_s, int64_t* cnt) {
+  WideSum p;
+  pre[0] = pre_s[0] = -0.0;
+  cnt[0] = cnt[1] = cnt[2] = 0;
+  for (int64_t t = 0; t < length; ++t) {
+    p.add(static_cast<double>(x[t * xs]));
     pre[t + 1] = p.s;
     pre_s[t + 1] = p.ss;
     cnt[3 * (t + 1)] = p.nan;
@@ -141,11 +164,10 @@ FASTVQA_HD bool build_row_sums(const T* x, int64_t xs, int64_t length, double* x
   WideSum q;
   suf[length] = suf_s[length] = -0.0;
   for (int64_t t = length - 1; t >= 0; --t) {
-    q.add(xd ? xd[t] : static_cast<double>(x[t * xs]));
+    q.add(static_cast<double>(x[t * xs]));
     suf[t] = q.s;
     suf_s[t] = q.ss;
   }
-  return p.special() || !(total < kCarefulTotal);
 }
 
 // The outside sum of [i, j] (careful rows).
