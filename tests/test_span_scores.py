@@ -466,6 +466,29 @@ def test_extreme_magnitudes_band_and_top_spans(device, prob, reduce, k, nms):
     assert_same(scores.cpu().numpy(), ref_scores)
 
 
+@pytest.mark.parametrize("reduce", REDUCES)
+def test_long_rows_against_reference(reduce):
+    """Rows longer than the vector groups of the CPU loops (heads, aligned
+    bodies, tails at every offset), min_len > 1, ragged lengths, and a
+    non-contiguous upstream gradient."""
+    g = np.random.default_rng(5)
+    x = g.standard_normal((3, 90))
+    lengths = np.array([90, 61, 7])
+    out = span_scores(x, reduce=reduce, min_len=3, max_len=23, lengths=lengths)
+    ref = span_scores_ref(x, reduce, 3, 23, lengths)
+    np.testing.assert_array_equal(np.isneginf(out), np.isneginf(ref))
+    fin = np.isfinite(ref)
+    np.testing.assert_allclose(out[fin], ref[fin], rtol=1e-12, atol=1e-12)
+    xt = torch.from_numpy(x).requires_grad_()
+    band = span_scores(xt, reduce=reduce, min_len=3, max_len=23,
+                       lengths=torch.from_numpy(lengths))
+    gbuf = torch.from_numpy(g.standard_normal((3, 23, 90)))
+    for grad in (gbuf.transpose(1, 2), gbuf.transpose(1, 2).contiguous()):  # d stride 90, 1
+        (gx,) = torch.autograd.grad(band, xt, grad, retain_graph=True)
+        gref = span_scores_grad_ref(grad, reduce, 3, lengths)
+        np.testing.assert_allclose(gx.numpy(), gref, rtol=1e-10, atol=1e-10)
+
+
 def test_huge_grad_stays_in_its_span():
     """A huge upstream gradient reaches only the steps of its span (sum,
     mean) instead of swamping every later step through a difference array."""
@@ -484,10 +507,11 @@ def test_huge_grad_stays_in_its_span():
         assert gx[0, 1] == huge  # huge + 0.25 * 4, rounded
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @settings(max_examples=60, **SETTINGS)
 @given(prob=extreme_problems(max_T=7), reduce=st.sampled_from(REDUCES),
        seed=st.integers(0, 2**31 - 1), expanded=st.booleans())
-def test_extreme_grad_within_bounds(prob, reduce, seed, expanded):
+def test_extreme_grad_within_bounds(device, prob, reduce, seed, expanded):
     """Upstream gradients of extreme magnitudes (drawn from the same values):
     each step's gradient within the bounds of the exact sum of its terms."""
     x, min_len, max_len, lengths, dtype = prob
@@ -501,13 +525,13 @@ def test_extreme_grad_within_bounds(prob, reduce, seed, expanded):
         grad = torch.from_numpy(pool[rng.integers(0, pool.size, (B, T, W))].astype(dtype))
     tdtype = torch.float32 if dtype == np.float32 else torch.float64
     grad = grad.to(tdtype)
-    xt = torch.from_numpy(x).to(tdtype).requires_grad_()
-    lens = None if lengths is None else torch.from_numpy(lengths)
+    xt = torch.from_numpy(x).to(device=device, dtype=tdtype).requires_grad_()
+    lens = None if lengths is None else torch.from_numpy(lengths).to(device)
     out = span_scores(xt, reduce=reduce, min_len=min_len, max_len=max_len, lengths=lens)
     if B * T == 0:
         return
-    (gx,) = torch.autograd.grad(out, xt, grad)
-    check_grad(gx, grad, reduce, min_len, lengths, dtype=dtype)
+    (gx,) = torch.autograd.grad(out, xt, grad.to(device))
+    check_grad(gx.cpu(), grad, reduce, min_len, lengths, dtype=dtype)
 
 
 # --------------------------------------------------------------------------- #
