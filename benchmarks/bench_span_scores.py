@@ -11,7 +11,7 @@ Baselines, timed in the same run on the same inputs:
   fastvqa runs its compiled forward and backward kernels. Both take the same
   fixed upstream gradient (zero on invalid cells).
 - top_spans, band + sort + Python NMS: the same band (no grad; cumsum in
-  float64 like fastvqa so that both rank identical values and the spans can
+  float64, as fastvqa sums in float64, so that both rank the same values and the spans can
   be required to be equal), a stable descending sort of each row's cells
   (stable, so ties keep the smaller start, then the smaller end), then greedy
   NMS in Python over the sorted cells, taken in chunks of 256 until k spans

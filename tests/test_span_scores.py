@@ -24,6 +24,8 @@ from fastvqa.ops import span_scores, top_spans
 from tests.conftest import DEVICES
 from tests.conftest import assert_opcheck  # noqa: E402
 from tests.reference.span_scores import (
+    check_band,
+    check_grad,
     span_scores_grad_ref,
     span_scores_ref,
     top_spans_ref,
@@ -370,6 +372,166 @@ def test_top_spans_not_differentiable():
     x = torch.randn(2, 8, requires_grad=True)
     spans, scores = top_spans(x, 2, reduce="mean")
     assert not scores.requires_grad and spans.dtype == torch.int64
+
+
+# --------------------------------------------------------------------------- #
+# Extreme magnitudes: each sum is made of its own terms only
+# --------------------------------------------------------------------------- #
+
+F32, F64 = np.finfo(np.float32), np.finfo(np.float64)
+EXTREME32 = st.one_of(
+    st.sampled_from([float(F32.min), float(F32.max), -1e38, 3e38, float(F32.tiny), 1e-45,
+                     0.0, -0.0, 1.0, -0.5]),
+    st.floats(-10, 10, width=32),
+    st.floats(width=32, allow_nan=False, allow_infinity=False),
+)
+EXTREME64 = st.one_of(
+    st.sampled_from([float(F64.min), float(F64.max), 1e308, -1e308, 9e307, float(F64.tiny),
+                     5e-324, 0.0, -0.0, 1.0, -0.5, 1e200, -1e-200, float(F32.min)]),
+    st.floats(-10, 10),
+    st.floats(allow_nan=False, allow_infinity=False),
+)
+
+
+@st.composite
+def extreme_problems(draw, max_B=3, max_T=9):
+    """(x, min_len, max_len, lengths, dtype): finite extremes, sometimes a NaN or inf."""
+    dtype = draw(st.sampled_from([np.float32, np.float64]))
+    values = EXTREME32 if dtype == np.float32 else EXTREME64
+    if draw(st.booleans()):
+        values = st.one_of(values, st.sampled_from(SPECIAL_VALUES))
+    x, min_len, max_len, lengths = draw(problems(values, max_B=max_B, max_T=max_T))
+    return x.astype(dtype), min_len, max_len, lengths, dtype
+
+
+def test_finfo_min_mask_does_not_wipe_out_other_spans():
+    """Issue 11: a finfo(float32).min mask step made every later span 0 (a
+    difference of prefix sums around -3.4e38), so [0, 1] came out best."""
+    x = np.array([[0.3, 0.5, F32.min, 0.2, 0.9]], dtype=np.float32)
+    spans, scores = top_spans(x, 3, reduce="sum", max_len=2)
+    assert spans[0].tolist() == [[3, 4], [4, 4], [0, 1]]
+    f = np.float64
+    expect = [np.float32(f(x[0, 3]) + f(x[0, 4])), x[0, 4], np.float32(f(x[0, 0]) + f(x[0, 1]))]
+    assert scores[0].tolist() == [float(v) for v in expect]
+    for reduce in REDUCES:
+        band = span_scores(x, reduce=reduce, max_len=5)
+        check_band(band, x, reduce, max_len=5, dtype=np.float32)
+    band = span_scores(x, reduce="sum", max_len=2)
+    assert band[0, 3, 1] == expect[0] and band[0, 4, 0] == x[0, 4]
+    assert band[0, 1, 1] == np.float32(f(F32.min) + f(x[0, 1]))
+    spans_t, scores_t = top_spans(torch.from_numpy(x), 3, reduce="sum", max_len=2)
+    assert spans_t.tolist() == spans.tolist() and scores_t.tolist() == scores.tolist()
+
+
+def test_1e308_mix_stays_finite():
+    """Issue 11: [1e308, 1e308, -1e308, 5] gave [1e308, inf, nan, nan] for
+    single steps (prefix sums overflowed)."""
+    x = np.array([[1e308, 1e308, -1e308, 5.0]])
+    out = span_scores(x, reduce="sum", max_len=1)
+    assert out[0, :, 0].tolist() == [1e308, 1e308, -1e308, 5.0]
+    for reduce in REDUCES:
+        check_band(span_scores(x, reduce=reduce), x, reduce)
+    out = span_scores(x, reduce="sum")
+    assert out[0, 0, 1] == math.inf  # 2e308: the span's own sum overflows
+    mean = span_scores(x, reduce="mean")
+    assert mean[0, 0, 1] == 1e308  # its mean does not: computed in units of 2**64
+    contrast = span_scores(x, reduce="contrast")
+    assert np.isfinite(contrast[0][~np.isneginf(contrast[0])]).all()
+    spans, scores = top_spans(x, 2, reduce="mean", max_len=2)
+    assert spans[0].tolist() == [[0, 0], [0, 1]] and scores[0].tolist() == [1e308, 1e308]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@settings(max_examples=80, **SETTINGS)
+@given(prob=extreme_problems(), reduce=st.sampled_from(REDUCES), k=st.integers(1, 6), nms=NMS)
+def test_extreme_magnitudes_band_and_top_spans(device, prob, reduce, k, nms):
+    """Bands within the bounds of the exact value (tests/reference), and
+    top_spans exactly the ranked cells of that band."""
+    x, min_len, max_len, lengths = prob[:4]
+    dtype = prob[4]
+    tdtype = torch.float32 if dtype == np.float32 else torch.float64
+    xt = torch.from_numpy(x).to(device=device, dtype=tdtype)
+    lens = None if lengths is None else torch.from_numpy(lengths).to(device)
+    band = span_scores(xt, reduce=reduce, min_len=min_len, max_len=max_len, lengths=lens)
+    band_np = band.cpu().numpy()
+    check_band(band_np, x, reduce, min_len, max_len, lengths, dtype=dtype)
+    if device == "cpu":
+        assert_same(span_scores(x, reduce=reduce, min_len=min_len, max_len=max_len,
+                                lengths=lengths), band_np.astype(np.float64))
+    spans, scores = top_spans(xt, k, reduce=reduce, min_len=min_len, max_len=max_len,
+                              lengths=lens, nms_iou=nms)
+    ref_spans, ref_scores = top_spans_ref(x, k, reduce, min_len, max_len, lengths, nms,
+                                          out_dtype=dtype, band=band_np.astype(np.float64))
+    np.testing.assert_array_equal(spans.cpu().numpy(), ref_spans)
+    assert_same(scores.cpu().numpy(), ref_scores)
+
+
+@pytest.mark.parametrize("reduce", REDUCES)
+def test_long_rows_against_reference(reduce):
+    """Rows longer than the vector groups of the CPU loops (heads, aligned
+    bodies, tails at every offset), min_len > 1, ragged lengths, and a
+    non-contiguous upstream gradient."""
+    g = np.random.default_rng(5)
+    x = g.standard_normal((3, 90))
+    lengths = np.array([90, 61, 7])
+    out = span_scores(x, reduce=reduce, min_len=3, max_len=23, lengths=lengths)
+    ref = span_scores_ref(x, reduce, 3, 23, lengths)
+    np.testing.assert_array_equal(np.isneginf(out), np.isneginf(ref))
+    fin = np.isfinite(ref)
+    np.testing.assert_allclose(out[fin], ref[fin], rtol=1e-12, atol=1e-12)
+    xt = torch.from_numpy(x).requires_grad_()
+    band = span_scores(xt, reduce=reduce, min_len=3, max_len=23,
+                       lengths=torch.from_numpy(lengths))
+    gbuf = torch.from_numpy(g.standard_normal((3, 23, 90)))
+    for grad in (gbuf.transpose(1, 2), gbuf.transpose(1, 2).contiguous()):  # d stride 90, 1
+        (gx,) = torch.autograd.grad(band, xt, grad, retain_graph=True)
+        gref = span_scores_grad_ref(grad, reduce, 3, lengths)
+        np.testing.assert_allclose(gx.numpy(), gref, rtol=1e-10, atol=1e-10)
+
+
+def test_huge_grad_stays_in_its_span():
+    """A huge upstream gradient reaches only the steps of its span (sum,
+    mean) instead of swamping every later step through a difference array."""
+    for dtype, huge in ((torch.float32, float(F32.max)), (torch.float64, 1e308)):
+        x = torch.zeros(1, 6, dtype=dtype, requires_grad=True)
+        out = span_scores(x, reduce="sum", max_len=3)
+        g = torch.full_like(out, 0.25)
+        g[0, 0, 0] = huge
+        g[0, 0, 1] = huge  # [0, 1]: steps 0 and 1 hold two huge terms
+        (gx,) = torch.autograd.grad(out, x, g.masked_fill(out.isinf(), 0))
+        # steps 2..5 hold only 0.25 terms: one per span of <= 3 steps holding t
+        counts = [sum(1 for i in range(6) for d in range(3) if i <= t <= i + d < 6)
+                  for t in range(6)]
+        assert gx[0, 2:].tolist() == [0.25 * c for c in counts[2:]]
+        assert gx[0, 0] == math.inf  # its own terms: 2 * huge overflows
+        assert gx[0, 1] == huge  # huge + 0.25 * 4, rounded
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@settings(max_examples=60, **SETTINGS)
+@given(prob=extreme_problems(max_T=7), reduce=st.sampled_from(REDUCES),
+       seed=st.integers(0, 2**31 - 1), expanded=st.booleans())
+def test_extreme_grad_within_bounds(device, prob, reduce, seed, expanded):
+    """Upstream gradients of extreme magnitudes (drawn from the same values):
+    each step's gradient within the bounds of the exact sum of its terms."""
+    x, min_len, max_len, lengths, dtype = prob
+    B, T = x.shape
+    W = T if max_len is None else max_len
+    rng = np.random.default_rng(seed)
+    pool = x.reshape(-1) if x.size else np.array([1.0], dtype=dtype)
+    if expanded:
+        grad = torch.tensor(pool[rng.integers(0, pool.size)]).expand(B, T, W)
+    else:
+        grad = torch.from_numpy(pool[rng.integers(0, pool.size, (B, T, W))].astype(dtype))
+    tdtype = torch.float32 if dtype == np.float32 else torch.float64
+    grad = grad.to(tdtype)
+    xt = torch.from_numpy(x).to(device=device, dtype=tdtype).requires_grad_()
+    lens = None if lengths is None else torch.from_numpy(lengths).to(device)
+    out = span_scores(xt, reduce=reduce, min_len=min_len, max_len=max_len, lengths=lens)
+    if B * T == 0:
+        return
+    (gx,) = torch.autograd.grad(out, xt, grad.to(device))
+    check_grad(gx.cpu(), grad, reduce, min_len, lengths, dtype=dtype)
 
 
 # --------------------------------------------------------------------------- #

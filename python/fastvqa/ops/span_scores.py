@@ -19,20 +19,38 @@ _SEMANTICS_DOC = """
 
     - ``"sum"``: ``S``;
     - ``"mean"``: ``S / n``;
-    - ``"contrast"``: ``S / n`` minus the mean of the row's other valid steps,
-      ``(sum(x[b, :L]) - S) / (L - n)``; when the span covers the whole valid
-      row (``n = L``) the outside mean is defined as 0, so the score is ``S / n``.
+    - ``"contrast"``: ``S / n`` minus the mean of the row's other valid steps
+      (``x[b, :i]`` and ``x[b, j+1:L]``, ``L - n`` of them); when the span
+      covers the whole valid row (``n = L``) the outside mean is defined as 0,
+      so the score is ``S / n``.
 
-    Precision: sums come from prefix sums accumulated in float64 whatever the
-    input dtype (so every span costs O(1)); each score is computed in float64
-    and cast to the output dtype once.
+    Precision ("exact" here): every sum is made of its own terms only and
+    computed in float64 whatever the input dtype, so a span's score depends
+    on nothing but the steps inside it (and, for ``"contrast"``, the steps
+    outside it); a ``finfo.min`` mask step or a 1e308 value elsewhere in the
+    row changes nothing. ``S`` is summed from the span's last step to its
+    first, ``x[i] + (x[i+1] + (... + x[j]))``; the outside sum is
+    ``P + Q``, ``P`` the steps before the span summed first to last, ``Q`` the
+    steps after it summed last to first. Each sum of ``m`` finite terms is
+    thus within ``(m - 1) * 2**-53 * sum(|terms|)`` of the exact sum (the
+    float64 summation bound; elements that cancel, such as ``[1e308, -1e308,
+    5]``, can lose the small ones, as in any float64 sum), each division and
+    subtraction rounds once more, and the score is cast to the output dtype
+    once. Every span costs O(1) (one add per band cell). Overflow: a score is
+    ``+-inf`` only when its own value is beyond the float64 range (or the
+    output dtype's, at the cast): in rows whose finite ``|x|`` total reaches
+    ``2**1022`` (float64 input only) a score whose partial sums overflow is
+    recomputed in units of ``2**64``, so ``mean([1e308, 1e308]) = 1e308``
+    while ``sum`` is ``inf``.
 
-    Special values: a span's sum is the IEEE sum of its elements (non-finite
-    values are counted apart, so they never leak into spans that do not hold
-    them): NaN if it holds a NaN (or both ``+inf`` and ``-inf``), ``+-inf`` if it
-    holds one kind of infinity. For ``"contrast"`` the outside counts too: a
-    NaN anywhere in ``x[b, :L]`` makes every span of that row NaN except the
-    ones whose outside is empty.
+    Special values: non-finite values are counted apart (never added to a
+    finite sum). A span's sum is NaN if the span holds a NaN (or both
+    ``+inf`` and ``-inf``), ``+-inf`` if it holds one kind of infinity; so a
+    NaN makes NaN exactly the spans that hold it. For ``"contrast"`` the
+    outside counts too: a NaN in ``x[b, :L]`` also makes NaN every span that
+    has it outside, i.e. every valid span of the row except the whole row
+    (whose outside is empty); infinities inside and outside combine as IEEE
+    arithmetic does (``inf - (-inf) = inf``, ``inf - inf = NaN``).
 
     dtypes: float32 and float64 natively; integers are converted to float64
     (NumPy) or the default float (torch); float16/bfloat16 torch tensors are
@@ -67,10 +85,16 @@ def span_scores(
 
     Gradient:
         Differentiable with respect to ``x`` (torch): the backward is a
-        compiled kernel, O(T * max_len) per row through difference arrays;
-        invalid cells receive no gradient and steps at or after ``L`` get 0.
-        A non-finite ``grad_out`` is summed span by span, so it reaches exactly
-        the steps of the spans holding it.
+        compiled kernel, O(T * max_len) per row; invalid cells receive no
+        gradient and steps at or after ``L`` get 0. A step's gradient is the
+        sum of its own terms only, ``g[b, i, d] * coef`` over the valid spans
+        whose score depends on ``x[b, t]`` (``coef = 1`` or ``1/n`` for spans
+        holding ``t``, ``-1/(L - n)`` for contrast spans not holding it, as
+        float64), in float64 and never as a difference of running totals: it
+        is within ``m * 2**-53 * sum(|terms|)`` of their exact sum, a huge or
+        non-finite ``grad_out`` reaches exactly the steps it is a term of (NaN
+        if a NaN or both infinities are among them, else ``+-inf``), and a
+        gradient overflows only when its own terms reach the float64 range.
     """
     op = "span_scores"
     reduce = _reduce(reduce, op)

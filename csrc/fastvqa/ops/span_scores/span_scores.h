@@ -30,7 +30,7 @@ struct ForwardParams {
   int64_t min_len;   ///< >= 1
   Reduce reduce;
   T* out;            ///< batch x steps x width, contiguous
-  double* prefix;    ///< CUDA scratch: batch x (steps + 1)
+  double* prefix;    ///< CUDA scratch: batch x row_sums_size(steps)
   int64_t* counts;   ///< CUDA scratch: batch x (steps + 1) x 3
 };
 
@@ -44,8 +44,8 @@ struct BackwardParams {
   int64_t batch, steps, width, min_len;
   Reduce reduce;
   T* grad_x;         ///< batch x steps, contiguous
-  double* diff;      ///< CUDA scratch: batch x (steps + 1)
-  double* every;     ///< CUDA scratch: batch x steps
+  double* colsum;    ///< CUDA scratch: batch x steps x width, C(j, t) at [t, j - t]
+  double* rowsum;    ///< CUDA scratch: batch x 3 x steps (inside(t), E(j), F(i))
 
   FASTVQA_HD int64_t length(int64_t b) const { return lengths ? lengths[b * len_s0] : steps; }
   FASTVQA_HD T g(int64_t b, int64_t i, int64_t d) const {
@@ -64,13 +64,17 @@ struct TopParams {
   double nms_iou;
   int64_t* out_spans;        ///< batch x k x 2, contiguous
   T* out_scores;             ///< batch x k, contiguous
-  // CUDA scratch (unused on CPU): prefix sums and one candidate list per row.
-  double* prefix;            ///< batch x (steps + 1)
+  // CUDA scratch (unused on CPU): row sums and one candidate list per row.
+  double* prefix;            ///< batch x row_sums_size(steps)
   int64_t* counts;           ///< batch x (steps + 1) x 3
   int64_t cap;               ///< candidates per NMS round
   int64_t* cand_spans;       ///< batch x cap x 2
   T* cand_scores;            ///< batch x cap
 };
+
+/// Doubles of CUDA row-sum scratch per row: P, Q, their scaled copies
+/// (steps + 1 each) and the careful flag.
+FASTVQA_HD int64_t row_sums_size(int64_t steps) { return 4 * (steps + 1) + 1; }
 
 /// Candidates scanned per NMS round: enough that k survive in the usual case.
 inline int64_t nms_round_size(int64_t k) { return 4 * k > 32 ? 4 * k : 32; }

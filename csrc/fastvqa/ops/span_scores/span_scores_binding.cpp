@@ -73,7 +73,8 @@ py::object forward(py::object x_obj, const std::string& reduce_name, int64_t min
                               nullptr,
                               nullptr};
     if (xv.is_cuda()) {
-      ArrayArg prefix = allocate_output(alloc, {batch, steps + 1}, "float64", op, stream);
+      ArrayArg prefix =
+          allocate_output(alloc, {batch, row_sums_size(steps)}, "float64", op, stream);
       ArrayArg counts = allocate_output(alloc, {batch, steps + 1, 3}, "int64", op, stream);
       p.prefix = data_of<double>(prefix);
       p.counts = data_of<int64_t>(counts);
@@ -121,10 +122,10 @@ py::object backward(py::object grad_obj, const std::string& reduce_name, int64_t
                                nullptr,
                                nullptr};
     if (gv.is_cuda()) {
-      ArrayArg diff = allocate_output(alloc, {batch, steps + 1}, "float64", op, stream);
-      ArrayArg every = allocate_output(alloc, {batch, steps}, "float64", op, stream);
-      p.diff = data_of<double>(diff);
-      p.every = data_of<double>(every);
+      ArrayArg colsum = allocate_output(alloc, {batch, steps, width}, "float64", op, stream);
+      ArrayArg rowsum = allocate_output(alloc, {batch, 3, steps}, "float64", op, stream);
+      p.colsum = data_of<double>(colsum);
+      p.rowsum = data_of<double>(rowsum);
       py::gil_scoped_release release;
       DeviceGuard guard(gv.device_index);
       FASTVQA_CUDA_CALL(backward_cuda(p, stream));
@@ -179,7 +180,8 @@ py::tuple top_spans(py::object x_obj, int64_t k, const std::string& reduce_name,
     if (xv.is_cuda()) {
       const int64_t cap = nms ? p.cap : 1;  // no candidate list without NMS
       p.cap = cap;
-      ArrayArg prefix = allocate_output(alloc, {batch, steps + 1}, "float64", op, stream);
+      ArrayArg prefix =
+          allocate_output(alloc, {batch, row_sums_size(steps)}, "float64", op, stream);
       ArrayArg counts = allocate_output(alloc, {batch, steps + 1, 3}, "int64", op, stream);
       ArrayArg cs = allocate_output(alloc, {batch, cap, 2}, "int64", op, stream);
       ArrayArg cv = allocate_output(alloc, {batch, cap}, dtype_name(xv.dtype), op, stream);

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // CPU loops for span_scores (forward and backward) and top_spans; the
 // semantics are in span_scores_math.h. Rows run in parallel (OpenMP); each
-// thread keeps its own prefix-sum buffers.
+// thread keeps its own row buffers.
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <vector>
 
@@ -17,18 +18,28 @@ namespace {
 // Below this much work (band cells), starting OpenMP threads costs more than it saves.
 constexpr int64_t kParallelWork = 1 << 15;
 
-struct PrefixBuffers {
-  std::vector<double> sum;
+// One row as double and its outside sums (span_scores_math.h).
+struct RowBuffers {
+  std::vector<double> xd, pre, suf, pre_s, suf_s;
   std::vector<int64_t> cnt;
 
-  explicit PrefixBuffers(int64_t steps) : sum(steps + 1), cnt(3 * (steps + 1)) {}
+  explicit RowBuffers(int64_t steps)
+      : xd(steps), pre(steps + 1), suf(steps + 1), pre_s(steps + 1), suf_s(steps + 1),
+        cnt(3 * (steps + 1)) {}
 
+  // The row's sums; P and Q only where they are read (contrast, careful rows).
   template <typename T>
-  PrefixRow build(const RowInput<T>& in, int64_t b) {
+  RowSums build(const RowInput<T>& in, int64_t b, bool contrast) {
     const int64_t length = in.length(b);
-    const bool special =
-        build_prefix(in.x + b * in.x_s0, in.x_s1, length, sum.data(), cnt.data());
-    return PrefixRow{sum.data(), cnt.data(), length, special};
+    const bool careful = scan_row(in.x + b * in.x_s0, in.x_s1, length, xd.data());
+    if (careful) {
+      build_careful_sums(xd.data(), 1, length, pre.data(), suf.data(), pre_s.data(),
+                         suf_s.data(), cnt.data());
+    } else if (contrast) {
+      build_plain_sums(xd.data(), 1, length, pre.data(), suf.data());
+    }
+    return RowSums{pre.data(), suf.data(), pre_s.data(), suf_s.data(), cnt.data(), length,
+                   careful};
   }
 };
 
@@ -41,18 +52,72 @@ struct PrefixBuffers {
 #define FASTVQA_VECTOR_CLONES
 #endif
 
-// out[lo..hi] of one band row of a finite row (no NaN or inf).
+// Running sums indexed by the absolute end j are updated row after row with
+// a one-step shift. Vector loads that straddle the previous row's vector
+// stores cannot be forwarded from the store buffer (a stall of ~15 cycles
+// per vector): every vector loop over them runs on groups aligned in j (the
+// buffer itself 32-byte aligned), with scalar heads and tails.
+constexpr int64_t kGroup = 4;
+inline int64_t align_up(int64_t j) { return (j + kGroup - 1) / kGroup * kGroup; }
+
+struct AlignedBuffer {
+  std::vector<double> raw;
+  double* data;
+  explicit AlignedBuffer(int64_t n) : raw(n + kGroup) {
+    const auto addr = reinterpret_cast<std::uintptr_t>(raw.data());
+    data = reinterpret_cast<double*>((addr + 31) / 32 * 32);
+  }
+};
+
+// Band row of start i of a plain row (no non-finite value, no overflow):
+// acc[j] holds the sum of [i + 1, j] (-0.0 for j = i) and becomes that of
+// [i, j] for j in [i, i + hi]; out[d] (d = j - i) is written for d in [lo, hi].
 // (The band is narrower than 2^31: the offset is an int, so n = d + 1
 // converts to double with a vector instruction.)
 template <Reduce R, typename T>
-FASTVQA_VECTOR_CLONES void finite_band_row(const double* sum, int64_t i, int64_t length,
-                                           int lo, int hi, T* out) {
+FASTVQA_VECTOR_CLONES void plain_band_row(double xi, double* __restrict acc,
+                                          const double* __restrict pre,
+                                          const double* __restrict suf, int64_t i,
+                                          int64_t length, int lo, int hi, T* __restrict out) {
   const double length_d = static_cast<double>(length);
-#pragma omp simd
-  for (int d = lo; d <= hi; ++d)
-    out[d] = static_cast<T>(
-        finite_span_value<R>(sum, i, i + d, length, static_cast<double>(d + 1), length_d));
+  const int64_t j_end = i + hi + 1;  // exclusive
+  int64_t j = i;
+  for (const int64_t e = std::min(i + lo, j_end); j < e; ++j) acc[j] = xi + acc[j];  // too short
+  for (const int64_t e = std::min(align_up(j), j_end); j < e; ++j) {
+    const double s = xi + acc[j];
+    acc[j] = s;
+    out[j - i] = static_cast<T>(
+        plain_score<R>(s, pre, suf, i, j, static_cast<double>(j - i + 1), length_d));
+  }
+  const int body = static_cast<int>((j_end - j) / kGroup * kGroup);
+  double* a = acc + j;
+  T* o = out + (j - i);
+  const double* q = suf + j + 1;
+  const double p = pre[i], n0 = static_cast<double>(j - i + 1);
+#pragma omp simd aligned(a : 32)
+  for (int k = 0; k < body; ++k) {
+    const double s = xi + a[k];
+    a[k] = s;
+    const double outside = R == Reduce::kContrast ? p + q[k] : 0.0;
+    o[k] = static_cast<T>(combine<R>(s, outside, n0 + static_cast<double>(k), length_d));
+  }
+  for (j += body; j < j_end; ++j) {
+    const double s = xi + acc[j];
+    acc[j] = s;
+    out[j - i] = static_cast<T>(
+        plain_score<R>(s, pre, suf, i, j, static_cast<double>(j - i + 1), length_d));
+  }
 }
+
+// Writes a careful row's scores into its band (already -inf).
+template <typename T>
+struct BandEmit {
+  T* out;
+  int64_t width;
+  void operator()(int64_t i, int64_t d, double v) const {
+    out[i * width + d] = static_cast<T>(v);
+  }
+};
 
 template <Reduce R, typename T>
 void forward_rows(const ForwardParams<T>& p) {
@@ -60,58 +125,98 @@ void forward_rows(const ForwardParams<T>& p) {
   const T neg_inf = -std::numeric_limits<T>::infinity();
 #pragma omp parallel if (batch * steps * width >= kParallelWork)
   {
-    PrefixBuffers buf(steps);
+    RowBuffers buf(steps);
+    AlignedBuffer acc_buf(steps);
+    double* acc = acc_buf.data;
 #pragma omp for schedule(static)
     for (int64_t b = 0; b < batch; ++b) {
-      const PrefixRow pr = buf.build(p.in, b);
-      for (int64_t i = 0; i < steps; ++i) {
-        T* o = p.out + (b * steps + i) * width;
+      const RowSums r = buf.build(p.in, b, R == Reduce::kContrast);
+      const int64_t length = r.length;
+      T* ob = p.out + b * steps * width;
+      if (r.careful || width - 1 > std::numeric_limits<int>::max()) {
+        std::fill(ob, ob + steps * width, neg_inf);
+        BandEmit<T> emit{ob, width};
+        for (int64_t j = 0; j < length; ++j)
+          spans_ending_at<R>(buf.xd.data(), 1, r, j, p.min_len, width, emit);
+        continue;
+      }
+      std::fill(acc, acc + length, -0.0);
+      std::fill(ob + length * width, ob + steps * width, neg_inf);  // padding rows
+      for (int64_t i = length - 1; i >= 0; --i) {
+        T* o = ob + i * width;
         int64_t lo, hi;
-        offset_range(i, pr.length, p.min_len, width, &lo, &hi);
-        if (lo > hi) {  // padding, or too close to the row's end
-          std::fill(o, o + width, neg_inf);
-          continue;
-        }
-        std::fill(o, o + lo, neg_inf);
-        if (pr.special) {
-          for (int64_t d = lo; d <= hi; ++d) o[d] = static_cast<T>(span_value<R>(pr, i, i + d));
-        } else if (hi < std::numeric_limits<int>::max()) {  // the common case, vectorised
-          finite_band_row<R>(pr.sum, i, pr.length, static_cast<int>(lo), static_cast<int>(hi), o);
-        } else {
-          for (int64_t d = lo; d <= hi; ++d) o[d] = static_cast<T>(span_value<R>(pr, i, i + d));
-        }
-        std::fill(o + hi + 1, o + width, neg_inf);
+        offset_range(i, length, p.min_len, width, &lo, &hi);  // hi >= 0: i < length
+        plain_band_row<R>(buf.xd[i], acc, r.pre, r.suf, i, length,
+                          static_cast<int>(lo), static_cast<int>(hi), o);
+        std::fill(o, o + std::min(lo, hi + 1), neg_inf);  // too short
+        std::fill(o + hi + 1, o + width, neg_inf);        // past the row's end
       }
     }
   }
 }
 
-template <typename T>
-struct RowGrad {
-  const BackwardParams<T>* p;
-  int64_t b;
-  T operator()(int64_t i, int64_t d) const { return p->g(b, i, d); }
-};
-
-// One band row (start i, offsets lo..hi, gradient stride gs): subtracts each
-// span's c = g * step_c at its end (diff_end[d] = diff[i + d + 1]), adds the
-// out_c terms to *every, and returns the sum of the c (added at diff[i]).
+// Backward: adds row t's terms to the running column sums, col[j] (C(j, t))
+// and col_out[j] (E(j)), for j = t + d, d in [lo, hi] (g(t, d) at g + d * gs).
+// Aligned groups in j as in plain_band_row.
 template <Reduce R, typename T>
-inline double scatter_offsets(const T* grow, int64_t gs, int64_t lo, int64_t hi,
-                              const double* step_c, const double* out_c, double* diff_end,
-                              double* every) {
-  double starts = 0.0, ev = 0.0;
-#pragma omp simd reduction(+ : starts, ev)
-  for (int64_t d = lo; d <= hi; ++d) {
-    const double g = static_cast<double>(grow[d * gs]);
-    const double c = g * step_c[d];
-    starts += c;
-    diff_end[d] -= c;
-    // Only contrast has this term; adding g * 0 would turn an infinite g into NaN.
-    if (R == Reduce::kContrast) ev += out_c[d] != 0.0 ? g * out_c[d] : 0.0;
+FASTVQA_VECTOR_CLONES void add_in_terms(const T* __restrict g, int64_t gs, int64_t t, int lo,
+                                        int hi, const double* __restrict in_c,
+                                        const double* __restrict out_c,
+                                        double* __restrict col, double* __restrict col_out) {
+  const int64_t j_end = t + hi + 1;
+  int64_t j = t + lo;
+  auto one = [&](int64_t jj) {
+    const int64_t d = jj - t;
+    const double gv = static_cast<double>(g[d * gs]);
+    col[jj] = gv * in_c[d] + col[jj];
+    if (R == Reduce::kContrast) col_out[jj] = term(gv, out_c[d]) + col_out[jj];
+  };
+  for (const int64_t e = std::min(align_up(j), j_end); j < e; ++j) one(j);
+  const int body = static_cast<int>((j_end - j) / kGroup * kGroup);
+  double* c = col + j;
+  double* co = col_out + j;
+  const int64_t d0 = j - t;
+  const double* ic = in_c + d0;
+  const double* oc = out_c + d0;
+  if (gs == 1) {
+    const T* gg = g + d0;
+#pragma omp simd aligned(c, co : 32)
+    for (int k = 0; k < body; ++k) {
+      const double gv = static_cast<double>(gg[k]);
+      c[k] = gv * ic[k] + c[k];
+      if (R == Reduce::kContrast) co[k] = term(gv, oc[k]) + co[k];
+    }
+    j += body;
   }
-  *every += ev;
-  return starts;
+  for (; j < j_end; ++j) one(j);
+}
+
+// col[j] summed over [j0, j1): aligned groups, scalar head and tail.
+FASTVQA_VECTOR_CLONES double sum_range(const double* __restrict col, int64_t j0, int64_t j1) {
+  double s = -0.0;
+  int64_t j = j0;
+  for (const int64_t e = std::min(align_up(j), j1); j < e; ++j) s += col[j];
+  const int body = static_cast<int>((j1 - j) / kGroup * kGroup);
+  const double* c = col + j;
+  double v = -0.0;
+#pragma omp simd aligned(c : 32) reduction(+ : v)
+  for (int k = 0; k < body; ++k) v += c[k];
+  s += v;
+  for (j += body; j < j1; ++j) s += col[j];
+  return s;
+}
+
+template <typename T>
+FASTVQA_VECTOR_CLONES double out_terms(const T* __restrict g, int64_t gs, int lo, int hi,
+                                       const double* __restrict out_c) {
+  double s = -0.0;
+  if (gs == 1) {
+#pragma omp simd reduction(+ : s)
+    for (int d = lo; d <= hi; ++d) s += term(static_cast<double>(g[d]), out_c[d]);
+  } else {
+    for (int d = lo; d <= hi; ++d) s += term(static_cast<double>(g[d * gs]), out_c[d]);
+  }
+  return s;
 }
 
 template <Reduce R, typename T>
@@ -119,70 +224,86 @@ void backward_rows(const BackwardParams<T>& p) {
   const int64_t batch = p.batch, steps = p.steps, width = p.width;
 #pragma omp parallel if (batch * steps * width >= kParallelWork)
   {
-    std::vector<double> diff(steps + 1), step_c(width), out_c(width);
+    // col[j] = C(j, t) for the current t; col_out[j] = E(j) so far; right[t]
+    // = the F(i) of starts i > t.
+    AlignedBuffer col_buf(steps), col_out_buf(steps);
+    double* col = col_buf.data;
+    double* col_out = col_out_buf.data;
+    std::vector<double> right(steps + 1), in_c(width), out_c(width);
 #pragma omp for schedule(static)
     for (int64_t b = 0; b < batch; ++b) {
       const int64_t length = p.length(b);
       T* gx = p.grad_x + b * steps;
-      for (int64_t d = 0; d < width; ++d) {
-        double in_c;
-        grad_coef<R>(d + 1, length, &in_c, &out_c[d]);
-        step_c[d] = in_c - out_c[d];
-      }
-      std::fill(diff.begin(), diff.begin() + length + 1, 0.0);
-      double every = 0.0;
-      // Scatter: span [i, i + d] adds c on steps i..i+d (a difference pair).
-      for (int64_t i = 0; i < length; ++i) {
-        int64_t lo, hi;
-        offset_range(i, length, p.min_len, width, &lo, &hi);
-        const T* grow = p.grad + b * p.g_s0 + i * p.g_s1;
-        if (p.g_s2 == 1) {  // the usual layout: unit stride, so the loop vectorises
-          diff[i] += scatter_offsets<R>(grow, 1, lo, hi, step_c.data(), out_c.data(),
-                                        diff.data() + i + 1, &every);
-        } else {
-          diff[i] += scatter_offsets<R>(grow, p.g_s2, lo, hi, step_c.data(), out_c.data(),
-                                        diff.data() + i + 1, &every);
+      std::fill(gx + length, gx + steps, T(0));
+      if (length == 0) continue;
+      // Offsets past the row never count: they need no coefficients.
+      const int64_t w = std::min(width, length);
+      for (int64_t d = 0; d < w; ++d) grad_coef<R>(d + 1, length, &in_c[d], &out_c[d]);
+      const T* grow = p.grad + b * p.g_s0;
+      if (R == Reduce::kContrast) {
+        right[length - 1] = -0.0;
+        for (int64_t i = length - 1; i > 0; --i) {
+          int64_t lo, hi;
+          offset_range(i, length, p.min_len, width, &lo, &hi);
+          const double f = lo <= hi ? out_terms(grow + i * p.g_s1, p.g_s2, static_cast<int>(lo),
+                                                static_cast<int>(hi), out_c.data())
+                                    : -0.0;
+          right[i - 1] = f + right[i];
         }
       }
-      double run = 0.0;
+      std::fill(col, col + length, -0.0);
+      std::fill(col_out, col_out + length, -0.0);
+      double left = -0.0;
       for (int64_t t = 0; t < length; ++t) {
-        run += diff[t];
-        gx[t] = static_cast<T>(run + every);
+        int64_t lo, hi;
+        offset_range(t, length, p.min_len, width, &lo, &hi);
+        if (lo <= hi)
+          add_in_terms<R>(grow + t * p.g_s1, p.g_s2, t, static_cast<int>(lo),
+                          static_cast<int>(hi), in_c.data(), out_c.data(), col, col_out);
+        // Ends t .. t + w - 1 (within the row): C(j, t) is complete for them.
+        const int64_t ends = std::min(w, length - t);
+        const double inside = sum_range(col, t, t + ends);
+        if (R == Reduce::kContrast) {
+          gx[t] = static_cast<T>((inside + left) + right[t]);
+          left = col_out[t] + left;  // E(t) is complete: no later start ends at t
+        } else {
+          gx[t] = static_cast<T>(inside);
+        }
       }
-      run += diff[length];  // all pairs closed: 0 up to rounding, unless non-finite
-      if (!is_finite(run) || !is_finite(every)) {
-        const RowGrad<T> g{&p, b};
-        const IeeeSum all_out = outside_total<R>(g, length, p.min_len, width);
-        for (int64_t t = 0; t < length; ++t)
-          gx[t] = static_cast<T>(grad_direct<R>(g, t, length, p.min_len, width, all_out));
-      }
-      std::fill(gx + length, gx + steps, T(0));
     }
   }
 }
 
+// Collects every span ranking after a cursor (nms_full_scan).
+template <typename T>
+struct Cand {
+  T s;
+  int64_t i, j;
+};
+template <typename T>
+struct CollectEmit {
+  const Cursor<T>* after;
+  std::vector<Cand<T>>* all;
+  void operator()(int64_t i, int64_t d, double v) const {
+    const T s = static_cast<T>(v);
+    if (is_nan(s) || !ranks_before(after->score, after->i, after->j, s, i, i + d)) return;
+    all->push_back(Cand<T>{s, i, i + d});
+  }
+};
+
 // Exact greedy NMS past the first round: every remaining valid span, sorted
 // in rank order (O(N log N) for the N spans of the row).
 template <Reduce R, typename T>
-void nms_full_scan(const TopParams<T>& p, const PrefixRow& pr, const Cursor<T>& after,
-                   int64_t* kept, int64_t* spans, T* scores) {
-  struct Cand {
-    T s;
-    int64_t i, j;
-  };
-  std::vector<Cand> all;
-  for (int64_t i = 0; i < pr.length; ++i) {
-    int64_t lo, hi;
-    offset_range(i, pr.length, p.min_len, p.max_len, &lo, &hi);
-    for (int64_t d = lo; d <= hi; ++d) {
-      const T s = static_cast<T>(span_value<R>(pr, i, i + d));
-      if (is_nan(s) || !ranks_before(after.score, after.i, after.j, s, i, i + d)) continue;
-      all.push_back(Cand{s, i, i + d});
-    }
-  }
-  std::sort(all.begin(), all.end(),
-            [](const Cand& a, const Cand& b) { return ranks_before(a.s, a.i, a.j, b.s, b.i, b.j); });
-  for (const Cand& c : all) {
+void nms_full_scan(const TopParams<T>& p, const double* xd, const RowSums& r,
+                   const Cursor<T>& after, int64_t* kept, int64_t* spans, T* scores) {
+  std::vector<Cand<T>> all;
+  CollectEmit<T> emit{&after, &all};
+  for (int64_t j = 0; j < r.length; ++j)
+    spans_ending_at<R>(xd, 1, r, j, p.min_len, p.max_len, emit);
+  std::sort(all.begin(), all.end(), [](const Cand<T>& a, const Cand<T>& b) {
+    return ranks_before(a.s, a.i, a.j, b.s, b.i, b.j);
+  });
+  for (const Cand<T>& c : all) {
     if (*kept == p.k) break;
     keep_unless_suppressed(c.s, c.i, c.j, p.nms_iou, kept, spans, scores);
   }
@@ -194,21 +315,23 @@ void top_rows(const TopParams<T>& p) {
   const Cursor<T> none{false, T(0), 0, 0};
 #pragma omp parallel if (batch * steps * p.max_len >= kParallelWork)
   {
-    PrefixBuffers buf(steps);
+    RowBuffers buf(steps);
     const int64_t cap = p.nms ? nms_round_size(p.k) : p.k;
     std::vector<int64_t> cand_spans(2 * cap);
     std::vector<T> cand_scores(cap);
 #pragma omp for schedule(static)
     for (int64_t b = 0; b < batch; ++b) {
-      const PrefixRow pr = buf.build(p.in, b);
+      const RowSums r = buf.build(p.in, b, R == Reduce::kContrast);
+      const double* xd = buf.xd.data();
       int64_t* spans = p.out_spans + b * p.k * 2;
       T* scores = p.out_scores + b * p.k;
       if (!p.nms) {
-        const int64_t count = scan_ranked<R>(pr, p.min_len, p.max_len, p.k, none, spans, scores);
+        const int64_t count =
+            scan_ranked<R>(xd, 1, r, p.min_len, p.max_len, p.k, none, spans, scores);
         fill_missing(count, p.k, spans, scores);
         continue;
       }
-      const int64_t count = scan_ranked<R>(pr, p.min_len, p.max_len, cap, none,
+      const int64_t count = scan_ranked<R>(xd, 1, r, p.min_len, p.max_len, cap, none,
                                            cand_spans.data(), cand_scores.data());
       int64_t kept = 0;
       for (int64_t c = 0; c < count && kept < p.k; ++c)
@@ -217,7 +340,7 @@ void top_rows(const TopParams<T>& p) {
       if (kept < p.k && count == cap) {  // the round ran out; more spans may remain
         const Cursor<T> after{true, cand_scores[cap - 1], cand_spans[2 * (cap - 1)],
                               cand_spans[2 * (cap - 1) + 1]};
-        nms_full_scan<R>(p, pr, after, &kept, spans, scores);
+        nms_full_scan<R>(p, xd, r, after, &kept, spans, scores);
       }
       fill_missing(kept, p.k, spans, scores);
     }

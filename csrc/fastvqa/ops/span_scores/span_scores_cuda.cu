@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 // CUDA kernels for span_scores and top_spans; the semantics are in
-// span_scores_math.h, so these kernels only index. Prefix sums are built by
-// one thread per row into scratch the binding allocates (simple and exact),
-// then the band is filled one thread per cell. The backward gathers one
-// difference entry per thread (O(width) each), then one thread per row takes
-// the running sum. top_spans runs one thread per row.
+// span_scores_math.h, so these kernels only index. The row sums (P, Q, their
+// scaled copies, counts, careful flag) are built by one thread per row into
+// scratch the binding allocates; the band is then filled by one thread per
+// (row, end step j), streaming the spans ending at j (one add per cell, the
+// same sums as the CPU, bit for bit). The backward runs one thread per (row,
+// end) for the column sums C(j, t), one per (row, step) for inside(t), then
+// one per row for the outside terms. top_spans runs one thread per row.
 #include "fastvqa/common/cuda_runtime_api.h"
 #include "fastvqa/common/cuda_utils.cuh"
 #include "fastvqa/ops/span_scores/span_scores.h"
@@ -14,83 +16,157 @@ namespace span_scores {
 
 namespace {
 
+// Row b's sums in the scratch laid out by row_sums_size.
+__device__ RowSums row_sums_at(double* prefix, int64_t* counts, int64_t steps, int64_t length,
+                               int64_t b) {
+  double* base = prefix + b * row_sums_size(steps);
+  const int64_t n = steps + 1;
+  return RowSums{base, base + n, base + 2 * n, base + 3 * n, counts + b * 3 * n, length,
+                 base[4 * n] != 0.0};
+}
+
 template <typename T>
-__device__ PrefixRow row_prefix(const RowInput<T>& in, double* prefix, int64_t* counts,
-                                int64_t b) {
-  // Counts are always built here, so `special` may stay true: range_sum is
-  // exact either way.
-  return PrefixRow{prefix + b * (in.steps + 1), counts + b * 3 * (in.steps + 1), in.length(b),
-                   true};
+__device__ void build_row(const RowInput<T>& in, double* prefix, int64_t* counts, int64_t b) {
+  double* base = prefix + b * row_sums_size(in.steps);
+  const int64_t n = in.steps + 1;
+  const T* x = in.x + b * in.x_s0;
+  const int64_t length = in.length(b);
+  const bool careful = scan_row(x, in.x_s1, length, static_cast<double*>(nullptr));
+  if (careful) {
+    build_careful_sums(x, in.x_s1, length, base, base + n, base + 2 * n, base + 3 * n,
+                       counts + b * 3 * n);
+  } else {
+    build_plain_sums(x, in.x_s1, length, base, base + n);
+  }
+  base[4 * n] = careful ? 1.0 : 0.0;
 }
 
 template <typename T>
 __global__ void prefix_kernel(RowInput<T> in, double* prefix, int64_t* counts) {
   for (long long b = blockIdx.x * (long long)blockDim.x + threadIdx.x; b < in.batch;
-       b += (long long)gridDim.x * blockDim.x) {
-    build_prefix(in.x + b * in.x_s0, in.x_s1, in.length(b), prefix + b * (in.steps + 1),
-                 counts + b * 3 * (in.steps + 1));
-  }
-}
-
-template <Reduce R, typename T>
-__global__ void forward_kernel(ForwardParams<T> p) {
-  const long long total = static_cast<long long>(p.in.batch) * p.in.steps * p.width;
-  for (long long idx = blockIdx.x * (long long)blockDim.x + threadIdx.x; idx < total;
-       idx += (long long)gridDim.x * blockDim.x) {
-    const long long d = idx % p.width;
-    const long long i = (idx / p.width) % p.in.steps;
-    const long long b = idx / (p.width * p.in.steps);
-    const PrefixRow pr = row_prefix(p.in, p.prefix, p.counts, b);
-    int64_t lo, hi;
-    offset_range(i, pr.length, p.min_len, p.width, &lo, &hi);
-    p.out[idx] = (d >= lo && d <= hi) ? static_cast<T>(span_value<R>(pr, i, i + d))
-                                      : static_cast<T>(-INFINITY);
-  }
+       b += (long long)gridDim.x * blockDim.x)
+    build_row(in, prefix, counts, b);
 }
 
 template <typename T>
-struct RowGrad {
-  BackwardParams<T> p;
-  int64_t b;
-  __device__ T operator()(int64_t i, int64_t d) const { return p.g(b, i, d); }
+struct BandEmit {
+  T* out;
+  int64_t width;
+  __device__ void operator()(int64_t i, int64_t d, double v) const {
+    out[i * width + d] = static_cast<T>(v);
+  }
 };
 
+// One thread per (b, j), j in [0, steps + width - 1): the cells (j - d, d) of
+// the band, i.e. the spans ending at j (-inf where invalid).
 template <Reduce R, typename T>
-__global__ void diff_kernel(BackwardParams<T> p) {
-  const long long total = static_cast<long long>(p.batch) * (p.steps + 1);
+__global__ void forward_kernel(ForwardParams<T> p) {
+  const long long ends = p.in.steps + p.width - 1;
+  const long long total = static_cast<long long>(p.in.batch) * ends;
+  const T neg_inf = static_cast<T>(-INFINITY);
   for (long long idx = blockIdx.x * (long long)blockDim.x + threadIdx.x; idx < total;
        idx += (long long)gridDim.x * blockDim.x) {
-    const long long b = idx / (p.steps + 1);
-    const long long k = idx % (p.steps + 1);
-    const RowGrad<T> g{p, b};
-    double every;
-    p.diff[idx] = diff_entry<R>(g, k, p.length(b), p.min_len, p.width, &every);
-    if (k < p.steps) p.every[b * p.steps + k] = every;
+    const long long b = idx / ends;
+    const long long j = idx % ends;
+    const int64_t length = p.in.length(b);
+    T* ob = p.out + b * p.in.steps * p.width;
+    const long long d_lo = j - (p.in.steps - 1) > 0 ? j - (p.in.steps - 1) : 0;
+    const long long d_hi = p.width - 1 < j ? p.width - 1 : j;
+    if (j >= length) {
+      for (long long d = d_lo; d <= d_hi; ++d) ob[(j - d) * p.width + d] = neg_inf;
+      continue;
+    }
+    const long long short_end = p.min_len - 1 < d_hi + 1 ? p.min_len - 1 : d_hi + 1;
+    for (long long d = 0; d < short_end; ++d) ob[(j - d) * p.width + d] = neg_inf;
+    const RowSums r = row_sums_at(p.prefix, p.counts, p.in.steps, length, b);
+    BandEmit<T> emit{ob, p.width};
+    spans_ending_at<R>(p.in.x + b * p.in.x_s0, p.in.x_s1, r, j, p.min_len, p.width, emit);
   }
 }
 
+// C(j, t) for the spans ending at j into colsum[b, t, j - t] (every t with
+// j - t < width, t >= 0), and E(j) into rowsum[b, 1, j].
 template <Reduce R, typename T>
-__global__ void scan_kernel(BackwardParams<T> p) {
+__global__ void column_kernel(BackwardParams<T> p) {
+  const long long total = static_cast<long long>(p.batch) * p.steps;
+  for (long long idx = blockIdx.x * (long long)blockDim.x + threadIdx.x; idx < total;
+       idx += (long long)gridDim.x * blockDim.x) {
+    const long long b = idx / p.steps;
+    const long long j = idx % p.steps;
+    const int64_t length = p.length(b);
+    if (j >= length) continue;
+    double c = -0.0, e = -0.0;
+    double* col = p.colsum + b * p.steps * p.width;
+    for (long long i = j - p.width + 1 > 0 ? j - p.width + 1 : 0; i <= j; ++i) {
+      const long long d = j - i;
+      if (d + 1 >= p.min_len) {  // valid: d < width and j < length already hold
+        double in_c, out_c;
+        grad_coef<R>(d + 1, length, &in_c, &out_c);
+        const double gv = static_cast<double>(p.g(b, i, d));
+        c = gv * in_c + c;
+        if (R == Reduce::kContrast) e = term(gv, out_c) + e;
+      }
+      col[i * p.width + d] = c;
+    }
+    p.rowsum[(b * 3 + 1) * p.steps + j] = e;
+  }
+}
+
+// inside(t) (the column sums of ends t..t+W-1) and F(t); sum and mean write
+// the gradient directly.
+template <Reduce R, typename T>
+__global__ void inside_kernel(BackwardParams<T> p) {
+  const long long total = static_cast<long long>(p.batch) * p.steps;
+  for (long long idx = blockIdx.x * (long long)blockDim.x + threadIdx.x; idx < total;
+       idx += (long long)gridDim.x * blockDim.x) {
+    const long long b = idx / p.steps;
+    const long long t = idx % p.steps;
+    const int64_t length = p.length(b);
+    if (t >= length) {
+      p.grad_x[idx] = T(0);
+      continue;
+    }
+    int64_t lo, hi;
+    offset_range(t, length, p.min_len, p.width, &lo, &hi);
+    const double* col = p.colsum + (b * p.steps + t) * p.width;
+    double inside = -0.0;
+    for (int64_t d = 0; d <= hi; ++d) inside += col[d];
+    if (R != Reduce::kContrast) {
+      p.grad_x[idx] = static_cast<T>(inside);
+      continue;
+    }
+    double f = -0.0;
+    for (int64_t d = lo; d <= hi; ++d) {
+      double in_c, out_c;
+      grad_coef<R>(d + 1, length, &in_c, &out_c);
+      f += term(static_cast<double>(p.g(b, t, d)), out_c);
+    }
+    p.rowsum[(b * 3) * p.steps + t] = inside;
+    p.rowsum[(b * 3 + 2) * p.steps + t] = f;
+  }
+}
+
+// Contrast: grad[t] = (inside(t) + left(t)) + right(t), one thread per row.
+template <typename T>
+__global__ void outside_kernel(BackwardParams<T> p) {
   for (long long b = blockIdx.x * (long long)blockDim.x + threadIdx.x; b < p.batch;
        b += (long long)gridDim.x * blockDim.x) {
     const int64_t length = p.length(b);
-    const double* diff = p.diff + b * (p.steps + 1);
+    const double* inside = p.rowsum + (b * 3) * p.steps;
+    const double* e = p.rowsum + (b * 3 + 1) * p.steps;
+    double* f = p.rowsum + (b * 3 + 2) * p.steps;
+    double right = -0.0;
+    for (int64_t t = length - 1; t >= 0; --t) {  // f[t] becomes right(t)
+      const double ft = f[t];
+      f[t] = right;
+      right = ft + right;
+    }
+    double left = -0.0;
     T* gx = p.grad_x + b * p.steps;
-    double every = 0.0;
-    for (int64_t t = 0; t < length; ++t) every += p.every[b * p.steps + t];
-    double run = 0.0;
     for (int64_t t = 0; t < length; ++t) {
-      run += diff[t];
-      gx[t] = static_cast<T>(run + every);
+      gx[t] = static_cast<T>((inside[t] + left) + f[t]);
+      left = e[t] + left;
     }
-    run += diff[length];
-    if (!is_finite(run) || !is_finite(every)) {  // see grad_direct
-      const RowGrad<T> g{p, b};
-      const IeeeSum all_out = outside_total<R>(g, length, p.min_len, p.width);
-      for (int64_t t = 0; t < length; ++t)
-        gx[t] = static_cast<T>(grad_direct<R>(g, t, length, p.min_len, p.width, all_out));
-    }
-    for (int64_t t = length; t < p.steps; ++t) gx[t] = T(0);
   }
 }
 
@@ -98,15 +174,16 @@ template <Reduce R, typename T>
 __global__ void top_kernel(TopParams<T> p) {
   for (long long b = blockIdx.x * (long long)blockDim.x + threadIdx.x; b < p.in.batch;
        b += (long long)gridDim.x * blockDim.x) {
-    build_prefix(p.in.x + b * p.in.x_s0, p.in.x_s1, p.in.length(b),
-                 p.prefix + b * (p.in.steps + 1), p.counts + b * 3 * (p.in.steps + 1));
-    const PrefixRow pr = row_prefix(p.in, p.prefix, p.counts, b);
+    build_row(p.in, p.prefix, p.counts, b);
+    const RowSums r = row_sums_at(p.prefix, p.counts, p.in.steps, p.in.length(b), b);
+    const T* x = p.in.x + b * p.in.x_s0;
     int64_t* spans = p.out_spans + b * p.k * 2;
     T* scores = p.out_scores + b * p.k;
     Cursor<T> after{false, T(0), 0, 0};
     if (!p.nms) {
-      fill_missing(scan_ranked<R>(pr, p.min_len, p.max_len, p.k, after, spans, scores), p.k,
-                   spans, scores);
+      fill_missing(scan_ranked<R>(x, p.in.x_s1, r, p.min_len, p.max_len, p.k, after, spans,
+                                  scores),
+                   p.k, spans, scores);
       continue;
     }
     // Rounds of `cap` candidates in rank order, each resuming after the last
@@ -115,7 +192,8 @@ __global__ void top_kernel(TopParams<T> p) {
     T* cv = p.cand_scores + b * p.cap;
     int64_t kept = 0;
     while (kept < p.k) {
-      const int64_t count = scan_ranked<R>(pr, p.min_len, p.max_len, p.cap, after, cs, cv);
+      const int64_t count =
+          scan_ranked<R>(x, p.in.x_s1, r, p.min_len, p.max_len, p.cap, after, cs, cv);
       for (int64_t c = 0; c < count && kept < p.k; ++c)
         keep_unless_suppressed(cv[c], cs[2 * c], cs[2 * c + 1], p.nms_iou, &kept, spans,
                                scores);
@@ -130,18 +208,22 @@ template <Reduce R, typename T>
 void forward_launch(const ForwardParams<T>& p, cudaStream_t s) {
   prefix_kernel<T><<<blocks_for(p.in.batch, 64), 64, 0, s>>>(p.in, p.prefix, p.counts);
   FASTVQA_CUDA_CHECK_LAUNCH();
-  const long long total = static_cast<long long>(p.in.batch) * p.in.steps * p.width;
+  const long long total = static_cast<long long>(p.in.batch) * (p.in.steps + p.width - 1);
   forward_kernel<R, T><<<blocks_for(total), kThreadsPerBlock, 0, s>>>(p);
   FASTVQA_CUDA_CHECK_LAUNCH();
 }
 
 template <Reduce R, typename T>
 void backward_launch(const BackwardParams<T>& p, cudaStream_t s) {
-  const long long total = static_cast<long long>(p.batch) * (p.steps + 1);
-  diff_kernel<R, T><<<blocks_for(total), kThreadsPerBlock, 0, s>>>(p);
+  const long long total = static_cast<long long>(p.batch) * p.steps;
+  column_kernel<R, T><<<blocks_for(total), kThreadsPerBlock, 0, s>>>(p);
   FASTVQA_CUDA_CHECK_LAUNCH();
-  scan_kernel<R, T><<<blocks_for(p.batch, 64), 64, 0, s>>>(p);
+  inside_kernel<R, T><<<blocks_for(total), kThreadsPerBlock, 0, s>>>(p);
   FASTVQA_CUDA_CHECK_LAUNCH();
+  if (R == Reduce::kContrast) {
+    outside_kernel<T><<<blocks_for(p.batch, 64), 64, 0, s>>>(p);
+    FASTVQA_CUDA_CHECK_LAUNCH();
+  }
 }
 
 template <Reduce R, typename T>

@@ -4,17 +4,36 @@
 //
 // A span is an inclusive pair of steps [i, j] of one row, n = j - i + 1 steps.
 // It is valid when min_len <= n <= max_len and j < L (the row's valid length).
-// Its score under each reduce, with S(a, b) the sum of x[a..b-1]:
-//   sum:      S(i, j + 1)
-//   mean:     S(i, j + 1) / n
-//   contrast: S(i, j + 1) / n - S_out / (L - n), S_out = S(0, i) + S(j + 1, L);
-//             when the span covers the whole row (L = n) the outside mean is 0.
-// Sums come from prefix sums accumulated in double (also for float32 input),
-// so each span costs O(1); the result is cast to the output dtype once.
-// Non-finite inputs are counted separately (never summed into the prefix, so a
-// NaN cannot leak into spans that do not contain it): a range sum is NaN when
-// the range holds a NaN or both infinities, +-inf when it holds one kind of
-// infinity, i.e. exactly what summing the elements in IEEE arithmetic gives.
+// Its score under each reduce, with S the sum of x[i..j] and O the sum of the
+// row's other valid steps x[0..i-1] and x[j+1..L-1]:
+//   sum:      S
+//   mean:     S / n
+//   contrast: S / n - O / (L - n); when the span covers the whole row (L = n)
+//             the outside mean is 0.
+//
+// Every sum is made of its own terms only, in float64 (also for float32
+// input), in a fixed order, so it depends on nothing else in the row. (The
+// first version took S as a difference of prefix sums, which carries the
+// rounding error of everything before the span: one -3.4e38 mask step wiped
+// out every later span, and 1e308 steps overflowed into inf - inf = NaN.)
+//   S = x[i] + (x[i+1] + (... + (x[j-1] + x[j])))      last step first;
+//   O = P[i] + Q[j+1], P[i] = ((x[0] + x[1]) + ...) + x[i-1] first step first,
+//                      Q[k] = x[k] + (... + x[L-1])      last step first.
+// S for [i, j] is x[i] + S for [i+1, j]: the band costs one add per cell,
+// streamed over the spans ending at each j (or, on the CPU, over the starts
+// from the right with one running sum per end). Empty sums are -0.0, the
+// exact additive identity.
+//
+// Non-finite values are counted apart (never added to a finite sum): a sum
+// holding a NaN or both infinities is NaN, one kind of infinity gives +-inf;
+// for contrast the outside's non-finite values count as well.
+//
+// Overflow: a row is "careful" when it holds a non-finite value or its finite
+// |x| total reaches 2^1022 (only float64 input can). Careful rows also keep
+// every finite sum in units of 2^64 (exact scaling); a score whose unscaled
+// evaluation overflows is recomputed from those, so it is +-inf only when its
+// own value is beyond the float64 range. In other rows no partial sum can
+// overflow and the plain loops run.
 #pragma once
 
 #include <cmath>
@@ -33,26 +52,27 @@ using span_argmax::ranks_before;
 
 enum class Reduce : int { kSum = 0, kMean = 1, kContrast = 2 };
 
-// Prefix sums of one row over its valid steps: entry k describes x[0..k-1].
-struct PrefixRow {
-  const double* sum;   ///< L + 1 sums of the finite values
-  const int64_t* cnt;  ///< (L + 1) x 3 counts of NaN, +inf, -inf values
-  int64_t length;      ///< L
-  bool special;        ///< any non-finite value in the row (else cnt is not read)
-};
+constexpr double kScaleDown = 0x1p-64;
+constexpr double kScaleUp = 0x1p64;
+// A row whose finite |x| total stays below this has no partial sum, mean or
+// contrast beyond 2^1023: nothing can overflow.
+constexpr double kCarefulTotal = 0x1p1022;
 
-// Fills sum[0..L] and cnt[0..3L+2] from x[0..L-1] (stride xs); returns whether
-// the row holds a non-finite value.
-template <typename T>
-FASTVQA_HD bool build_prefix(const T* x, int64_t xs, int64_t length, double* sum, int64_t* cnt) {
-  double s = 0.0;
-  int64_t nan = 0, pos = 0, neg = 0;
-  sum[0] = 0.0;
-  cnt[0] = cnt[1] = cnt[2] = 0;
-  for (int64_t t = 0; t < length; ++t) {
-    const double v = static_cast<double>(x[t * xs]);
-    if (v - v == 0.0) {  // finite
-      s += v;
+FASTVQA_HD bool is_finite(double v) { return v - v == 0.0; }
+
+// A float64 sum whose non-finite terms are counted apart, with its finite
+// part also in units of 2^64 (ss) for the overflow fallback.
+struct WideSum {
+  double s, ss;
+  int64_t nan, pos, neg;
+
+  FASTVQA_HD WideSum() : s(-0.0), ss(-0.0), nan(0), pos(0), neg(0) {}
+
+  // Adds a term (IEEE addition commutes: the order is that of the calls).
+  FASTVQA_HD void add(double v) {
+    if (is_finite(v)) {
+      s = v + s;
+      ss = v * kScaleDown + ss;
     } else if (v != v) {
       ++nan;
     } else if (v > 0.0) {
@@ -60,26 +80,16 @@ FASTVQA_HD bool build_prefix(const T* x, int64_t xs, int64_t length, double* sum
     } else {
       ++neg;
     }
-    sum[t + 1] = s;
-    cnt[3 * (t + 1)] = nan;
-    cnt[3 * (t + 1) + 1] = pos;
-    cnt[3 * (t + 1) + 2] = neg;
   }
-  return nan + pos + neg > 0;
-}
-
-// IEEE sum of x[a..b-1], a <= b.
-FASTVQA_HD double range_sum(const PrefixRow& p, int64_t a, int64_t b) {
-  const double s = p.sum[b] - p.sum[a];
-  if (!p.special) return s;
-  const int64_t nan = p.cnt[3 * b] - p.cnt[3 * a];
-  const int64_t pos = p.cnt[3 * b + 1] - p.cnt[3 * a + 1];
-  const int64_t neg = p.cnt[3 * b + 2] - p.cnt[3 * a + 2];
-  if (nan > 0 || (pos > 0 && neg > 0)) return NAN;
-  if (pos > 0) return INFINITY;
-  if (neg > 0) return -INFINITY;
-  return s;
-}
+  FASTVQA_HD bool special() const { return nan + pos + neg > 0; }
+  // NaN or +-inf from the counts; 0 without non-finite terms.
+  FASTVQA_HD double special_value() const {
+    if (nan > 0 || (pos > 0 && neg > 0)) return NAN;
+    if (pos > 0) return INFINITY;
+    if (neg > 0) return -INFINITY;
+    return 0.0;
+  }
+};
 
 // A span's score from its inside sum (n steps) and, for contrast, the sum of
 // the row's other L - n valid steps. Counts arrive as doubles (exact below
@@ -96,25 +106,133 @@ FASTVQA_HD double combine(double inside, double outside, double n, double length
   return n_out == 0.0 ? mean_in : contrast;  // no outside: its mean is defined as 0
 }
 
-// Score of the valid span [i, j] (n = j - i + 1 steps) of a row of `length`
-// steps without non-finite values (p.special false): plain prefix differences.
-template <Reduce R>
-FASTVQA_HD double finite_span_value(const double* sum, int64_t i, int64_t j, int64_t length,
-                                    double n, double length_d) {
-  const double inside = sum[j + 1] - sum[i];
-  const double outside = R == Reduce::kContrast ? sum[i] + (sum[length] - sum[j + 1]) : 0.0;
-  return combine<R>(inside, outside, n, length_d);
+// The outside sums of one row of L valid steps (entries 0..L; see the top).
+struct RowSums {
+  const double* pre;    ///< P[k] = x[0] + ... + x[k-1] (finite terms)
+  const double* suf;    ///< Q[k] = x[k] + ... + x[L-1] (finite terms)
+  const double* pre_s;  ///< P in units of 2^64 (careful rows only)
+  const double* suf_s;  ///< Q in units of 2^64 (careful rows only)
+  const int64_t* cnt;   ///< (L + 1) x 3 prefix counts of NaN, +inf, -inf (careful rows only)
+  int64_t length;       ///< L
+  bool careful;         ///< non-finite values, or a finite |x| total >= 2^1022
+};
+
+// Whether a row of L steps x[0..L-1] (stride xs) is careful; also copies it
+// to xd as double unless xd is null.
+template <typename T>
+FASTVQA_HD bool scan_row(const T* x, int64_t xs, int64_t length, double* xd) {
+  bool special = false;
+  double total = 0.0;
+  for (int64_t t = 0; t < length; ++t) {
+    const double v = static_cast<double>(x[t * xs]);
+    if (xd) xd[t] = v;
+    if (is_finite(v)) {
+      total += v < 0.0 ? -v : v;
+    } else {
+      special = true;
+    }
+  }
+  return special || !(total < kCarefulTotal);
 }
 
-// Score of the valid span [i, j] in double.
+// P and Q (entries 0..L) of a row that is not careful.
+template <typename T>
+FASTVQA_HD void build_plain_sums(const T* x, int64_t xs, int64_t length, double* pre,
+                                 double* suf) {
+  pre[0] = -0.0;
+  for (int64_t t = 0; t < length; ++t) pre[t + 1] = static_cast<double>(x[t * xs]) + pre[t];
+  suf[length] = -0.0;
+  for (int64_t t = length - 1; t >= 0; --t) suf[t] = static_cast<double>(x[t * xs]) + suf[t + 1];
+}
+
+// P, Q (entries 0..L), their scaled copies and the prefix counts of a
+// careful row (the same sums as build_plain_sums where both apply).
+template <typename T>
+FASTVQA_HD void build_careful_sums(const T* x, int64_t xs, int64_t length, double* pre,
+                                   double* suf, double* pre_s, double* suf_s, int64_t* cnt) {
+  WideSum p;
+  pre[0] = pre_s[0] = -0.0;
+  cnt[0] = cnt[1] = cnt[2] = 0;
+  for (int64_t t = 0; t < length; ++t) {
+    p.add(static_cast<double>(x[t * xs]));
+    pre[t + 1] = p.s;
+    pre_s[t + 1] = p.ss;
+    cnt[3 * (t + 1)] = p.nan;
+    cnt[3 * (t + 1) + 1] = p.pos;
+    cnt[3 * (t + 1) + 2] = p.neg;
+  }
+  WideSum q;
+  suf[length] = suf_s[length] = -0.0;
+  for (int64_t t = length - 1; t >= 0; --t) {
+    q.add(static_cast<double>(x[t * xs]));
+    suf[t] = q.s;
+    suf_s[t] = q.ss;
+  }
+}
+
+// The outside sum of [i, j] (careful rows).
+FASTVQA_HD WideSum outside_sum(const RowSums& r, int64_t i, int64_t j) {
+  WideSum o;
+  o.s = r.pre[i] + r.suf[j + 1];
+  o.ss = r.pre_s[i] + r.suf_s[j + 1];
+  const int64_t* c0 = r.cnt + 3 * i;
+  const int64_t* c1 = r.cnt + 3 * (j + 1);
+  const int64_t* cl = r.cnt + 3 * r.length;
+  o.nan = c0[0] + (cl[0] - c1[0]);
+  o.pos = c0[1] + (cl[1] - c1[1]);
+  o.neg = c0[2] + (cl[2] - c1[2]);
+  return o;
+}
+
+// Score of a span of a row without non-finite values or overflow, from its
+// inside sum (the outside from P and Q for contrast).
 template <Reduce R>
-FASTVQA_HD double span_value(const PrefixRow& p, int64_t i, int64_t j) {
-  const double n = static_cast<double>(j - i + 1), length = static_cast<double>(p.length);
-  if (!p.special) return finite_span_value<R>(p.sum, i, j, p.length, n, length);
-  const double inside = range_sum(p, i, j + 1);
-  const double outside =
-      R == Reduce::kContrast ? range_sum(p, 0, i) + range_sum(p, j + 1, p.length) : 0.0;
+FASTVQA_HD double plain_score(double inside, const double* pre, const double* suf, int64_t i,
+                              int64_t j, double n, double length) {
+  const double outside = R == Reduce::kContrast ? pre[i] + suf[j + 1] : 0.0;
   return combine<R>(inside, outside, n, length);
+}
+
+// Score of a span of a careful row. Equal to plain_score whenever that one
+// neither meets a non-finite value nor overflows.
+template <Reduce R>
+FASTVQA_HD double careful_score(const WideSum& in, const WideSum& out, double n, double length) {
+  const bool out_special = R == Reduce::kContrast && n < length && out.special();
+  if (in.special() || out_special)  // the finite parts cannot change an inf or NaN
+    return combine<R>(in.special_value(), out_special ? out.special_value() : 0.0, n, length);
+  const double v = combine<R>(in.s, out.s, n, length);
+  if (is_finite(v)) return v;
+  // A partial sum (or the difference of the means) overflowed: in units of
+  // 2^64 nothing does, and scaling back gives +-inf only for a value beyond
+  // the float64 range.
+  return combine<R>(in.ss, out.ss, n, length) * kScaleUp;
+}
+
+// Visits the valid spans ending at step j < L, shortest first: emit(i, d, v)
+// with start i = j - d and score v (double). width: the longest span.
+template <Reduce R, typename T, typename Emit>
+FASTVQA_HD void spans_ending_at(const T* x, int64_t xs, const RowSums& r, int64_t j,
+                                int64_t min_len, int64_t width, Emit& emit) {
+  const int64_t last = width - 1 < j ? width - 1 : j;  // d <= j: the start stays >= 0
+  const double length = static_cast<double>(r.length);
+  if (!r.careful) {
+    double s = -0.0;
+    for (int64_t d = 0; d <= last; ++d) {
+      s = static_cast<double>(x[(j - d) * xs]) + s;
+      if (d + 1 >= min_len)
+        emit(j - d, d,
+             plain_score<R>(s, r.pre, r.suf, j - d, j, static_cast<double>(d + 1), length));
+    }
+    return;
+  }
+  WideSum s;
+  for (int64_t d = 0; d <= last; ++d) {
+    s.add(static_cast<double>(x[(j - d) * xs]));
+    if (d + 1 >= min_len) {
+      const WideSum out = R == Reduce::kContrast ? outside_sum(r, j - d, j) : WideSum();
+      emit(j - d, d, careful_score<R>(s, out, static_cast<double>(d + 1), length));
+    }
+  }
 }
 
 // Inclusive range [lo, hi] of band offsets d (span [i, i + d]) that are valid
@@ -125,6 +243,23 @@ FASTVQA_HD void offset_range(int64_t i, int64_t length, int64_t min_len, int64_t
   *lo = min_len - 1;
   *hi = width - 1 < by_row ? width - 1 : by_row;
 }
+
+// ------------------------------------------------------------------- backward
+//
+// The gradient of step t < L is the sum of its terms g(i, d) * coef over the
+// valid spans whose score depends on x[t]: coef = in_c for the spans holding
+// t, out_c (contrast only) for the others. It is summed from its own terms
+// only, again never as a difference (a difference array lets one huge or
+// non-finite g spread to unrelated steps):
+//   inside(t) = sum over ends j = t..t+W-1 of C(j, t),
+//               C(j, t) = sum over starts i <= t of g(i, j - i) * in_c
+//               (i ascending; every span [i, j] with i <= t <= j holds t);
+//   left(t)   = sum over ends j < t of E(j), E(j) = the out_c terms of the spans ending at j;
+//   right(t)  = sum over starts i > t of F(i), F(i) = the out_c terms of the spans starting at i;
+//   grad[t]   = (inside(t) + left(t)) + right(t).
+// Non-finite g then reaches exactly the steps it is a term of (IEEE addition:
+// NaN if a NaN or both infinities are among them, else +-inf). A gradient
+// overflows only if its own terms reach the float64 range.
 
 // The derivative of a span's score (n steps, row length L) with respect to
 // x[t]: `in_c` for t in the span, `out_c` for the other steps t < L. Linear
@@ -138,107 +273,8 @@ FASTVQA_HD void grad_coef(int64_t n, int64_t length, double* in_c, double* out_c
   if (R == Reduce::kContrast && n_out > 0) *out_c = -1.0 / static_cast<double>(n_out);
 }
 
-FASTVQA_HD bool is_finite(double v) { return v - v == 0.0; }
-
-// Backward through difference arrays. Span [i, i + d] contributes g * in_c
-// to its steps and g * out_c to the others, i.e. c = g * (in_c - out_c) on
-// steps i..i+d (+c at diff[i], -c at diff[i + d + 1]) plus g * out_c on every
-// step (the row's `every` total). The gradient of step t is the prefix sum of
-// diff through t plus `every`. `Grad` is any accessor with g(i, d) for a row.
-//
-// diff[k] gathered (one entry per thread on CUDA): spans starting at k minus
-// spans ending at k - 1. *every gets the out_c part of spans starting at k.
-template <Reduce R, typename Grad>
-FASTVQA_HD double diff_entry(const Grad& g, int64_t k, int64_t length, int64_t min_len,
-                             int64_t width, double* every) {
-  double add = 0.0, ev = 0.0;
-  if (k < length) {
-    int64_t lo, hi;
-    offset_range(k, length, min_len, width, &lo, &hi);
-    for (int64_t d = lo; d <= hi; ++d) {
-      double in_c, out_c;
-      grad_coef<R>(d + 1, length, &in_c, &out_c);
-      const double gv = static_cast<double>(g(k, d));
-      add += gv * (in_c - out_c);
-      if (out_c != 0.0) ev += gv * out_c;  // skipped, not added as 0: inf * 0 is NaN
-    }
-  }
-  // Spans [k - 1 - d, k - 1] for the offsets d valid at their start.
-  for (int64_t d = min_len - 1; d < width && d <= k - 1; ++d) {
-    const int64_t i = k - 1 - d;
-    if (i + d >= length) continue;
-    double in_c, out_c;
-    grad_coef<R>(d + 1, length, &in_c, &out_c);
-    add -= static_cast<double>(g(i, d)) * (in_c - out_c);
-  }
-  *every = ev;
-  return add;
-}
-
-// A sum that keeps its non-finite terms as counts, so a term can be removed
-// again exactly and the value is what IEEE addition of the terms gives.
-struct IeeeSum {
-  double s = 0.0;
-  int64_t nan = 0, pos = 0, neg = 0;
-
-  FASTVQA_HD void add(double v, int64_t sign = 1) {
-    if (v - v == 0.0) {
-      s += sign * v;
-    } else if (v != v) {
-      nan += sign;
-    } else if (v > 0.0) {
-      pos += sign;
-    } else {
-      neg += sign;
-    }
-  }
-  FASTVQA_HD double value() const {
-    if (nan > 0 || (pos > 0 && neg > 0)) return NAN;
-    if (pos > 0) return INFINITY;
-    if (neg > 0) return -INFINITY;
-    return s;
-  }
-};
-
-// The out_c terms of every valid span of the row.
-template <Reduce R, typename Grad>
-FASTVQA_HD IeeeSum outside_total(const Grad& g, int64_t length, int64_t min_len, int64_t width) {
-  IeeeSum acc;
-  // (sum and mean have no out_c terms; an empty loop, not an early return, so
-  // nvcc does not warn about an unreachable loop.)
-  const int64_t rows = R == Reduce::kContrast ? length : 0;
-  for (int64_t i = 0; i < rows; ++i) {
-    int64_t lo, hi;
-    offset_range(i, length, min_len, width, &lo, &hi);
-    for (int64_t d = lo; d <= hi; ++d) {
-      double in_c, out_c;
-      grad_coef<R>(d + 1, length, &in_c, &out_c);
-      if (out_c != 0.0) acc.add(static_cast<double>(g(i, d)) * out_c);
-    }
-  }
-  return acc;
-}
-
-// Step t's gradient term by term: `all_out` (outside_total) with the spans
-// holding t swapped from out_c to in_c. Used for rows whose grad_out holds a
-// non-finite value, where the differences above would spread it past its
-// spans (inf - inf); O(width^2) per step.
-template <Reduce R, typename Grad>
-FASTVQA_HD double grad_direct(const Grad& g, int64_t t, int64_t length, int64_t min_len,
-                              int64_t width, IeeeSum acc) {
-  for (int64_t i = t - width + 1 > 0 ? t - width + 1 : 0; i <= t; ++i) {
-    int64_t lo, hi;
-    offset_range(i, length, min_len, width, &lo, &hi);
-    for (int64_t d = lo > t - i ? lo : t - i; d <= hi; ++d) {
-      double in_c, out_c;
-      grad_coef<R>(d + 1, length, &in_c, &out_c);
-      const double gv = static_cast<double>(g(i, d));
-      if (out_c != 0.0) acc.add(gv * out_c, -1);
-      acc.add(gv * in_c);
-    }
-  }
-  return acc.value();
-}
+// g * c, or 0 when c is 0 (not multiplied: inf * 0 is NaN).
+FASTVQA_HD double term(double g, double c) { return c != 0.0 ? g * c : 0.0; }
 
 // ------------------------------------------------------------------ top_spans
 
@@ -260,23 +296,34 @@ struct Cursor {
   int64_t i, j;
 };
 
-// The best `cap` valid spans of a row ranking after `after`, scored in T (the
-// output dtype, so the order is that of span_scores' band), NaN spans skipped.
-// Sorted into spans (cap x 2) / scores (cap); returns how many were found.
-template <Reduce R, typename T>
-FASTVQA_HD int64_t scan_ranked(const PrefixRow& p, int64_t min_len, int64_t max_len,
-                               int64_t cap, const Cursor<T>& after, int64_t* spans, T* scores) {
-  int64_t count = 0;
-  for (int64_t i = 0; i < p.length; ++i) {
-    int64_t lo, hi;
-    offset_range(i, p.length, min_len, max_len, &lo, &hi);
-    for (int64_t d = lo; d <= hi; ++d) {
-      const T s = static_cast<T>(span_value<R>(p, i, i + d));
-      if (is_nan(s)) continue;
-      if (after.active && !ranks_before(after.score, after.i, after.j, s, i, i + d)) continue;
-      insert_ranked(s, i, i + d, cap, &count, spans, scores);
-    }
+// Collects spans into a sorted list of the best `cap` (see scan_ranked).
+template <typename T>
+struct RankedEmit {
+  const Cursor<T>* after;
+  int64_t cap;
+  int64_t* count;
+  int64_t* spans;
+  T* scores;
+
+  FASTVQA_HD void operator()(int64_t i, int64_t d, double v) const {
+    const T s = static_cast<T>(v);
+    if (is_nan(s)) return;
+    if (after->active && !ranks_before(after->score, after->i, after->j, s, i, i + d)) return;
+    insert_ranked(s, i, i + d, cap, count, spans, scores);
   }
+};
+
+// The best `cap` valid spans of a row (x: its L steps, stride xs) ranking
+// after `after`, scored in T (the output dtype, so the order is that of
+// span_scores' band; same sums, bit for bit), NaN spans skipped. Sorted into
+// spans (cap x 2) / scores (cap); returns how many were found.
+template <Reduce R, typename T, typename X>
+FASTVQA_HD int64_t scan_ranked(const X* x, int64_t xs, const RowSums& r, int64_t min_len,
+                               int64_t max_len, int64_t cap, const Cursor<T>& after,
+                               int64_t* spans, T* scores) {
+  int64_t count = 0;
+  RankedEmit<T> emit{&after, cap, &count, spans, scores};
+  for (int64_t j = 0; j < r.length; ++j) spans_ending_at<R>(x, xs, r, j, min_len, max_len, emit);
   return count;
 }
 
