@@ -420,7 +420,10 @@ def test_cos_of_mean_with_extreme_magnitudes_matches_exact_reference(case):
             s2 = sum(x * x for x in S)
             if s2 == 0:
                 continue  # the span's own sum cancels: any summation order is ill-conditioned
-            cond = math.sqrt(float(sum(x * x for x in A) / s2))
+            ratio = sum(x * x for x in A) / s2
+            if ratio > 2**100:
+                continue  # cancels to far below its terms: ill-conditioned likewise
+            cond = math.sqrt(float(ratio))
             bound = 1e-13 + 4 * (d + 1) * 2.0**-53 * cond
             assert abs(got[0, i, d] - want) <= bound, (i, d, got[0, i, d], want)
 

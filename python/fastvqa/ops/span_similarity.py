@@ -46,10 +46,10 @@ _COMMON_DOC = """
         ``1.8e308``) is recomputed scaled. A zero frame or query at
         ``eps = 0`` scores 0 and gets a zero gradient (the cosine is not
         differentiable there); with ``eps > 0`` its gradient is the clamped
-        formula's, as in torch. Gradients are exact in the same way for
-        ``mean_of_cos``; for ``cos_of_mean`` they use the same span sums, and
-        spans whose sum nearly cancels between very different magnitudes lose
-        accuracy as any float64 summation does.
+        formula's, as in torch. Gradients use the same scaled norms and span
+        sums, so they do not overflow or underflow either; each cell's term
+        is spread over its frames through difference arrays, so a frame's
+        gradient is accurate to about ``T`` ulps of the largest term in its row.
 
     dtypes and gradients:
         float32 and float64 (mixed inputs promote to float64; integers are

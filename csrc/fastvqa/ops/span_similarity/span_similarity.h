@@ -67,8 +67,9 @@ struct RowWork {
   double* qv;          ///< the scaled query q^ = q / 2^eq, dim entries
 
   // scalars[...]: |q^| (NaN for a non-finite query), kappa (backward), eq,
-  // 1 / max(|q^|, eps / 2^eq) (0 for a zero query at eps = 0), [|q| > eps].
-  enum { kQh = 0, kKappa = 1, kQe = 2, kQrho = 3, kQabove = 4, kScalars = 5 };
+  // 1 / max(|q^|, eps / 2^eq) (0 for a zero query at eps = 0), [|q| > eps],
+  // max(|q^|, eps / 2^eq).
+  enum { kQh = 0, kKappa = 1, kQe = 2, kQrho = 3, kQabove = 4, kQc = 5, kScalars = 6 };
 
   static FASTVQA_HD int64_t size(int64_t steps, int64_t dim, int64_t cells, Pool pool,
                                  bool backward) {
@@ -102,6 +103,7 @@ struct RowWork {
   FASTVQA_HD int eq() const { return int(scalars[kQe]); }
   FASTVQA_HD double rho_q() const { return scalars[kQrho]; }
   FASTVQA_HD bool q_above() const { return scalars[kQabove] != 0.0; }
+  FASTVQA_HD double cq() const { return scalars[kQc]; }
 };
 
 
@@ -172,6 +174,7 @@ FASTVQA_HD void query_stats(const Params<T>& p, const RowWork& w, int64_t b) {
   const double hq = sqrt(n2);
   w.scalars[RowWork::kQh] = ok ? hq : double(NAN);
   w.scalars[RowWork::kQe] = double(eq);
+  w.scalars[RowWork::kQc] = clamped(hq, eq, p.eps);
   w.scalars[RowWork::kQrho] = hq == 0.0 && p.eps == 0.0 ? 0.0 : 1.0 / clamped(hq, eq, p.eps);
   w.scalars[RowWork::kQabove] = above(hq, eq, p.eps) ? 1.0 : 0.0;
 }
@@ -187,7 +190,7 @@ FASTVQA_HD void frame_stats(const Params<T>& p, const RowWork& w, int64_t b, int
     w.self_inv[t] = 0.0;
     return;
   }
-  w.cos[t] = scaled_cos(dot, h, e, p.eps, w.hq(), w.eq(), p.eps);
+  w.cos[t] = scaled_cos(dot, h, e, p.eps, w.hq(), w.cq());
   w.inv[t] = inv_clamped(h, e, p.eps);
   w.self_inv[t] = above(h, e, p.eps) ? w.inv[t] : 0.0;
 }
@@ -215,7 +218,7 @@ template <typename T, typename Get>
 FASTVQA_HD double com_value(const Params<T>& p, const RowWork& w, const Get& get, int64_t n,
                             SumStats* st) {
   vec_stats(get, p.dim, w.qv, true, &st->dot, &st->h, &st->e, &st->shift);
-  return scaled_cos(st->dot, st->h, st->e, double(n) * p.eps, w.hq(), w.eq(), p.eps);
+  return scaled_cos(st->dot, st->h, st->e, double(n) * p.eps, w.hq(), w.cq());
 }
 
 // The value of an OK cell [i, j]; cos_of_mean sums the span directly.
@@ -238,12 +241,12 @@ FASTVQA_HD void com_backward(const Params<T>& p, const RowWork& w, const Get& ge
   const double y = com_value(p, w, get, n, st);
   *alpha = g * inv_clamped(st->h, st->e, c) * w.rho_q();
   *gy = g * y;
-  *coef = above(st->h, st->e, c) ? ldexp(-g * y / (st->h * st->h), -st->e) : 0.0;
+  *coef = above(st->h, st->e, c) ? pow2(-g * y / (st->h * st->h), -st->e) : 0.0;
 }
 
 // x (a sum component scaled by 2^-shift) in units of 2^e.
 FASTVQA_HD double scaled_part(double x, int shift, int e) {
-  return shift == e ? x : ldexp(x, shift - e);
+  return pow2(x, shift - e);
 }
 
 // lambda_t (the coefficient of q^ in frame t's gradient and of f_t in the
@@ -263,7 +266,7 @@ FASTVQA_HD void frame_coefs(const Params<T>& p, const RowWork& w, int64_t t, dou
 
 // The query gradient component from sum_t lambda_t f_tk and kappa.
 FASTVQA_HD double query_grad(const RowWork& w, double acc, double kappa, int64_t k) {
-  return ldexp(acc + query_self_coef(kappa, w.hq(), w.q_above()) * w.qv[k], -w.eq());
+  return pow2(acc + query_self_coef(kappa, w.hq(), w.q_above()) * w.qv[k], -w.eq());
 }
 
 template <typename T>

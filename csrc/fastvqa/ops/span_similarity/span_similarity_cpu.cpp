@@ -49,7 +49,11 @@ void for_cells(const Params<T>& p, const RowWork& w, int64_t b, int64_t len, Fn&
     for (; filled < j; ++filled) {
       const int64_t t = filled + 1;
       if (!finite(w.cos[t])) continue;  // only NaN cells of this start cover it
-      for (int64_t k = 0; k < p.dim; ++k) R[k] += double(p.frame(b, t, k));
+      const T* f = p.frames + b * p.f_s0 + t * p.f_s1;
+      if (p.f_s2 == 1)  // unit stride: a vectorised add
+        for (int64_t k = 0; k < p.dim; ++k) R[k] += double(f[k]);
+      else
+        for (int64_t k = 0; k < p.dim; ++k) R[k] += double(f[k * p.f_s2]);
     }
     fn(c, i, j, RunningSum<T>{R, DirectSum<T>{&p, b, i, j}});
   }
@@ -107,10 +111,18 @@ void backward_row(const Params<T>& p, const RowWork& w, int64_t b) {
         if (coef != 0.0) {
           double* vi = w.vec_diff + i * dim;
           double* vj = w.vec_diff + (j + 1) * dim;
-          for (int64_t k = 0; k < dim; ++k) {
-            const double v = scaled_part(get(k, st.shift), st.shift, st.e) * coef;
-            vi[k] += v;
-            vj[k] -= v;
+          if (st.shift == 0 && st.e == 0) {
+            for (int64_t k = 0; k < dim; ++k) {
+              const double v = get(k, 0) * coef;
+              vi[k] += v;
+              vj[k] -= v;
+            }
+          } else {
+            for (int64_t k = 0; k < dim; ++k) {
+              const double v = scaled_part(get(k, st.shift), st.shift, st.e) * coef;
+              vi[k] += v;
+              vj[k] -= v;
+            }
           }
         }
       },

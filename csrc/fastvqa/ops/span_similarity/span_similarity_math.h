@@ -39,10 +39,11 @@
 // scale into the coefficients (lambda_t multiplies q^, and grad_q is scaled by
 // 2^-eq at the end). Only valid, finite cells send gradient; -inf and NaN
 // cells (and the frames only they cover) get zero, and so does a zero vector
-// at eps = 0 (where the cosine is not differentiable). The cos_of_mean
-// backward pass takes the span sums from prefix sums: for spans whose sum
-// cancels badly or overflows (features beyond about 1e300) its gradient is
-// approximate (overflowing spans send none).
+// at eps = 0 (where the cosine is not differentiable). The backward pass
+// recomputes the span sums as the forward pass does; the per-cell terms are
+// spread over their frames through difference arrays (prefix sums of the
+// gradient terms, not of the inputs), so a frame's gradient is accurate to
+// about T ulps of the largest term in its row.
 #pragma once
 
 #include <cmath>
@@ -122,24 +123,27 @@ FASTVQA_HD bool vec_stats(const Get& get, int64_t dim, const double* qh, bool al
   return true;
 }
 
+// x * 2^e (ldexp is a call; e is 0 on the fast path).
+FASTVQA_HD double pow2(double x, int e) { return e == 0 ? x : ldexp(x, e); }
+
 // max(|x|, c) / 2^e for |x| = 2^e h: the clamped norm in x^'s units.
-FASTVQA_HD double clamped(double h, int e, double c) { return fmax(h, ldexp(c, -e)); }
+FASTVQA_HD double clamped(double h, int e, double c) { return fmax(h, pow2(c, -e)); }
 
 // Whether |x| > c for |x| = 2^e h.
-FASTVQA_HD bool above(double h, int e, double c) { return h > ldexp(c, -e); }
+FASTVQA_HD bool above(double h, int e, double c) { return h > pow2(c, -e); }
 
 // cos(x, q) from x's statistics (dot with q^, h, e; c the clamp of |x|) and
-// the query's (hq, eq); 0 when either vector is zero.
-FASTVQA_HD double scaled_cos(double dot, double h, int e, double c, double hq, int eq,
-                             double eps) {
+// the query's |q^| = hq and clamped norm cq = clamped(hq, eq, eps); 0 when
+// either vector is zero.
+FASTVQA_HD double scaled_cos(double dot, double h, int e, double c, double hq, double cq) {
   if (h == 0.0 || hq == 0.0) return 0.0;
-  return dot / clamped(h, e, c) / clamped(hq, eq, eps);
+  return dot / clamped(h, e, c) / cq;
 }
 
 // 1 / max(|x|, c) for |x| = 2^e h, in real units; 0 for the zero vector at c = 0.
 FASTVQA_HD double inv_clamped(double h, int e, double c) {
   if (h == 0.0 && c == 0.0) return 0.0;
-  return above(h, e, c) ? ldexp(1.0 / h, -e) : 1.0 / c;
+  return above(h, e, c) ? pow2(1.0 / h, -e) : 1.0 / c;
 }
 
 // Mean of the per-frame cosines of [i, j] from their prefix sums C.

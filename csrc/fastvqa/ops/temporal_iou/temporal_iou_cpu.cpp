@@ -46,10 +46,24 @@ void pairwise(const OverlapParams<T>& p) {
 template <Mode kMode, typename T>
 void paired(const OverlapParams<T>& p) {
   const int64_t n = p.n;
+  // One branch-free sweep decides whether any pair needs the extended path,
+  // so the common case keeps the plain (vectorisable) loop.
+  bool any = false;
+#pragma omp parallel for schedule(static) reduction(|| : any) if (n >= kParallelPairs)
+  for (int64_t i = 0; i < n; ++i)
+    any = any || any_special(p.a[i * p.a_s0], p.a[i * p.a_s0 + p.a_s1], p.b[i * p.b_s0],
+                             p.b[i * p.b_s0 + p.b_s1]);
+  if (any) {
+#pragma omp parallel for schedule(static) if (n >= kParallelPairs)
+    for (int64_t i = 0; i < n; ++i)
+      p.out[i] = pair_overlap_any<kMode>(p.a[i * p.a_s0], p.a[i * p.a_s0 + p.a_s1],
+                                         p.b[i * p.b_s0], p.b[i * p.b_s0 + p.b_s1]);
+    return;
+  }
 #pragma omp parallel for schedule(static) if (n >= kParallelPairs)
   for (int64_t i = 0; i < n; ++i) {
-    p.out[i] = pair_overlap_any<kMode>(p.a[i * p.a_s0], p.a[i * p.a_s0 + p.a_s1], p.b[i * p.b_s0],
-                                       p.b[i * p.b_s0 + p.b_s1]);
+    p.out[i] = pair_overlap<kMode>(p.a[i * p.a_s0], p.a[i * p.a_s0 + p.a_s1], p.b[i * p.b_s0],
+                                   p.b[i * p.b_s0 + p.b_s1]);
   }
 }
 
