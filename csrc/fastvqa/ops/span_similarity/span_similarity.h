@@ -124,6 +124,7 @@ struct FrameGet {
   const Params<T>* p;
   int64_t b, t;
   FASTVQA_HD double operator()(int64_t k, int) const { return double(p->frame(b, t, k)); }
+  FASTVQA_HD bool first_pass(double*, double*) const { return false; }
 };
 
 // Component k of the feature sum of frames [i, j], scaled by 2^-shift,
@@ -140,6 +141,7 @@ struct DirectSum {
       for (int64_t t = i; t <= j; ++t) s += ldexp(double(p->frame(b, t, k)), -shift);
     return s;
   }
+  FASTVQA_HD bool first_pass(double*, double*) const { return false; }
 };
 
 // The same sum read from a running vector run[k] (built frame by frame from
@@ -148,8 +150,16 @@ template <typename T>
 struct RunningSum {
   const double* run;
   DirectSum<T> direct;
+  bool fused = false;  ///< dot and n2 already hold run . q^ and run . run
+  double dot = 0.0, n2 = 0.0;
   FASTVQA_HD double operator()(int64_t k, int shift) const {
     return shift == 0 ? run[k] : direct(k, shift);
+  }
+  FASTVQA_HD bool first_pass(double* d, double* s) const {
+    if (!fused) return false;
+    *d = dot;
+    *s = n2;
+    return true;
   }
 };
 

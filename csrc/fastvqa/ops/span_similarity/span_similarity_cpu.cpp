@@ -46,16 +46,28 @@ void for_cells(const Params<T>& p, const RowWork& w, int64_t b, int64_t len, Fn&
       start = i;
       filled = i - 1;
     }
+    RunningSum<T> get{R, DirectSum<T>{&p, b, i, j}};
     for (; filled < j; ++filled) {
       const int64_t t = filled + 1;
       if (!finite(w.cos[t])) continue;  // only NaN cells of this start cover it
       const T* f = p.frames + b * p.f_s0 + t * p.f_s1;
-      if (p.f_s2 == 1)  // unit stride: a vectorised add
-        for (int64_t k = 0; k < p.dim; ++k) R[k] += double(f[k]);
-      else
+      if (p.f_s2 == 1 && t == j) {
+        // The last frame: add it and take vec_stats' first pass in one sweep.
+        double d = 0.0, n2 = 0.0;
+        for (int64_t k = 0; k < p.dim; ++k) {
+          const double x = R[k] + double(f[k]);
+          R[k] = x;
+          d += x * w.qv[k];
+          n2 += x * x;
+        }
+        get.fused = true;
+        get.dot = d;
+        get.n2 = n2;
+      } else {
         for (int64_t k = 0; k < p.dim; ++k) R[k] += double(f[k * p.f_s2]);
+      }
     }
-    fn(c, i, j, RunningSum<T>{R, DirectSum<T>{&p, b, i, j}});
+    fn(c, i, j, get);
   }
 }
 

@@ -69,14 +69,17 @@ constexpr int kShift = 64;
 // *h = |x^| (*shift_out: the shift the components were read with). Returns false when a component is not finite (with shift 0 and
 // allow_shift false: a NaN/inf frame). With allow_shift, non-finite
 // components (an overflowing sum) are retried with shift kShift.
+// get.first_pass(&d, &n2) may supply the plain first pass (x . qh, x . x).
 template <typename Get>
 FASTVQA_HD bool vec_stats(const Get& get, int64_t dim, const double* qh, bool allow_shift,
                           double* dot, double* h, int* e, int* shift_out) {
   double d = 0.0, n2 = 0.0;
-  for (int64_t k = 0; k < dim; ++k) {
-    const double x = get(k, 0);
-    d += x * qh[k];
-    n2 += x * x;
+  if (!get.first_pass(&d, &n2)) {  // the getter may have fused this pass
+    for (int64_t k = 0; k < dim; ++k) {
+      const double x = get(k, 0);
+      d += x * qh[k];
+      n2 += x * x;
+    }
   }
   if (finite(n2) && n2 >= kTinySq) {
     *dot = d;
