@@ -7,6 +7,7 @@ gradients (gradcheck in float64, agreement with autograd through
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -17,7 +18,12 @@ from hypothesis import strategies as st
 from fastvqa.ops import span_similarity, span_similarity_all
 from tests.conftest import DEVICES
 from tests.conftest import assert_opcheck  # noqa: E402
-from tests.reference.span_similarity import span_similarity_all_ref, span_similarity_ref
+from tests.reference.span_similarity import (
+    span_similarity_all_exact,
+    span_similarity_all_ref,
+    span_similarity_ref,
+    span_value_exact,
+)
 
 SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 POOLS = ["mean_of_cos", "cos_of_mean"]
@@ -307,6 +313,188 @@ def test_cuda_matches_cpu(pool):
         out[dev] = [band.cpu(), fd.grad.cpu(), qd.grad.cpu()]
     for a, b in zip(out["cpu"], out["cuda"]):
         torch.testing.assert_close(a, b, equal_nan=True)
+
+
+# ------------------------------------------- extreme magnitudes (issue 11)
+
+FMAX = float(np.finfo(np.float64).max)
+
+
+@pytest.mark.parametrize("kind", ["numpy", "torch"])
+def test_zero_frame_at_eps_zero_does_not_poison_later_spans(kind):
+    # Issue 11: a zero frame at eps=0 gave cos = 0/0 = NaN, and the running
+    # sum carried it into every later span. A zero vector's cosine is 0.
+    rng = np.random.default_rng(11)
+    frames, query = rng.standard_normal((1, 6, 3)), rng.standard_normal((1, 3))
+    frames[0, 1] = 0.0
+    conv = torch.from_numpy if kind == "torch" else np.asarray
+    for pool in POOLS:
+        band = np.asarray(span_similarity_all(conv(frames), conv(query), pool=pool, eps=0.0))
+        assert np.all(np.isfinite(band[0][np.triu(np.ones((6, 6)))[:, ::-1] > 0]))
+        want = span_similarity_all_exact(frames, query, pool, 0.0)
+        np.testing.assert_allclose(band, want, rtol=1e-13, atol=1e-15)
+    # The zero frame alone, and a zero query, score 0.
+    assert span_similarity_all(frames, query, pool="mean_of_cos", eps=0.0)[0, 1, 0] == 0.0
+    zq = np.zeros((1, 3))
+    for pool in POOLS:
+        band = span_similarity_all(frames, zq, pool=pool, eps=0.0)
+        assert np.all(band[np.isfinite(band)] == 0.0) and np.isfinite(band[0, 0]).all()
+    # cos_of_mean of a span whose mean is exactly zero: 0, not NaN.
+    f2 = np.array([[[1.0, 2.0], [-1.0, -2.0], [3.0, 0.0]]])
+    got = span_similarity(f2, np.array([[1.0, 1.0]]), np.array([[[0, 1], [0, 2]]]),
+                          pool="cos_of_mean", eps=0.0)
+    np.testing.assert_allclose(got, [[0.0, 1 / math.sqrt(2)]], rtol=1e-15)
+
+
+@pytest.mark.parametrize("pool", POOLS)
+@pytest.mark.parametrize("scale", [1e154, 1e200, 1e300, 1e-160, 1e-300, 5e-324 * 2**20])
+def test_huge_and_tiny_features_keep_their_cosine(pool, scale):
+    # Issue 11: above about 1.3e154 the squared norm overflowed and gave NaN
+    # for finite input; below about 1e-154 it underflowed to 0.
+    rng = np.random.default_rng(12)
+    base = rng.standard_normal((2, 5, 4))
+    q = rng.standard_normal((2, 4))
+    frames = base * scale
+    for qs in (1.0, scale):
+        got = span_similarity_all(frames, q * qs, pool=pool, eps=0.0)
+        want = span_similarity_all_exact(frames, q * qs, pool, 0.0)
+        assert np.isfinite(got).sum() == 2 * 15
+        np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-15)
+
+
+def test_feature_sums_that_overflow_double():
+    # cos_of_mean sums the span: two frames of 1e308 overflow double, the
+    # mean does not.
+    frames = np.array([[[1e308, 1e308], [1e308, 1e308], [FMAX, -FMAX], [-FMAX, FMAX]]])
+    q = np.array([[1.0, 1.0]])
+    band = span_similarity_all(frames, q, pool="cos_of_mean")
+    np.testing.assert_allclose(band[0, 0, :2], [1.0, 1.0], rtol=1e-15)
+    np.testing.assert_allclose(band[0, 2, :2], [0.0, 0.0], atol=1e-15)  # [2, 3] sums to 0
+    want = span_similarity_all_exact(frames, q, "cos_of_mean", 1e-8)
+    np.testing.assert_allclose(band, want, rtol=1e-13, atol=1e-15)
+
+
+@st.composite
+def extreme_rows(draw):
+    T = draw(st.integers(1, 6))
+    D = draw(st.integers(1, 4))
+    rng = np.random.default_rng(draw(st.integers(0, 2**31 - 1)))
+    exps = draw(st.lists(st.sampled_from([0, 0, 500, 1000, 1020, -500, -1000, -1060]),
+                         min_size=T, max_size=T))
+    frames = rng.integers(-4, 5, size=(1, T, D)).astype(np.float64)
+    for t, e in enumerate(exps):
+        frames[0, t] *= 2.0**e
+    if draw(st.booleans()):
+        frames[0, rng.integers(T)] = 0.0
+    qe = draw(st.sampled_from([0, 700, -700]))
+    query = rng.integers(-4, 5, size=(1, D)).astype(np.float64) * 2.0**qe
+    eps = draw(st.sampled_from([0.0, 1e-8, 1e-310]))
+    return frames, query, eps
+
+
+@settings(max_examples=60, **SETTINGS)
+@given(case=extreme_rows())
+def test_mean_of_cos_with_extreme_magnitudes_matches_exact_reference(case):
+    frames, query, eps = case
+    T = frames.shape[1]
+    got = span_similarity_all(frames, query, pool="mean_of_cos", eps=eps)
+    want = span_similarity_all_exact(frames, query, "mean_of_cos", eps)
+    # Prefix sums of cosines in [-1, 1]: absolute error within a few T ulps.
+    np.testing.assert_allclose(got, want, rtol=1e-13, atol=8 * T * 2.0**-53)
+
+
+@settings(max_examples=60, **SETTINGS)
+@given(case=extreme_rows())
+def test_cos_of_mean_with_extreme_magnitudes_matches_exact_reference(case):
+    frames, query, eps = case
+    T, D = frames.shape[1:]
+    got = span_similarity_all(frames, query, pool="cos_of_mean", eps=eps)
+    for i in range(T):
+        for d in range(T - i):
+            want = span_value_exact(frames[0], query[0], i, i + d, "cos_of_mean", eps)
+            # Summation error of the span alone (components may cancel):
+            # n u |sum_t |f_t|| / |S|, in exact arithmetic.
+            seg = [[Fraction(float(v)) for v in f] for f in frames[0, i:i + d + 1]]
+            S = [sum(f[k] for f in seg) for k in range(D)]
+            A = [sum(abs(f[k]) for f in seg) for k in range(D)]
+            s2 = sum(x * x for x in S)
+            if s2 == 0:
+                continue  # the span's own sum cancels: any summation order is ill-conditioned
+            ratio = sum(x * x for x in A) / s2
+            if ratio > 2**100:
+                continue  # cancels to far below its terms: ill-conditioned likewise
+            cond = math.sqrt(float(ratio))
+            bound = 1e-13 + 4 * (d + 1) * 2.0**-53 * cond
+            assert abs(got[0, i, d] - want) <= bound, (i, d, got[0, i, d], want)
+
+
+@pytest.mark.parametrize("pool", POOLS)
+@pytest.mark.parametrize("fill", [FMAX, -FMAX, 1e-320, 0.0, math.nan, 1e200])
+def test_a_span_does_not_see_the_frames_outside_it(pool, fill):
+    # Frames outside the span, whatever they hold, do not change its value:
+    # cos_of_mean sums the span itself (bit for bit), mean_of_cos takes
+    # differences of prefix sums of cosines in [-1, 1] (a few ulps).
+    rng = np.random.default_rng(13)
+    inner = rng.standard_normal((1, 4, 3))
+    q = rng.standard_normal((1, 3))
+    alone = span_similarity_all(inner, q, pool=pool)
+    frames = np.concatenate([np.full((1, 3, 3), fill), inner, np.full((1, 2, 3), fill)], axis=1)
+    band = span_similarity_all(frames, q, pool=pool)
+    inside = np.isfinite(alone)  # the spans of the 4 inner frames
+    assert inside.sum() == 10
+    part = band[:, 3:7, :4][inside]
+    if pool == "cos_of_mean":
+        np.testing.assert_array_equal(part, alone[inside])
+    else:
+        np.testing.assert_allclose(part, alone[inside], rtol=0, atol=1e-15)
+
+
+@pytest.mark.parametrize("pool", POOLS)
+@pytest.mark.parametrize("k", [600, -600, 1000])
+def test_gradients_scale_exactly_with_the_features(pool, k):
+    # cos is scale invariant at eps = 0, so d y / d (2^k f) = 2^-k d y / d f:
+    # the gradient at huge or tiny features follows from the one at moderate
+    # ones (checked against autograd above), instead of overflowing to 0 or NaN.
+    g = torch.Generator().manual_seed(14)
+    f = torch.randn(2, 6, 5, generator=g, dtype=torch.float64)
+    q = torch.randn(2, 5, generator=g, dtype=torch.float64)
+    w = torch.randn(2, 6, 4, generator=g, dtype=torch.float64)
+
+    def grads(ff, qq):
+        ff, qq = ff.clone().requires_grad_(), qq.clone().requires_grad_()
+        band = span_similarity_all(ff, qq, pool=pool, max_len=4, eps=0.0)
+        (finite_only(band) * w).sum().backward()
+        return band.detach(), ff.grad, qq.grad
+
+    b0, gf0, gq0 = grads(f, q)
+    b1, gf1, gq1 = grads(f * 2.0**k, q)
+    torch.testing.assert_close(b1, b0, rtol=1e-13, atol=1e-15)
+    torch.testing.assert_close(gf1, gf0 * 2.0**-k, rtol=1e-11, atol=0)
+    torch.testing.assert_close(gq1, gq0, rtol=1e-11, atol=1e-15)
+    b2, gf2, gq2 = grads(f, q * 2.0**k)
+    torch.testing.assert_close(b2, b0, rtol=1e-13, atol=1e-15)
+    torch.testing.assert_close(gf2, gf0, rtol=1e-11, atol=1e-15)
+    torch.testing.assert_close(gq2, gq0 * 2.0**-k, rtol=1e-11, atol=0)
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("pool", POOLS)
+def test_cuda_matches_cpu_at_extreme_magnitudes(pool):
+    g = torch.Generator().manual_seed(15)
+    f = torch.randn(3, 12, 7, generator=g, dtype=torch.float64)
+    f[0] *= 1e300
+    f[1, ::2] *= 1e-300
+    f[1, 3] = 0.0
+    f[2, :2] = FMAX
+    q = torch.randn(3, 7, generator=g, dtype=torch.float64) * 1e200
+    spans = torch.tensor([[[0, 11], [2, 5], [3, 3]]] * 3)
+    for eps in (0.0, 1e-8):
+        out = [span_similarity_all(f.to(dev), q.to(dev), pool=pool, max_len=5, eps=eps).cpu()
+               for dev in ("cpu", "cuda")]
+        torch.testing.assert_close(out[0], out[1], equal_nan=True, rtol=1e-14, atol=1e-15)
+        out = [span_similarity(f.to(dev), q.to(dev), spans.to(dev), pool=pool, eps=eps).cpu()
+               for dev in ("cpu", "cuda")]
+        torch.testing.assert_close(out[0], out[1], equal_nan=True, rtol=1e-14, atol=1e-15)
 
 
 # --------------------------------------------------------------------- errors

@@ -19,7 +19,10 @@ from tests.reference.temporal_iou import (
     MODES,
     grounding_overlap_ref,
     nextgqa_pair_ref,
+    grounding_overlap_exact_ref,
     paired_temporal_iou_ref,
+    span_overlap_exact_ref,
+    temporal_iou_exact_ref,
     temporal_iou_ref,
 )
 
@@ -847,6 +850,145 @@ def test_grounding_mixing_numpy_and_torch_raises(torch_arg):
 
 
 # --------------------------------------------------------------------------
+# Extreme and infinite endpoints (issue 11): exact references in Fractions,
+# with the documented limit rule for +-inf.
+# --------------------------------------------------------------------------
+
+INF = math.inf
+BIG = 1e308
+
+
+@pytest.mark.parametrize(("kind", "dtype"), KIND_DTYPES)
+def test_identical_huge_spans_have_full_overlap(kind, dtype):
+    # [-1e308, 1e308] has length 2e308, which overflows; it used to score 0.
+    big = 1e308 if dtype == "float64" else 3e38
+    for span in ([-big, big], [0.0, big], [-big, -big / 2], [big / 2, big]):
+        a = make_spans([span], kind, dtype)
+        for mode in MODES:
+            assert to_numpy(temporal_iou(a, a, mode))[0, 0] == 1.0, (span, mode)
+            assert to_numpy(paired_temporal_iou(a, a, mode))[0] == 1.0, (span, mode)
+        iou, iop = grounding_overlap(a, a, make_offsets([0, 1], kind))
+        assert to_numpy(iou)[0] == 1.0 and to_numpy(iop)[0] == 1.0, span
+
+
+# (a, b, iou, iop, iog, giou) under the limit rule, by hand.
+INF_CASES = [
+    ([-INF, INF], [-INF, INF], 1.0, 1.0, 1.0, 1.0),
+    ([0.0, INF], [0.0, INF], 1.0, 1.0, 1.0, 1.0),
+    ([0.0, INF], [5.0, INF], 1.0, 1.0, 1.0, 1.0),
+    ([-INF, INF], [0.0, INF], 0.5, 0.5, 1.0, 0.5),
+    ([0.0, INF], [-INF, INF], 0.5, 1.0, 0.5, 0.5),
+    ([0.0, 1.0], [0.0, INF], 0.0, 1.0, 0.0, 0.0),
+    ([0.0, 1.0], [-INF, INF], 0.0, 1.0, 0.0, 0.0),
+    ([0.0, BIG], [0.0, INF], 0.0, 1.0, 0.0, 0.0),  # any finite length is 0 next to L
+    ([-INF, 0.0], [0.0, INF], 0.0, 0.0, 0.0, 0.0),  # touching at 0
+    ([-INF, -1.0], [1.0, INF], 0.0, 0.0, 0.0, 0.0),  # hull 2L, union 2L
+    ([INF, INF], [INF, INF], 0.0, 0.0, 0.0, 0.0),  # zero-length spans at +L
+    ([INF, -INF], [0.0, 1.0], 0.0, 0.0, 0.0, 0.0),  # reversed: empty; hull 1 = union
+    ([-BIG, BIG], [-BIG, BIG], 1.0, 1.0, 1.0, 1.0),
+    ([-BIG, BIG], [0.0, BIG], 0.5, 0.5, 1.0, 0.5),
+    ([-1.7e308, 1.7e308], [-1.7e308, 0.0], 0.5, 0.5, 1.0, 0.5),
+    ([0.0, BIG], [0.0, 1.0], 1e-308, 1e-308, 1.0, 1e-308),
+]
+
+
+@pytest.mark.parametrize(("a", "b", "iou", "iop", "iog", "giou"), INF_CASES)
+def test_infinite_and_huge_endpoints_by_hand(a, b, iou, iop, iog, giou):
+    want = {"iou": iou, "iop": iop, "iog": iog, "giou": giou}
+    for mode in MODES:
+        exact = span_overlap_exact_ref(*a, *b, mode)
+        assert exact == pytest.approx(want[mode], rel=1e-12, abs=0), (mode, "reference")
+        for kind in ("numpy", "torch"):
+            got = to_numpy(temporal_iou(make_spans([a], kind, "float64"),
+                                        make_spans([b], kind, "float64"), mode))[0, 0]
+            assert got == pytest.approx(exact, rel=1e-15, abs=0), (mode, kind)
+            got = to_numpy(paired_temporal_iou(make_spans([a], kind, "float64"),
+                                               make_spans([b], kind, "float64"), mode))[0]
+            assert got == pytest.approx(exact, rel=1e-15, abs=0), (mode, kind)
+
+
+def test_iou_and_iog_agree_on_nested_infinite_spans():
+    # Issue 11: IoU and IoG disagreed for infinite endpoints. b inside a: IoG 1,
+    # and IoU = len(b) / len(a) in the limit, for finite and infinite b alike.
+    a = np.array([[-INF, INF]])
+    b = np.array([[0.0, INF], [-INF, 0.0], [1.0, 2.0], [-INF, INF]])
+    np.testing.assert_array_equal(temporal_iou(a, b, "iog"), [[1.0, 1.0, 1.0, 1.0]])
+    np.testing.assert_array_equal(temporal_iou(a, b, "iou"), [[0.5, 0.5, 0.0, 1.0]])
+    np.testing.assert_array_equal(temporal_iou(a, b, "iop"), [[0.5, 0.5, 0.0, 1.0]])
+
+
+# A common power-of-two scale per example (near the overflow bound, or
+# subnormal), grid values times it, and +-inf mixed in.
+SCALES = st.sampled_from([1.0, 2.0**60, 2.0**120, 2.0**124, 2.0**126, 2.0**127, 2.0**1000,
+                          2.0**1018, 2.0**1020, 2.0**1021, 2.0**1022, 2.0**-1000, 2.0**-1060])
+
+
+@st.composite
+def extreme_spans(draw, n: int, scale: float) -> np.ndarray:
+    value = st.one_of(GRID.map(lambda v: v * scale), GRID.map(lambda v: v * scale),
+                      st.sampled_from([INF, -INF, 1.7976931348623157e308, -1.7976931348623157e308]))
+    rows = []
+    for _ in range(n):
+        s, e = draw(value), draw(value)
+        if draw(st.integers(0, 3)) > 0:
+            s, e = min(s, e), max(s, e)
+        rows.append([s, e])
+    return np.array(rows, dtype=np.float64).reshape(-1, 2)
+
+
+@pytest.mark.parametrize(("kind", "dtype"), KIND_DTYPES)
+@SETTINGS
+@given(data=st.data(), scale=SCALES, n=st.integers(1, 6), m=st.integers(1, 6))
+def test_extreme_endpoints_match_exact_reference(kind, dtype, data, scale, n, m):
+    a_vals = data.draw(extreme_spans(n, scale), label="a")
+    b_vals = data.draw(extreme_spans(m, scale), label="b")
+    # A copy of a's rows in b makes identical pairs common.
+    b_vals[0] = a_vals[data.draw(st.integers(0, n - 1), label="copy")]
+    with np.errstate(over="ignore"):
+        a_seen, b_seen = round_to(a_vals, dtype), round_to(b_vals, dtype)
+    mode = data.draw(st.sampled_from(MODES), label="mode")
+    with np.errstate(over="ignore"):
+        a, b = make_spans(a_vals, kind, dtype), make_spans(b_vals, kind, dtype)
+    out = check_output(temporal_iou(a, b, mode), kind, dtype, (n, m))
+    assert_close(out, temporal_iou_exact_ref(a_seen, b_seen, mode), **tol(dtype))
+    k = min(n, m)
+    out = to_numpy(paired_temporal_iou(a[:k], b[:k], mode))
+    assert_close(out, np.diag(temporal_iou_exact_ref(a_seen[:k], b_seen[:k], mode)), **tol(dtype))
+    iou, iop = grounding_overlap(a, b, make_offsets([0] * n + [m], kind))
+    exp_iou, exp_iop = grounding_overlap_exact_ref(a_seen, b_seen, [0] * n + [m])
+    assert_close(to_numpy(iou), exp_iou, **tol(dtype))
+    assert_close(to_numpy(iop), exp_iop, **tol(dtype))
+
+
+@pytest.mark.parametrize(("kind", "dtype"), KIND_DTYPES)
+@SETTINGS
+@given(data=st.data(), case=span_sets(paired=False, max_n=6),
+       k=st.sampled_from([0, 500, 900, 1000, 1010]))
+def test_power_of_two_scaling_keeps_every_ratio(kind, dtype, data, case, k):
+    # Scaling every endpoint by 2^k is exact, so no mode may change: this
+    # covers the rows that take the extended path next to ones that do not.
+    a_vals, b_vals = round_to(case[0], dtype), round_to(case[1], dtype)
+    if dtype == "float32":
+        k = k // 10
+    mode = data.draw(st.sampled_from(MODES), label="mode")
+    base = to_numpy(temporal_iou(make_spans(a_vals, kind, dtype), make_spans(b_vals, kind, dtype),
+                                 mode))
+    sa, sb = make_spans(a_vals * 2.0**k, kind, dtype), make_spans(b_vals * 2.0**k, kind, dtype)
+    np.testing.assert_array_equal(to_numpy(temporal_iou(sa, sb, mode)), base)
+
+
+def test_grounding_with_infinite_and_huge_endpoints_by_hand():
+    pred = np.array([[-BIG, BIG], [0.0, INF], [INF, INF], [5.0, 5.0], [-INF, INF]])
+    gt = np.array([[-BIG, BIG], [0.0, INF], [1.0, INF], [0.0, INF], [-INF, 0.0], [3.0, 4.0]])
+    iou, iop = grounding_overlap(pred, gt, np.array([0, 1, 3, 4, 5, 6]))
+    # [0, inf] vs [1, inf]: inter L - 1, hull L, IoU and IoP -> 1.
+    # [inf, inf] is a zero-length prediction at L, inside [0, L]: IoP 1.
+    # [-inf, inf] vs [3, 4]: IoU 1 / 2L -> 0, IoP -> 0.
+    np.testing.assert_array_equal(iou, [1.0, 1.0, 0.0, 0.0, 0.0])
+    np.testing.assert_array_equal(iop, [1.0, 1.0, 1.0, 0.0, 0.0])
+
+
+# --------------------------------------------------------------------------
 # Devices (CUDA runs only with a CUDA build and a visible GPU)
 # --------------------------------------------------------------------------
 
@@ -928,6 +1070,21 @@ class TestDevices:
         assert iou.dtype == half and iou.device == a.device
         assert_close(iou.float().cpu().numpy(), [1 / 3, 0.0, 0.0], rtol=1e-2, atol=1e-3)
         assert_close(iop.float().cpu().numpy(), [0.5, 0.0, 1.0], rtol=1e-2, atol=1e-3)
+
+    @pytest.mark.parametrize("dtype", ["float32", "float64"])
+    @DEVICE_SETTINGS
+    @given(data=st.data(), scale=SCALES, n=st.integers(1, 6), m=st.integers(1, 6))
+    def test_extreme_endpoints_match_cpu(self, device, dtype, data, scale, n, m):
+        with np.errstate(over="ignore"):
+            a = make_spans(data.draw(extreme_spans(n, scale)), "torch", dtype)
+            b = make_spans(data.draw(extreme_spans(m, scale)), "torch", dtype)
+        for mode in MODES:
+            np.testing.assert_array_equal(to_numpy(temporal_iou(a.to(device), b.to(device), mode)),
+                                          to_numpy(temporal_iou(a, b, mode)))
+        off = torch.tensor([0] * n + [m])
+        got = grounding_overlap(a.to(device), b.to(device), off.to(device))
+        for x, y in zip(got, grounding_overlap(a, b, off)):
+            np.testing.assert_array_equal(to_numpy(x), to_numpy(y))
 
     def test_empty(self, device):
         a = torch.zeros((0, 2), device=device)

@@ -15,12 +15,19 @@ _COMMON_DOC = """
     Similarity:
         ``cos(x, y) = x . y / (max(|x|, eps) * max(|y|, eps))``, the definition
         of ``torch.nn.functional.cosine_similarity`` (each norm clamped at
-        ``eps`` separately). For a span of ``n`` frames ``f_i .. f_j``:
+        ``eps`` separately), except that a zero vector's cosine with anything
+        is 0 for every ``eps``, ``eps = 0`` included (the limit of the clamped
+        formula as ``eps -> 0``; torch gives 0/0 = NaN there). For a span of
+        ``n`` frames ``f_i .. f_j``:
 
         - ``pool="mean_of_cos"``: ``(1/n) sum_t cos(f_t, q)``, the mean of the
-          per-frame cosines (prefix sums of the per-frame cosines, O(1) a span).
+          per-frame cosines (prefix sums of the per-frame cosines, O(1) a span;
+          each cosine is in [-1, 1], so a span's absolute error is at most
+          about ``T * 2**-53`` whatever the other frames hold).
         - ``pool="cos_of_mean"``: ``cos((1/n) sum_t f_t, q)``, the cosine of the
-          mean feature (prefix sums over features, O(D) a span).
+          mean feature (the span's own features are summed, a running sum from
+          each start on the band, O(D) a span there; O(n D) for a given span),
+          so no frame outside a span enters its value.
 
         DeVE-QA (deveqa.md §4.3) does not say which pooling its ``R_va`` uses,
         so ``pool`` has no default: name the one you mean. Scores are raw
@@ -30,7 +37,19 @@ _COMMON_DOC = """
         Invalid spans score ``-inf`` (their gradient is 0). A span that covers
         a frame with a NaN or infinite component scores NaN, and so does every
         span of a row whose query has one; other spans of the row are
-        unaffected. Only finite scores send gradient.
+        unaffected (the bad frame is kept out of every sum and only counted).
+        Only finite scores send gradient. Finite input never gives NaN or inf:
+        norms and dot products are computed as BLAS ``nrm2`` does, rescaling a
+        vector by a power of two when its squares would overflow (features
+        above about ``1e154``) or underflow (below about ``1e-154``), and a
+        ``cos_of_mean`` span sum that overflows double (features near
+        ``1.8e308``) is recomputed scaled. A zero frame or query at
+        ``eps = 0`` scores 0 and gets a zero gradient (the cosine is not
+        differentiable there); with ``eps > 0`` its gradient is the clamped
+        formula's, as in torch. Gradients use the same scaled norms and span
+        sums, so they do not overflow or underflow either; each cell's term
+        is spread over its frames through difference arrays, so a frame's
+        gradient is accurate to about ``T`` ulps of the largest term in its row.
 
     dtypes and gradients:
         float32 and float64 (mixed inputs promote to float64; integers are

@@ -26,6 +26,23 @@ _MODES_DOC = """
     ``"iou"``). Touching spans have IoU 0. A NaN endpoint in either span gives NaN.
     Use :func:`grounding_overlap` for NExT-GQA's zero-length prediction rule.
 
+    Extreme and infinite endpoints (every mode, CPU and CUDA alike, and
+    :func:`grounding_overlap` too):
+
+    - Finite endpoints never overflow: when an endpoint of a pair reaches
+      ``2**1020`` in magnitude (``2**124`` in float32), that pair is computed
+      with its endpoints scaled by 1/4, which is exact, so lengths such as
+      ``1e308 - (-1e308)`` no longer overflow (identical spans
+      ``[-1e308, 1e308]`` have IoU 1). Smaller endpoints take the plain
+      formulas, bit for bit as before.
+    - ``+inf`` and ``-inf`` are the limit of one huge value ``L -> inf`` (``L``
+      and ``-L``, the same ``L`` for every infinite endpoint of the pair); each
+      ratio is its limit, which always exists. So ``[-inf, inf]`` against
+      itself has IoU 1, ``[0, inf]`` against ``[5, inf]`` IoU 1, ``[-inf, inf]``
+      against ``[0, inf]`` IoU and IoP 0.5 and IoG 1, and a finite span against
+      an infinite one IoU 0 (IoP 1 when it lies inside). IoU, IoP, IoG and GIoU
+      of a pair always describe the same limit, so they stay consistent.
+
     dtypes: float32 and float64 are computed natively (mixed inputs promote to
     float64); integers are converted to float64 (NumPy) or the default float
     (torch); float16/bfloat16 torch tensors are computed in float32 and the
@@ -111,6 +128,11 @@ def grounding_overlap(pred: Any, gt: Any, gt_offsets: Any) -> tuple[Any, Any]:
       reversed prediction scores 0; an empty row scores 0.
     - NaN in the prediction, or in any of its ground-truth spans, gives NaN
       (the metrics layer uses a NaN prediction row for "no prediction").
+    - Endpoints from ``2**1020`` in magnitude and ``+-inf`` follow the rule of
+      :func:`temporal_iou` (exact 1/4 scaling; ``+-inf`` as the limit ``+-L``),
+      so ``[-1e308, 1e308]`` against itself has IoU and IoP 1, where the
+      official Python code overflows to ``inf / inf`` and scores 0. A
+      zero-length prediction ``[inf, inf]`` is the point ``L``.
 
     Values are computed in the inputs' dtype (float64 reproduces the official
     Python evaluator bit for bit). Not differentiable: torch results never

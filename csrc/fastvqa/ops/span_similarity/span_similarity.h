@@ -55,21 +55,28 @@ struct Params {
 struct RowWork {
   double* cos_prefix;  ///< C: prefix sums of the per-frame cosines (non-finite frames: 0)
   double* bad_prefix;  ///< prefix counts of non-finite frames
-  double* dot;         ///< f_t . q
-  double* norm;        ///< |f_t|
-  double* feat_prefix; ///< cos_of_mean: (steps + 1) x dim prefix sums of the features
+  double* cos;         ///< cos(f_t, q); NaN for a frame with a non-finite component
+  double* inv;         ///< 1 / max(|f_t|, eps) (0 for a zero frame at eps = 0)
+  double* self_inv;    ///< inv where |f_t| > eps, else 0
+  double* run;         ///< cos_of_mean: running span sums, dim (CPU) or (steps + 1) x dim (CUDA)
+  double* feat_prefix; ///< unused (kept null)
   double* diff;        ///< backward: steps + 1 difference array of the per-frame scalar
   double* vec_diff;    ///< backward, cos_of_mean: (steps + 1) x dim difference array
-  double* cell_coef;   ///< backward, cos_of_mean: beta of every cell (CUDA)
-  double* scalars;     ///< [0] = |q|, [1] = kappa (backward)
-  double* qv;          ///< the query, dim entries
+  double* cell_coef;   ///< backward, cos_of_mean (CUDA): 3 per cell (coef, e, shift)
+  double* scalars;     ///< see the kQ* indices
+  double* qv;          ///< the scaled query q^ = q / 2^eq, dim entries
+
+  // scalars[...]: |q^| (NaN for a non-finite query), kappa (backward), eq,
+  // 1 / max(|q^|, eps / 2^eq) (0 for a zero query at eps = 0), [|q| > eps],
+  // max(|q^|, eps / 2^eq).
+  enum { kQh = 0, kKappa = 1, kQe = 2, kQrho = 3, kQabove = 4, kQc = 5, kScalars = 6 };
 
   static FASTVQA_HD int64_t size(int64_t steps, int64_t dim, int64_t cells, Pool pool,
                                  bool backward) {
     const int64_t tp = steps + 1;
     const bool com = pool == Pool::kCosOfMean;
-    int64_t n = 4 * tp + 2 + dim + (com ? tp * dim : 0);
-    if (backward) n += tp + (com ? tp * dim + cells : 0);
+    int64_t n = 5 * tp + kScalars + dim + (com ? tp * dim : 0);
+    if (backward) n += tp + (com ? tp * dim + 3 * cells : 0);
     return n;
   }
   static FASTVQA_HD RowWork at(double* base, int64_t steps, int64_t dim, Pool pool,
@@ -80,16 +87,23 @@ struct RowWork {
     double* p = base;
     w.cos_prefix = p; p += tp;
     w.bad_prefix = p; p += tp;
-    w.dot = p; p += tp;
-    w.norm = p; p += tp;
-    w.scalars = p; p += 2;
+    w.cos = p; p += tp;
+    w.inv = p; p += tp;
+    w.self_inv = p; p += tp;
+    w.scalars = p; p += kScalars;
     w.qv = p; p += dim;
-    w.feat_prefix = com ? p : nullptr; p += com ? tp * dim : 0;
+    w.run = com ? p : nullptr; p += com ? tp * dim : 0;
+    w.feat_prefix = nullptr;
     w.diff = backward ? p : nullptr; p += backward ? tp : 0;
     w.vec_diff = backward && com ? p : nullptr; p += backward && com ? tp * dim : 0;
     w.cell_coef = backward && com ? p : nullptr;
     return w;
   }
+  FASTVQA_HD double hq() const { return scalars[kQh]; }
+  FASTVQA_HD int eq() const { return int(scalars[kQe]); }
+  FASTVQA_HD double rho_q() const { return scalars[kQrho]; }
+  FASTVQA_HD bool q_above() const { return scalars[kQabove] != 0.0; }
+  FASTVQA_HD double cq() const { return scalars[kQc]; }
 };
 
 
@@ -100,94 +114,154 @@ template <typename T>
 FASTVQA_HD CellState cell_state(const Params<T>& p, const RowWork& w, int64_t b, int64_t c,
                                 int64_t len, int64_t* i, int64_t* j) {
   if (!p.span(b, c, len, i, j)) return CellState::kInvalid;
-  if (!finite(w.scalars[0]) || w.bad_prefix[*j + 1] != w.bad_prefix[*i]) return CellState::kNaN;
+  if (!finite(w.hq()) || w.bad_prefix[*j + 1] != w.bad_prefix[*i]) return CellState::kNaN;
   return CellState::kOk;
 }
 
-// a = S.q and r = |S| for the feature sum S of frames [i, j].
-FASTVQA_HD void span_sums(const RowWork& w, int64_t dim, int64_t i, int64_t j, double* a,
-                          double* r) {
-  const double* lo = w.feat_prefix + i * dim;
-  const double* hi = w.feat_prefix + (j + 1) * dim;
-  double dot = 0.0, n2 = 0.0;
-  for (int64_t k = 0; k < dim; ++k) {
-    const double s = hi[k] - lo[k];
-    dot += s * w.qv[k];
-    n2 += s * s;
-  }
-  *a = dot;
-  *r = sqrt(n2);
-}
-
-// The value of an OK cell [i, j].
+// Component k of frame t (vec_stats getter; frames are never shifted).
 template <typename T>
-FASTVQA_HD double cell_value(const Params<T>& p, const RowWork& w, int64_t i, int64_t j) {
-  if (p.pool == Pool::kMeanOfCos) return mean_of_cos(w.cos_prefix, i, j);
-  double a, r;
-  span_sums(w, p.dim, i, j, &a, &r);
-  return cos_of_mean(a, r, j - i + 1, w.scalars[0], p.eps);
+struct FrameGet {
+  const Params<T>* p;
+  int64_t b, t;
+  FASTVQA_HD double operator()(int64_t k, int) const { return double(p->frame(b, t, k)); }
+  FASTVQA_HD bool first_pass(double*, double*) const { return false; }
+};
+
+// Component k of the feature sum of frames [i, j], scaled by 2^-shift,
+// summed directly (no prefix sums).
+template <typename T>
+struct DirectSum {
+  const Params<T>* p;
+  int64_t b, i, j;
+  FASTVQA_HD double operator()(int64_t k, int shift) const {
+    double s = 0.0;
+    if (shift == 0)
+      for (int64_t t = i; t <= j; ++t) s += double(p->frame(b, t, k));
+    else
+      for (int64_t t = i; t <= j; ++t) s += ldexp(double(p->frame(b, t, k)), -shift);
+    return s;
+  }
+  FASTVQA_HD bool first_pass(double*, double*) const { return false; }
+};
+
+// The same sum read from a running vector run[k] (built frame by frame from
+// i), recomputed directly only when scaled.
+template <typename T>
+struct RunningSum {
+  const double* run;
+  DirectSum<T> direct;
+  bool fused = false;  ///< dot and n2 already hold run . q^ and run . run
+  double dot = 0.0, n2 = 0.0;
+  FASTVQA_HD double operator()(int64_t k, int shift) const {
+    return shift == 0 ? run[k] : direct(k, shift);
+  }
+  FASTVQA_HD bool first_pass(double* d, double* s) const {
+    if (!fused) return false;
+    *d = dot;
+    *s = n2;
+    return true;
+  }
+};
+
+// The query's scaled form and statistics (serial; the CUDA caller runs it on
+// one thread). q^ = q / 2^eq with max |q^_k| in [1/2, 1).
+template <typename T>
+FASTVQA_HD void query_stats(const Params<T>& p, const RowWork& w, int64_t b) {
+  double m = 0.0;
+  bool ok = true;
+  for (int64_t k = 0; k < p.dim; ++k) {
+    w.qv[k] = double(p.q(b, k));
+    ok = ok && finite(w.qv[k]);
+    m = fmax(m, fabs(w.qv[k]));
+  }
+  int eq = 0;
+  if (ok && m > 0.0) frexp(m, &eq);
+  double n2 = 0.0;
+  for (int64_t k = 0; k < p.dim; ++k) {
+    w.qv[k] = ldexp(w.qv[k], -eq);
+    n2 += w.qv[k] * w.qv[k];
+  }
+  const double hq = sqrt(n2);
+  w.scalars[RowWork::kQh] = ok ? hq : double(NAN);
+  w.scalars[RowWork::kQe] = double(eq);
+  w.scalars[RowWork::kQc] = clamped(hq, eq, p.eps);
+  w.scalars[RowWork::kQrho] = hq == 0.0 && p.eps == 0.0 ? 0.0 : 1.0 / clamped(hq, eq, p.eps);
+  w.scalars[RowWork::kQabove] = above(hq, eq, p.eps) ? 1.0 : 0.0;
 }
 
-// Frame t's statistics (dot with the query, norm); the query must be in w.qv.
+// Frame t's cosine and inverse clamped norms; the query must be done.
 template <typename T>
 FASTVQA_HD void frame_stats(const Params<T>& p, const RowWork& w, int64_t b, int64_t t) {
-  double dot = 0.0, n2 = 0.0;
-  for (int64_t k = 0; k < p.dim; ++k) {
-    const double f = double(p.frame(b, t, k));
-    dot += f * w.qv[k];
-    n2 += f * f;
+  double dot, h;
+  int e, shift;
+  if (!vec_stats(FrameGet<T>{&p, b, t}, p.dim, w.qv, false, &dot, &h, &e, &shift)) {
+    w.cos[t] = double(NAN);
+    w.inv[t] = 0.0;
+    w.self_inv[t] = 0.0;
+    return;
   }
-  w.dot[t] = dot;
-  w.norm[t] = sqrt(n2);
+  w.cos[t] = scaled_cos(dot, h, e, p.eps, w.hq(), w.cq());
+  w.inv[t] = inv_clamped(h, e, p.eps);
+  w.self_inv[t] = above(h, e, p.eps) ? w.inv[t] : 0.0;
 }
 
 // Sequential prefix sums of the per-frame cosines and non-finite counts.
 template <typename T>
-FASTVQA_HD void scalar_prefixes(const Params<T>& p, const RowWork& w, int64_t len) {
+FASTVQA_HD void scalar_prefixes(const Params<T>&, const RowWork& w, int64_t len) {
   w.cos_prefix[0] = 0.0;
   w.bad_prefix[0] = 0.0;
   for (int64_t t = 0; t < len; ++t) {
-    const bool bad = !finite(w.norm[t]);
-    w.cos_prefix[t + 1] =
-        w.cos_prefix[t] + (bad ? 0.0 : frame_cos(w.dot[t], w.norm[t], w.scalars[0], p.eps));
+    const bool bad = !finite(w.cos[t]);
+    w.cos_prefix[t + 1] = w.cos_prefix[t] + (bad ? 0.0 : w.cos[t]);
     w.bad_prefix[t + 1] = w.bad_prefix[t] + (bad ? 1.0 : 0.0);
   }
 }
 
-// Prefix sums of feature column k over the first len frames (non-finite frames add 0).
-template <typename T>
-FASTVQA_HD void feature_prefix_column(const Params<T>& p, const RowWork& w, int64_t b,
-                                      int64_t len, int64_t k) {
-  double run = 0.0;
-  w.feat_prefix[k] = 0.0;
-  for (int64_t t = 0; t < len; ++t) {
-    if (finite(w.norm[t])) run += double(p.frame(b, t, k));
-    w.feat_prefix[(t + 1) * p.dim + k] = run;
-  }
+// The statistics of a cos_of_mean cell's feature sum.
+struct SumStats {
+  double dot, h;
+  int e, shift;
+};
+
+// cos_of_mean of an OK cell of n frames whose sum get reads.
+template <typename T, typename Get>
+FASTVQA_HD double com_value(const Params<T>& p, const RowWork& w, const Get& get, int64_t n,
+                            SumStats* st) {
+  vec_stats(get, p.dim, w.qv, true, &st->dot, &st->h, &st->e, &st->shift);
+  return scaled_cos(st->dot, st->h, st->e, double(n) * p.eps, w.hq(), w.cq());
 }
 
-// Backward, one OK cell with upstream gradient g: the scalar it adds to the
-// per-frame difference array at i (and subtracts at j + 1), its g * y for
-// kappa, and (cos_of_mean) the beta coefficient of its feature sum.
+// The value of an OK cell [i, j]; cos_of_mean sums the span directly.
 template <typename T>
-FASTVQA_HD void cell_backward(const Params<T>& p, const RowWork& w, double g, int64_t i,
-                              int64_t j, double* scalar, double* gy, double* beta) {
-  const int64_t n = j - i + 1;
-  if (p.pool == Pool::kMeanOfCos) {
-    *scalar = g / double(n);
-    *gy = g * mean_of_cos(w.cos_prefix, i, j);
-    *beta = 0.0;
-    return;
-  }
-  double a, r;
-  span_sums(w, p.dim, i, j, &a, &r);
-  cos_of_mean_grad(g, a, r, n, w.scalars[0], p.eps, scalar, beta);
-  *gy = g * cos_of_mean(a, r, n, w.scalars[0], p.eps);
+FASTVQA_HD double cell_value(const Params<T>& p, const RowWork& w, int64_t b, int64_t i,
+                             int64_t j) {
+  if (p.pool == Pool::kMeanOfCos) return mean_of_cos(w.cos_prefix, i, j);
+  SumStats st;
+  return com_value(p, w, DirectSum<T>{&p, b, i, j}, j - i + 1, &st);
 }
 
-// lambda_t (the coefficient of q in frame t's gradient and of f_t in the
-// query's) and mu_t (mean_of_cos: the coefficient of f_t in its own
-// gradient), from the prefix-summed difference array value D_t.
+// Backward of one OK cos_of_mean cell of n frames (sum read by get) with
+// upstream gradient g: *alpha multiplies q^ in the gradient of each of its
+// frames, *gy = g * y, and its frames' vector term is
+// scaled_part(get(k, shift), shift, e) * *coef (see vec_term).
+template <typename T, typename Get>
+FASTVQA_HD void com_backward(const Params<T>& p, const RowWork& w, const Get& get, double g,
+                             int64_t n, double* alpha, double* gy, double* coef, SumStats* st) {
+  const double c = double(n) * p.eps;
+  const double y = com_value(p, w, get, n, st);
+  *alpha = g * inv_clamped(st->h, st->e, c) * w.rho_q();
+  *gy = g * y;
+  *coef = above(st->h, st->e, c) ? pow2(-g * y / (st->h * st->h), -st->e) : 0.0;
+}
+
+// x (a sum component scaled by 2^-shift) in units of 2^e.
+FASTVQA_HD double scaled_part(double x, int shift, int e) {
+  return pow2(x, shift - e);
+}
+
+// lambda_t (the coefficient of q^ in frame t's gradient and of f_t in the
+// query's, before the final 2^-eq) and mu_t (mean_of_cos: frame t's own
+// term is (mu_t f_t) * self_inv_t), from the prefix-summed difference value D.
 template <typename T>
 FASTVQA_HD void frame_coefs(const Params<T>& p, const RowWork& w, int64_t t, double D,
                             double* lambda, double* mu) {
@@ -196,9 +270,13 @@ FASTVQA_HD void frame_coefs(const Params<T>& p, const RowWork& w, int64_t t, dou
     *mu = 0.0;
     return;
   }
-  const double nq = w.scalars[0], nf = w.norm[t];
-  *lambda = D / (clamp_eps(nf, p.eps) * clamp_eps(nq, p.eps));
-  *mu = frame_self_coef(D, frame_cos(w.dot[t], nf, nq, p.eps), nf, p.eps);
+  *lambda = D * w.inv[t] * w.rho_q();
+  *mu = -D * w.cos[t] * w.self_inv[t];
+}
+
+// The query gradient component from sum_t lambda_t f_tk and kappa.
+FASTVQA_HD double query_grad(const RowWork& w, double acc, double kappa, int64_t k) {
+  return pow2(acc + query_self_coef(kappa, w.hq(), w.q_above()) * w.qv[k], -w.eq());
 }
 
 template <typename T>

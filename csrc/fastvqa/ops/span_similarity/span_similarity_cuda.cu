@@ -22,43 +22,100 @@ constexpr int kThreads = 256;
 template <typename T>
 __device__ void row_prefixes(const Params<T>& p, const RowWork& w, int64_t b, int64_t len) {
   const int t0 = threadIdx.x;
-  for (int64_t k = t0; k < p.dim; k += blockDim.x) w.qv[k] = double(p.q(b, k));
+  if (t0 == 0) query_stats(p, w, b);
   __syncthreads();
-  if (t0 == 0) {
-    double nq2 = 0.0;
-    for (int64_t k = 0; k < p.dim; ++k) nq2 += w.qv[k] * w.qv[k];
-    w.scalars[0] = sqrt(nq2);
-  }
   for (int64_t t = t0; t < len; t += blockDim.x) frame_stats(p, w, b, t);
   __syncthreads();
   if (t0 == 0) scalar_prefixes(p, w, len);
-  if (p.pool == Pool::kCosOfMean)
-    for (int64_t k = t0; k < p.dim; k += blockDim.x) feature_prefix_column(p, w, b, len, k);
   __syncthreads();
+}
+
+// Adds the good frames of (*filled, j] to the running sum R (dim entries, or
+// one column when dim is 1 and R points at it).
+template <typename T>
+__device__ void extend_run(const Params<T>& p, const RowWork& w, int64_t b, int64_t j,
+                           int64_t* filled, double* R, int64_t k0, int64_t nk) {
+  for (; *filled < j; ++*filled) {
+    const int64_t t = *filled + 1;
+    if (!finite(w.cos[t])) continue;  // only NaN cells of this start cover it
+    for (int64_t k = 0; k < nk; ++k) R[k] += double(p.frame(b, t, k0 + k));
+  }
+}
+
+template <typename T>
+__device__ T other_value(CellState s) {
+  return s == CellState::kInvalid ? -std::numeric_limits<T>::infinity()
+                                  : std::numeric_limits<T>::quiet_NaN();
 }
 
 template <typename T>
 __global__ void forward_kernel(Params<T> p, int64_t row_size) {
+  const bool band_com = p.pool == Pool::kCosOfMean && p.spans == nullptr;
   for (int64_t b = blockIdx.x; b < p.batch; b += gridDim.x) {
     const RowWork w =
         RowWork::at(p.work + b * row_size, p.steps, p.dim, p.pool, false);
     const int64_t len = p.length(b);
     row_prefixes(p, w, b, len);
     T* out = p.out + b * p.cells;
-    for (int64_t c = threadIdx.x; c < p.cells; c += blockDim.x) {
-      int64_t i, j;
-      const CellState s = cell_state(p, w, b, c, len, &i, &j);
-      out[c] = s == CellState::kInvalid ? -std::numeric_limits<T>::infinity()
-               : s == CellState::kNaN   ? std::numeric_limits<T>::quiet_NaN()
-                                        : T(cell_value(p, w, i, j));
+    if (band_com) {
+      // One thread per start: a running sum over ever longer spans.
+      for (int64_t i = threadIdx.x; i < p.steps; i += blockDim.x) {
+        double* R = w.run + i * p.dim;
+        for (int64_t k = 0; k < p.dim; ++k) R[k] = 0.0;
+        int64_t filled = i - 1;
+        for (int64_t d = 0; d < p.width; ++d) {
+          const int64_t c = i * p.width + d;
+          int64_t si, sj;
+          const CellState s = cell_state(p, w, b, c, len, &si, &sj);
+          if (s != CellState::kOk) {
+            out[c] = other_value<T>(s);
+            continue;
+          }
+          extend_run(p, w, b, sj, &filled, R, 0, p.dim);
+          SumStats st;
+          out[c] = T(com_value(p, w, RunningSum<T>{R, DirectSum<T>{&p, b, si, sj}}, sj - si + 1,
+                               &st));
+        }
+      }
+    } else {
+      for (int64_t c = threadIdx.x; c < p.cells; c += blockDim.x) {
+        int64_t i, j;
+        const CellState s = cell_state(p, w, b, c, len, &i, &j);
+        out[c] = s == CellState::kOk ? T(cell_value(p, w, b, i, j)) : other_value<T>(s);
+      }
     }
     __syncthreads();
   }
 }
 
+// Backward of one OK cell: the per-frame scalar into the difference array,
+// g * y into kappa, and (cos_of_mean) the cell's vector coefficients.
+template <typename T, typename Get>
+__device__ void cell_backward(const Params<T>& p, const RowWork& w, int64_t b, int64_t c,
+                              int64_t i, int64_t j, const Get& get) {
+  const double g = double(p.g(b, c));
+  const int64_t n = j - i + 1;
+  double scalar, gy;
+  if (p.pool == Pool::kCosOfMean) {
+    double coef;
+    SumStats st;
+    com_backward(p, w, get, g, n, &scalar, &gy, &coef, &st);
+    w.cell_coef[3 * c] = coef;
+    w.cell_coef[3 * c + 1] = double(st.e);
+    w.cell_coef[3 * c + 2] = double(st.shift);
+  } else {
+    scalar = g / double(n);
+    gy = g * mean_of_cos(w.cos_prefix, i, j);
+  }
+  atomicAdd(w.diff + i, scalar);
+  atomicAdd(w.diff + j + 1, -scalar);
+  atomicAdd(w.scalars + RowWork::kKappa, gy);
+}
+
 template <typename T>
 __global__ void backward_kernel(Params<T> p, int64_t row_size) {
   const bool com = p.pool == Pool::kCosOfMean;
+  const bool band_com = com && p.spans == nullptr;
   const int t0 = threadIdx.x;
   for (int64_t b = blockIdx.x; b < p.batch; b += gridDim.x) {
     const RowWork w = RowWork::at(p.work + b * row_size, p.steps, p.dim, p.pool, true);
@@ -69,35 +126,61 @@ __global__ void backward_kernel(Params<T> p, int64_t row_size) {
     for (int64_t k = t0; k < dim; k += blockDim.x) gq[k] = T(0);
     row_prefixes(p, w, b, len);
     // A non-finite query makes every cell NaN: nothing sends gradient.
-    if (!finite(w.scalars[0])) continue;  // uniform across the block
+    if (!finite(w.hq())) continue;  // uniform across the block
     for (int64_t t = t0; t <= len; t += blockDim.x) w.diff[t] = 0.0;
-    if (com)
+    if (com) {
       for (int64_t x = t0; x < (len + 1) * dim; x += blockDim.x) w.vec_diff[x] = 0.0;
-    if (t0 == 0) w.scalars[1] = 0.0;
+      for (int64_t x = t0; x < 3 * p.cells; x += blockDim.x) w.cell_coef[x] = 0.0;
+    }
+    if (t0 == 0) w.scalars[RowWork::kKappa] = 0.0;
     __syncthreads();
-    for (int64_t c = t0; c < p.cells; c += blockDim.x) {
-      int64_t i, j;
-      double beta = 0.0;
-      if (cell_state(p, w, b, c, len, &i, &j) == CellState::kOk) {
-        double scalar, gy;
-        cell_backward(p, w, double(p.g(b, c)), i, j, &scalar, &gy, &beta);
-        atomicAdd(w.diff + i, scalar);
-        atomicAdd(w.diff + j + 1, -scalar);
-        atomicAdd(w.scalars + 1, gy);
+    if (band_com) {
+      for (int64_t i = t0; i < p.steps; i += blockDim.x) {
+        double* R = w.run + i * dim;
+        for (int64_t k = 0; k < dim; ++k) R[k] = 0.0;
+        int64_t filled = i - 1;
+        for (int64_t d = 0; d < p.width; ++d) {
+          const int64_t c = i * p.width + d;
+          int64_t si, sj;
+          if (cell_state(p, w, b, c, len, &si, &sj) != CellState::kOk) continue;
+          extend_run(p, w, b, sj, &filled, R, 0, dim);
+          cell_backward(p, w, b, c, si, sj, RunningSum<T>{R, DirectSum<T>{&p, b, si, sj}});
+        }
       }
-      if (com) w.cell_coef[c] = beta;
+    } else {
+      for (int64_t c = t0; c < p.cells; c += blockDim.x) {
+        int64_t i, j;
+        if (cell_state(p, w, b, c, len, &i, &j) == CellState::kOk)
+          cell_backward(p, w, b, c, i, j, DirectSum<T>{&p, b, i, j});
+      }
     }
     __syncthreads();
     if (com) {
-      // Thread k owns column k of the vector difference array.
+      // Thread k owns column k of the vector difference array; on the band
+      // it keeps a running column sum per start, as the cell phase did.
       for (int64_t k = t0; k < dim; k += blockDim.x) {
+        int64_t start = -1, filled = -1;
+        double r = 0.0;
         for (int64_t c = 0; c < p.cells; ++c) {
-          const double beta = w.cell_coef[c];
-          if (beta == 0.0) continue;
+          const double coef = w.cell_coef[3 * c];
+          if (coef == 0.0) continue;
+          const int e = int(w.cell_coef[3 * c + 1]), shift = int(w.cell_coef[3 * c + 2]);
           int64_t i, j;
           // Read again from the caller's spans, which may have changed since: checked again.
           if (!p.span(b, c, len, &i, &j)) continue;
-          const double v = beta * (w.feat_prefix[(j + 1) * dim + k] - w.feat_prefix[i * dim + k]);
+          double x;
+          if (band_com && shift == 0) {
+            if (i != start) {
+              start = i;
+              filled = i - 1;
+              r = 0.0;
+            }
+            extend_run(p, w, b, j, &filled, &r, k, 1);
+            x = r;
+          } else {
+            x = DirectSum<T>{&p, b, i, j}(k, shift);
+          }
+          const double v = scaled_part(x, shift, e) * coef;
           w.vec_diff[i * dim + k] += v;
           w.vec_diff[(j + 1) * dim + k] -= v;
         }
@@ -109,22 +192,22 @@ __global__ void backward_kernel(Params<T> p, int64_t row_size) {
     __syncthreads();
     for (int64_t x = t0; x < len * dim; x += blockDim.x) {
       const int64_t t = x / dim, k = x - t * dim;
-      if (!finite(w.norm[t])) continue;
+      if (!finite(w.cos[t])) continue;
       double lambda, mu;
       frame_coefs(p, w, t, w.diff[t], &lambda, &mu);
       const double f = double(p.frame(b, t, k));
-      gf[x] = T(lambda * w.qv[k] + (com ? w.vec_diff[x] : mu * f));
+      gf[x] = T(lambda * w.qv[k] + (com ? w.vec_diff[x] : (mu * f) * w.self_inv[t]));
     }
-    const double self = query_self_coef(w.scalars[1], w.scalars[0], p.eps);
+    const double kappa = w.scalars[RowWork::kKappa];
     for (int64_t k = t0; k < dim; k += blockDim.x) {
       double acc = 0.0;
       for (int64_t t = 0; t < len; ++t) {
-        if (!finite(w.norm[t])) continue;
+        if (!finite(w.cos[t])) continue;
         double lambda, mu;
         frame_coefs(p, w, t, w.diff[t], &lambda, &mu);
         acc += lambda * double(p.frame(b, t, k));
       }
-      gq[k] = T(acc + self * w.qv[k]);
+      gq[k] = T(query_grad(w, acc, kappa, k));
     }
     __syncthreads();
   }

@@ -16,10 +16,14 @@ template <Mode kMode, typename T>
 void pairwise(const OverlapParams<T>& p) {
   // b is packed into contiguous columns once (O(m)) so the inner loop is a
   // unit-stride, vectorisable sweep whatever the caller's strides were.
+  // A row or column with an infinite or huge endpoint takes the extended
+  // path (pair_overlap_any); every other row keeps the plain, vectorised loop.
   std::vector<T> bs(p.m), be(p.m);
+  bool b_special = false;
   for (int64_t j = 0; j < p.m; ++j) {
     bs[j] = p.b[j * p.b_s0];
     be[j] = p.b[j * p.b_s0 + p.b_s1];
+    b_special |= special(bs[j]) | special(be[j]);
   }
   const T* bs_ptr = bs.data();
   const T* be_ptr = be.data();
@@ -29,6 +33,11 @@ void pairwise(const OverlapParams<T>& p) {
     const T as = p.a[i * p.a_s0];
     const T ae = p.a[i * p.a_s0 + p.a_s1];
     T* row = p.out + i * m;
+    if (b_special || special(as) || special(ae)) {
+      for (int64_t j = 0; j < m; ++j)
+        row[j] = pair_overlap_any<kMode>(as, ae, bs_ptr[j], be_ptr[j]);
+      continue;
+    }
 #pragma omp simd
     for (int64_t j = 0; j < m; ++j) row[j] = pair_overlap<kMode>(as, ae, bs_ptr[j], be_ptr[j]);
   }
@@ -37,6 +46,20 @@ void pairwise(const OverlapParams<T>& p) {
 template <Mode kMode, typename T>
 void paired(const OverlapParams<T>& p) {
   const int64_t n = p.n;
+  // One branch-free sweep decides whether any pair needs the extended path,
+  // so the common case keeps the plain (vectorisable) loop.
+  bool any = false;
+#pragma omp parallel for schedule(static) reduction(|| : any) if (n >= kParallelPairs)
+  for (int64_t i = 0; i < n; ++i)
+    any = any || any_special(p.a[i * p.a_s0], p.a[i * p.a_s0 + p.a_s1], p.b[i * p.b_s0],
+                             p.b[i * p.b_s0 + p.b_s1]);
+  if (any) {
+#pragma omp parallel for schedule(static) if (n >= kParallelPairs)
+    for (int64_t i = 0; i < n; ++i)
+      p.out[i] = pair_overlap_any<kMode>(p.a[i * p.a_s0], p.a[i * p.a_s0 + p.a_s1],
+                                         p.b[i * p.b_s0], p.b[i * p.b_s0 + p.b_s1]);
+    return;
+  }
 #pragma omp parallel for schedule(static) if (n >= kParallelPairs)
   for (int64_t i = 0; i < n; ++i) {
     p.out[i] = pair_overlap<kMode>(p.a[i * p.a_s0], p.a[i * p.a_s0 + p.a_s1], p.b[i * p.b_s0],

@@ -19,8 +19,8 @@ __global__ void pairwise_kernel(OverlapParams<T> p) {
        idx += (long long)gridDim.x * blockDim.x) {
     const long long i = idx / p.m;
     const long long j = idx - i * p.m;
-    p.out[idx] = pair_overlap<kMode>(p.a[i * p.a_s0], p.a[i * p.a_s0 + p.a_s1], p.b[j * p.b_s0],
-                                     p.b[j * p.b_s0 + p.b_s1]);
+    p.out[idx] = pair_overlap_any<kMode>(p.a[i * p.a_s0], p.a[i * p.a_s0 + p.a_s1],
+                                         p.b[j * p.b_s0], p.b[j * p.b_s0 + p.b_s1]);
   }
 }
 
@@ -28,8 +28,8 @@ template <Mode kMode, typename T>
 __global__ void paired_kernel(OverlapParams<T> p) {
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < p.n;
        i += (long long)gridDim.x * blockDim.x) {
-    p.out[i] = pair_overlap<kMode>(p.a[i * p.a_s0], p.a[i * p.a_s0 + p.a_s1], p.b[i * p.b_s0],
-                                   p.b[i * p.b_s0 + p.b_s1]);
+    p.out[i] = pair_overlap_any<kMode>(p.a[i * p.a_s0], p.a[i * p.a_s0 + p.a_s1], p.b[i * p.b_s0],
+                                       p.b[i * p.b_s0 + p.b_s1]);
   }
 }
 

@@ -20,6 +20,22 @@
 //              hull  = max(pe, ge) - min(ps, gs)
 //              iou = inter / hull if hull > 0 else 0
 //              iop = inter / (pe - ps) if pe > ps else 0
+//
+// Extreme and infinite endpoints (every mode, CPU and CUDA alike):
+// - Finite endpoints never overflow: a pair with an endpoint of magnitude
+//   >= big_endpoint<T>() (2^1020 in double, 2^124 in float) is computed with
+//   all four endpoints scaled by 1/4, which is exact for normal numbers and so
+//   gives the same ratio as exact arithmetic would (only subnormal endpoints
+//   in such a pair lose bits). Below that bound the plain formulas above run
+//   unchanged (bit for bit what they always gave).
+// - An infinite endpoint is the limit of one huge value L -> +inf: +inf is L
+//   and -inf is -L, the same L for every infinite endpoint of the pair. Every
+//   length, intersection, union and hull is then c * L + v, comparisons are
+//   lexicographic in (c, v), and a ratio is its limit: c_num / c_den when the
+//   denominator grows with L, v_num / v_den when it does not. So identical
+//   spans [-inf, inf] have IoU 1, [0, inf] against [5, inf] has IoU 1,
+//   [-inf, inf] against [0, inf] has IoU and IoP 0.5 and IoG 1, and a finite
+//   span against an infinite one has IoU 0 (IoG 1 if it lies inside).
 #pragma once
 
 #include <cmath>
@@ -53,6 +69,95 @@ FASTVQA_HD T ratio_or_zero(T x, T den) {
   return ok ? q : T(0);
 }
 
+// Endpoints from this magnitude up (and +-inf) take the extended path, so the
+// plain formulas never see a length, sum or hull that could overflow.
+template <typename T>
+FASTVQA_HD T big_endpoint();
+template <>
+FASTVQA_HD float big_endpoint<float>() { return 0x1p124f; }
+template <>
+FASTVQA_HD double big_endpoint<double>() { return 0x1p1020; }
+
+// True for +-inf and for finite values >= big_endpoint (false for NaN).
+template <typename T>
+FASTVQA_HD bool special(T x) {
+  return (x >= big_endpoint<T>()) | (x <= -big_endpoint<T>());
+}
+template <typename T>
+FASTVQA_HD bool any_special(T a, T b, T c, T d) {
+  return special(a) | special(b) | special(c) | special(d);
+}
+template <typename T>
+FASTVQA_HD bool big_finite(T x) {
+  return special(x) && x - x == T(0);
+}
+
+// k * L + v with L -> +inf (see the header comment); k is -2 .. 2 at most.
+template <typename T>
+struct Ext {
+  T k, v;
+};
+// An endpoint, its finite part scaled by s (1 or 1/4).
+template <typename T>
+FASTVQA_HD Ext<T> ext(T x, T s) {
+  if (x - x == T(0)) return Ext<T>{T(0), x * s};
+  return Ext<T>{x > T(0) ? T(1) : T(-1), T(0)};  // +-inf (NaN: overridden by the caller)
+}
+template <typename T>
+FASTVQA_HD bool lt(Ext<T> x, Ext<T> y) { return x.k < y.k || (x.k == y.k && x.v < y.v); }
+template <typename T>
+FASTVQA_HD bool pos(Ext<T> x) { return x.k > T(0) || (x.k == T(0) && x.v > T(0)); }
+template <typename T>
+FASTVQA_HD Ext<T> emin(Ext<T> x, Ext<T> y) { return lt(y, x) ? y : x; }
+template <typename T>
+FASTVQA_HD Ext<T> emax(Ext<T> x, Ext<T> y) { return lt(x, y) ? y : x; }
+template <typename T>
+FASTVQA_HD Ext<T> esub(Ext<T> x, Ext<T> y) { return Ext<T>{x.k - y.k, x.v - y.v}; }
+template <typename T>
+FASTVQA_HD Ext<T> eadd(Ext<T> x, Ext<T> y) { return Ext<T>{x.k + y.k, x.v + y.v}; }
+template <typename T>
+FASTVQA_HD Ext<T> eclamp0(Ext<T> x) { return lt(x, Ext<T>{T(0), T(0)}) ? Ext<T>{T(0), T(0)} : x; }
+// The limit of x / den for den > 0 (the caller checks pos(den)).
+template <typename T>
+FASTVQA_HD T elimit(Ext<T> x, Ext<T> den) {
+  if (den.k != T(0)) return x.k / den.k;
+  if (x.k != T(0)) return x.k > T(0) ? T(INFINITY) : -T(INFINITY);
+  return x.v / den.v;
+}
+template <typename T>
+FASTVQA_HD T eratio_or_zero(Ext<T> x, Ext<T> den) { return pos(den) ? elimit(x, den) : T(0); }
+// The scale of a pair's finite parts: 1/4 when one of them is big.
+template <typename T>
+FASTVQA_HD T pair_scale(T a, T b, T c, T d) {
+  return big_finite(a) || big_finite(b) || big_finite(c) || big_finite(d) ? T(0.25) : T(1);
+}
+
+// pair_overlap for pairs with a special endpoint (see the header comment).
+template <Mode kMode, typename T>
+FASTVQA_HD T pair_overlap_ext(T as, T ae, T bs, T be) {
+  const T s = pair_scale(as, ae, bs, be);
+  const Ext<T> A0 = ext(as, s), A1 = ext(ae, s), B0 = ext(bs, s), B1 = ext(be, s);
+  const Ext<T> len_a = eclamp0(esub(A1, A0));
+  const Ext<T> len_b = eclamp0(esub(B1, B0));
+  const Ext<T> inter = eclamp0(esub(emin(A1, B1), emax(A0, B0)));
+  T r;
+  if constexpr (kMode == Mode::kIoP) {
+    r = eratio_or_zero(inter, len_a);
+  } else if constexpr (kMode == Mode::kIoG) {
+    r = eratio_or_zero(inter, len_b);
+  } else {
+    const Ext<T> uni = esub(eadd(len_a, len_b), inter);
+    const T iou = eratio_or_zero(inter, uni);
+    if constexpr (kMode == Mode::kIoU) {
+      r = iou;
+    } else {
+      const Ext<T> hull = esub(emax(A1, B1), emin(A0, B0));
+      r = pos(hull) ? iou - eratio_or_zero(esub(hull, uni), hull) : iou;
+    }
+  }
+  return any_nan(as, ae, bs, be) ? quiet_nan<T>() : r;
+}
+
 // The overlap of one pair in one mode. Branch-light so the pairwise CPU loop
 // vectorises; the mode is a template parameter so each loop holds one formula.
 template <Mode kMode, typename T>
@@ -79,13 +184,30 @@ FASTVQA_HD T pair_overlap(T as, T ae, T bs, T be) {
   return any_nan(as, ae, bs, be) ? quiet_nan<T>() : r;
 }
 
+// Any pair: the plain formulas, or the extended path when an endpoint is special.
+template <Mode kMode, typename T>
+FASTVQA_HD T pair_overlap_any(T as, T ae, T bs, T be) {
+  return any_special(as, ae, bs, be) ? pair_overlap_ext<kMode>(as, ae, bs, be)
+                                     : pair_overlap<kMode>(as, ae, bs, be);
+}
+
 // NExT-GQA per-pair rule; returns the signed (iou, iop) before the row max.
+// Pairs with a special endpoint follow the header comment's extended rule.
 template <typename T>
 FASTVQA_HD void nextgqa_pair(T ps, T pe, T gs, T ge, T* iou, T* iop) {
   const T zero = T(0);
   if (ps == pe) {
     *iou = zero;
     *iop = (gs <= ps && ps <= ge) ? T(1) : zero;
+    return;
+  }
+  if (any_special(ps, pe, gs, ge)) {
+    const T s = pair_scale(ps, pe, gs, ge);
+    const Ext<T> P0 = ext(ps, s), P1 = ext(pe, s), G0 = ext(gs, s), G1 = ext(ge, s);
+    const Ext<T> inter = esub(emin(P1, G1), emax(P0, G0));
+    const Ext<T> hull = esub(emax(P1, G1), emin(P0, G0));
+    *iou = pos(hull) ? elimit(inter, hull) : zero;
+    *iop = lt(P0, P1) ? elimit(inter, esub(P1, P0)) : zero;
     return;
   }
   const T inter = min2(pe, ge) - max2(ps, gs);
