@@ -323,7 +323,7 @@ def _read_index_file(path: Path) -> tuple[dict, np.ndarray, np.ndarray]:
     if not path.is_file():
         raise IndexFileError(f"{path}: not an index file (a folder or a special file)")
     try:
-        with np.load(path, allow_pickle=False) as z:
+        with open(path, "rb") as fh, np.load(fh, allow_pickle=False) as z:
             missing = [k for k in ("meta", "index", "ids") if k not in z.files]
             if missing:
                 raise bad(f"no {', '.join(missing)} entry")
