@@ -482,3 +482,24 @@ def test_sentence_index_build_shows_progress_on_a_terminal(tmp_path, monkeypatch
                        "--out", "b"], True, tmp_path)
     assert rc == 0, err
     assert "Batches" in err and "2/2" in err  # 100 texts in batches of 64
+
+
+def test_demo_bars_each_advance(tmp_path):
+    """Before: the demo's outer 'decode 0/N' bar sat at 0 while the decoder's
+    own bar ran below it. Now every bar drawn reaches its total."""
+    pytest.importorskip("av")
+    pytest.importorskip("matplotlib")
+    import re
+
+    rc, err = run_cli(["demo", "--videos", "2", "--duration", "5", "--backend", "pyav",
+                       "--out", str(tmp_path / "demo")], True, tmp_path)
+    assert rc == 0, err
+    finals = {}
+    for desc, done, total in re.findall(r"([a-z]+):\s+\d+%\|[^|]*\|\s*(\d+)/(\d+)", err):
+        finals[desc] = (int(done), int(total))  # the last state drawn of each bar
+    assert "decoding" in finals and "generate" in finals, err
+    assert all(done == total for done, total in finals.values()), finals
+    rc, err = run_cli(["demo", "--videos", "2", "--duration", "5", "--backend", "pyav",
+                       "--out", str(tmp_path / "demo2")], False, tmp_path)
+    assert rc == 0
+    assert_quiet(err)
