@@ -40,19 +40,32 @@ INDEX_FORMAT = "fastvqa-text-index-1"
 
 @contextlib.contextmanager
 def warnings_to_stderr(command: str) -> Iterator[None]:
-    """Within: every warning is printed as one line ``fastvqa <command>:
-    warning: <message>`` on stderr (not Python's two-line file:line form)."""
+    """Within: fastvqa's own warnings are printed as one line each, ``fastvqa
+    <command>: warning: <message>`` on stderr (not Python's two-line
+    file:line form); other libraries' warnings are passed on unchanged to
+    the warning filters in force."""
+    import fastvqa
+
+    ours = str(Path(fastvqa.__file__).resolve().parent)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        try:
-            yield
-        finally:
-            seen = set()
-            for w in caught:
-                text = str(w.message)
-                if text not in seen:
-                    seen.add(text)
-                    print(f"fastvqa {command}: warning: {text}", file=sys.stderr)
+        yield  # on an error its one line is all that is printed
+    seen = set()
+    for w in caught:
+        if str(Path(w.filename).resolve()).startswith(ours) or issubclass(w.category,
+                                                                             _own_warnings()):
+            text = str(w.message)
+            if text not in seen:
+                seen.add(text)
+                print(f"fastvqa {command}: warning: {text}", file=sys.stderr)
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+
+
+def _own_warnings() -> tuple:
+    from fastvqa.retrieval.encoders import RetrievalWarning
+
+    return (RetrievalWarning,)
 
 
 def check_input(path: Path, what: str = "file or folder") -> Path:
