@@ -180,6 +180,8 @@ class SentenceEncoder:
                  device: Optional[str] = None, batch_size: int = 64,
                  cache_dir: Union[str, Path, None, bool] = None,
                  allow_download: bool = False, progress: Optional[bool] = None):
+        if isinstance(model, os.PathLike):
+            model = os.fspath(model)
         if not isinstance(model, str) or not model.strip():
             raise TypeError(f"SentenceEncoder: model must be a non-empty string (a name or a "
                             f"folder), got {model!r}")
