@@ -13,7 +13,6 @@ import os
 import socket
 import subprocess
 import sys
-import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -503,3 +502,17 @@ def test_demo_bars_each_advance(tmp_path):
                        "--out", str(tmp_path / "demo2")], False, tmp_path)
     assert rc == 0
     assert_quiet(err)
+
+
+def test_progress_argument_of_the_long_api_calls(capsys):
+    """progress=None: a bar only on a terminal (capsys is not one); True:
+    always; False: never."""
+    from fastvqa.retrieval import DistractorMiner, duplicate_groups
+
+    qs = ["what color is the cube", "what colour is the cube", "how many spheres"]
+    for progress, shown in ((None, False), (False, False), (True, True)):
+        duplicate_groups(qs, 0.5, progress=progress)
+        DistractorMiner(qs, ["red", "red", "2"]).mine(qs, ["red", "red", "2"], 1,
+                                                       progress=progress)
+        err = capsys.readouterr().err
+        assert ("comparing questions" in err) is shown and ("mining distractors" in err) is shown
