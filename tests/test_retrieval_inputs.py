@@ -516,3 +516,22 @@ def test_progress_argument_of_the_long_api_calls(capsys):
                                                        progress=progress)
         err = capsys.readouterr().err
         assert ("comparing questions" in err) is shown and ("mining distractors" in err) is shown
+
+
+def test_huge_k_is_not_an_allocation(tmp_path, capsys):
+    """-k 10**12 asks for more hits / distractors than can exist: the
+    answer is all there is, not a MemoryError from sizing arrays by k."""
+    texts = tmp_path / "t.json"
+    texts.write_text(json.dumps(TEXTS))
+    assert main(["index", "build", "--texts", str(texts), "--out", str(tmp_path / "ix")]) == 0
+    capsys.readouterr()
+    assert main(["index", "search", str(tmp_path / "ix"), "--query", "cube", "-k",
+                 str(10**12), "--json"]) == 0
+    assert len(json.loads(capsys.readouterr().out)[0]["hits"]) == len(TEXTS)
+    gt = tmp_path / "test.json"
+    gt.write_text(json.dumps(wildqa_records(5)))
+    assert main(["distractors", "wildqa", "--gt", str(gt), "-k", str(10**12)]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert all(len(v["distractors"]) <= 10 for v in got.values())  # --neighbours 10
+    assert main(["distractors", "wildqa", "--gt", str(gt), "--seed", "-1"]) == 2
+    one_line_error(capsys, "--seed must be >= 0")

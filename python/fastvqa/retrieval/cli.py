@@ -291,6 +291,7 @@ def _search_checked(args: argparse.Namespace) -> int:
     if args.k < 1:
         raise CommandError(f"-k must be >= 1, got {args.k}")
     meta, texts, index = open_index_folder(folder)
+    k = min(args.k, len(texts))  # more hits than texts do not exist (and -k 10**12 fits)
     if meta["encoder"] == "tfidf":
         try:
             enc = TfidfEncoder(texts)
@@ -299,7 +300,7 @@ def _search_checked(args: argparse.Namespace) -> int:
                                f"texts.json ({err})") from None
         q = enc.encode_sparse(args.query)
         empty = zero_rows(q)
-        scores, ids = enc.search(q, enc.encode_sparse(texts), args.k, warn=False)
+        scores, ids = enc.search(q, enc.encode_sparse(texts), k, warn=False)
     else:
         encoder = SentenceEncoder(meta["model"])  # offline: packaged, local or cached only
         try:
@@ -311,7 +312,7 @@ def _search_checked(args: argparse.Namespace) -> int:
             raise CommandError(f"{folder}: model {meta['model']!r} gives vectors of dimension "
                                f"{vectors.shape[1]}, the index holds {index.dim}")
         empty = zero_rows(vectors)
-        scores, ids = index.search(vectors, args.k)
+        scores, ids = index.search(vectors, k)
     for i in np.flatnonzero(empty):
         print(f"fastvqa index: warning: query {args.query[i]!r} has no known term (none of "
               "its words is in the index's vocabulary; one-letter words never are): every "
@@ -475,6 +476,8 @@ def _check_distractor_options(args: argparse.Namespace) -> None:
             raise CommandError(f"{name} must lie in [0, 1], got {value}")
     if args.neighbours < 1:
         raise CommandError(f"--neighbours must be >= 1, got {args.neighbours}")
+    if args.seed < 0:
+        raise CommandError(f"--seed must be >= 0, got {args.seed}")
     check_split(args.benchmark, args.split)
     for option, path in (("--gt", args.gt), ("--bank", args.bank)):
         if path is not None:

@@ -235,6 +235,9 @@ class DistractorMiner:
                 raise ValueError("mine: exclude_ids holds an index past the bank's end")
         if n == 0 or k == 0 or not self.bank_questions:
             return [[] for _ in range(n)]
+        # At most n_neighbours candidates exist: a larger k changes nothing
+        # (lists are never padded) but would size the work arrays.
+        k = min(int(k), self.n_neighbours)
         from fastvqa._progress import Progress
         from fastvqa.retrieval.encoders import warn_zero_rows, zero_rows
 
