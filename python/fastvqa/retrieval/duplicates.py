@@ -84,7 +84,7 @@ def _similarity_chunks(texts: list[str], encoder: Any, corpus: list[str]):
     columns of it is densified at a time; a dense encoder's rows are L2-normalised (zero rows stay
     zero: cosine 0 with everything)."""
     from fastvqa.retrieval.encoders import (SentenceEncoder, TfidfEncoder,
-                                            sparse_similarity_blocks, unit_rows)
+                                            sparse_similarity_blocks, unit_rows, zero_rows)
 
     n = len(texts)
     chunk = max(1, _CHUNK_CELLS // max(n, 1))
@@ -94,6 +94,7 @@ def _similarity_chunks(texts: list[str], encoder: Any, corpus: list[str]):
         encoder = SentenceEncoder()
     if isinstance(encoder, TfidfEncoder):
         x = encoder.encode_sparse(texts)
+        _warn_empty(texts, zero_rows(x))
         rows = max(1, min(chunk, _CHUNK_CELLS // max(x.shape[1], 1)))
         yield from sparse_similarity_blocks(x, x, rows=rows)
         return
@@ -105,41 +106,63 @@ def _similarity_chunks(texts: list[str], encoder: Any, corpus: list[str]):
         raise ValueError(f"duplicate_groups: the encoder returned shape {x.shape} for {n} texts")
     if not np.isfinite(x).all():
         raise ValueError("duplicate_groups: the encoder returned NaN or infinite values")
+    _warn_empty(texts, zero_rows(x))
     x = unit_rows(x)
     for s in range(0, n, chunk):
         yield s, x[s:s + chunk] @ x.T
 
 
+def _warn_empty(texts: list[str], empty: np.ndarray) -> None:
+    from fastvqa.retrieval.encoders import warn_zero_rows
+
+    warn_zero_rows(texts, empty, "duplicate_groups", "distinct questions",
+                   "the cosine to every question is 0, so only exact duplicates can share "
+                   "the group", stacklevel=6)
+
+
 def _near_components(texts: list[str], threshold: float, encoder: Any,
-                     corpus: list[str]) -> np.ndarray:
+                     corpus: list[str], progress: Optional[bool] = None) -> np.ndarray:
     """Connected-component label of each text over the pairs with cosine >=
     threshold. Each block's pairs are merged into the labels at once (a
     sparse graph over the current labels, scipy's connected_components), so
     no pair list outlives its block."""
-    from scipy.sparse import coo_matrix
-    from scipy.sparse.csgraph import connected_components
+    from fastvqa._progress import Progress
 
     n = len(texts)
     comp = np.arange(n, dtype=np.int64)
-    for s, sim in _similarity_chunks(texts, encoder, corpus):
-        rows, cols = np.nonzero(sim >= threshold)
-        a, b = comp[rows + s], comp[cols]
-        keep = a != b
-        if not keep.any():
-            continue
-        graph = coo_matrix((np.ones(int(keep.sum()), dtype=np.int8), (a[keep], b[keep])),
-                           shape=(n, n))
-        _, merged = connected_components(graph, directed=False)
-        comp = merged[comp].astype(np.int64)
+    bar = Progress(n, progress is not False, desc="comparing questions", unit="question",
+                   force=progress is True)
+    with bar:
+        for s, sim in _similarity_chunks(texts, encoder, corpus):
+            comp = _merge_block(comp, s, sim, threshold)
+            bar.update(len(sim))
     return comp
 
 
+def _merge_block(comp: np.ndarray, s: int, sim: np.ndarray, threshold: float) -> np.ndarray:
+    """``comp`` with the pairs of one similarity block (rows ``s..``) merged."""
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    n = comp.size
+    rows, cols = np.nonzero(sim >= threshold)
+    a, b = comp[rows + s], comp[cols]
+    keep = a != b
+    if not keep.any():
+        return comp
+    graph = coo_matrix((np.ones(int(keep.sum()), dtype=np.int8), (a[keep], b[keep])),
+                       shape=(n, n))
+    _, merged = connected_components(graph, directed=False)
+    return merged[comp].astype(np.int64)
+
+
 def _group_labels(questions: list[str], threshold: Optional[float], encoder: Any,
-                  exact: str, who: str) -> np.ndarray:
+                  exact: str, who: str, progress: Optional[bool] = None) -> np.ndarray:
     labels, reps = _exact_labels(questions, exact, who)
     if threshold is None or len(reps) < 2:
         return labels
-    comp = _near_components([questions[i] for i in reps], threshold, encoder, questions)
+    comp = _near_components([questions[i] for i in reps], threshold, encoder, questions,
+                            progress)
     return comp[labels]
 
 
@@ -152,7 +175,8 @@ def _groups_from_labels(labels: np.ndarray, include_singletons: bool) -> list[li
 
 def duplicate_groups(questions: Sequence[str], threshold: Optional[float] = None, *,
                      encoder: Union[str, Any] = "tfidf", exact: str = "normalized",
-                     include_singletons: bool = False) -> list[list[int]]:
+                     include_singletons: bool = False,
+                     progress: Optional[bool] = None) -> list[list[int]]:
     """Groups of duplicate questions, as lists of indices into ``questions``.
 
     Args:
@@ -174,16 +198,24 @@ def duplicate_groups(questions: Sequence[str], threshold: Optional[float] = None
             ``"raw"`` (the strings as given).
         include_singletons: also return one-question groups (then every index
             is in exactly one group).
+        progress: a bar over the comparisons (None: only when stderr is a
+            terminal; True: always; False: never).
 
     Returns:
         Groups, each sorted ascending, ordered by their first (smallest)
         index. Every pair of similarities is examined (no neighbour cap);
         memory stays O(n x chunk), see the module notes.
+
+    A question with no known term (TF-IDF: none of its words of two or more
+    letters in the vocabulary; any encoder: an all-zero vector) has cosine 0
+    with every question: it joins a group only by exact equality, and a
+    :class:`~fastvqa.retrieval.RetrievalWarning` says how many there are.
     """
     who = "duplicate_groups"
     qs = check_texts(questions, "questions", who)
     t = _check_threshold(threshold, who)
-    return _groups_from_labels(_group_labels(qs, t, encoder, exact, who), include_singletons)
+    return _groups_from_labels(_group_labels(qs, t, encoder, exact, who, progress),
+                               include_singletons)
 
 
 @dataclass(frozen=True)
@@ -201,16 +233,17 @@ class UniqueCounts:
 
 def unique_question_count(questions: Sequence[str], threshold: Optional[float] = None, *,
                           encoder: Union[str, Any] = "tfidf",
-                          exact: str = "normalized") -> UniqueCounts:
+                          exact: str = "normalized",
+                          progress: Optional[bool] = None) -> UniqueCounts:
     """DVD Table 1's "# unique questions", exact and normalised, and (with
     ``threshold``) the number of near-duplicate groups counted as in
-    :func:`duplicate_groups` (``encoder``, ``exact`` as there)."""
+    :func:`duplicate_groups` (``encoder``, ``exact``, ``progress`` as there)."""
     who = "unique_question_count"
     qs = check_texts(questions, "questions", who)
     t = _check_threshold(threshold, who)
     near = None
     if t is not None:
-        near = len(np.unique(_group_labels(qs, t, encoder, exact, who)))
+        near = len(np.unique(_group_labels(qs, t, encoder, exact, who, progress)))
     return UniqueCounts(total=len(qs), unique_exact=len(set(qs)),
                         unique_normalized=len({normalize_question(q) for q in qs}),
                         unique_near=near)

