@@ -563,3 +563,16 @@ def test_baseline_option_errors_are_one_line(files, capsys):
     line = error(capsys, "baseline", "wildqa-qa", "closest", "--gt", str(files["wildqa"]),
                  "--out", str(files["tmp"] / "o.json"), "--model", str(files["tmp"] / "nope"))
     assert "no such model folder" in line and not (files["tmp"] / "o.json").exists()
+
+
+def test_wildqa_closest_model_not_on_disk_is_refused_first(files, capsys):
+    """A model name that is neither packaged nor in the local cache would
+    need the network: one line naming --model, before the files are read."""
+    pytest.importorskip("sentence_transformers")
+    capsys.readouterr()
+    assert main(["baseline", "wildqa-qa", "closest", "--gt", str(files["tmp"] / "absent"),
+                 "--model", "no-such-org-xyz/no-such-model", "--out",
+                 str(files["tmp"] / "closest.json")]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "--model" in err
+    assert not (files["tmp"] / "closest.json").exists()

@@ -325,14 +325,16 @@ def _closest_answer(args: argparse.Namespace) -> list[str]:
     training question. Embeddings are cached (``$FASTVQA_CACHE``)."""
     from fastvqa.retrieval import SentenceEncoder, question_retrieval
 
-    gt, records = _load_gt(args)
-    train = _train_records(args, gt)
     if ("/" in args.model or args.model.startswith(".")) and not Path(args.model).exists():
         raise CommandError(f"--model {args.model}: no such model folder")
     try:
         encoder = SentenceEncoder(args.model)
-    except OSError as err:  # the model cannot be found or read (no download is made)
+        # A model that is neither packaged nor on disk is refused before any work.
+        encoder.check_available()
+    except (OSError, ValueError) as err:  # not found or not readable; no download is made
         raise CommandError(f"--model {args.model}: cannot load it ({err})") from None
+    gt, records = _load_gt(args)
+    train = _train_records(args, gt)
     found = question_retrieval([r.question for r in train], [r.answer for r in train],
                                [r.question for r in records], encoder)
     return found.answers

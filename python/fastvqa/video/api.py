@@ -248,8 +248,9 @@ def read_batch(
     the DALI backend the videos go through ``dali_backend.decode_dali_batch``
     (one pipeline).
 
-    ``progress``: a tqdm bar (or a stderr counter without tqdm); ``None`` shows
-    it when stderr is a terminal and there are more than 10 videos.
+    ``progress``: a tqdm bar (or a stderr counter without tqdm), drawn only
+    when stderr is a terminal (never escape codes in a log); ``None`` shows it
+    there when there are more than 10 videos, ``False`` never.
     ``on_error``: ``"raise"`` (the first :class:`VideoError` stops the batch)
     or ``"return"`` (the error object takes that video's place in the list).
     ``rotate``: as in :func:`read_frames` (PyAV only).
