@@ -18,13 +18,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import fastvqa
+
 pytest.importorskip("faiss", reason="FAISS is not installed (pip install 'fastvqa[faiss]')")
 pytest.importorskip("sklearn", reason="scikit-learn is not installed")
 
 from fastvqa.cli import main  # noqa: E402
 from fastvqa.retrieval import Index, IndexFileError, RetrievalWarning  # noqa: E402
 
-PYTHON = Path(__file__).resolve().parents[1] / "python"
+# Where the fastvqa under test lives: the source tree in a development setup,
+# site-packages where CI installed the wheel (the source tree has no _C there).
+PYTHON = Path(fastvqa.__file__).resolve().parents[1]
 TEXTS = ["what color is the cube", "how many spheres are there", "is the cube red",
          "what is the man holding", "how many people walk"]
 

@@ -12,9 +12,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import fastvqa
+
 from fastvqa.video.device import Device, gpu_visible, parse_device
 
 ROOT = Path(__file__).resolve().parents[2]
+# The folder holding the fastvqa under test (source tree, or site-packages in CI).
+PACKAGE_ROOT = Path(fastvqa.__file__).resolve().parents[1]
 
 
 @pytest.mark.parametrize("value, expected", [
@@ -104,7 +108,7 @@ def test_auto_backend_imports_neither_dali_nor_torch_without_a_gpu(tmp_path, h26
         print(sorted(m for m in sys.modules if m == "torch" or m.startswith("nvidia")))
     """)
     env = {**os.environ, "DALI_MARK": str(mark),
-           "PYTHONPATH": os.pathsep.join([str(tmp_path / "stub"), str(ROOT / "python"), str(ROOT)])}
+           "PYTHONPATH": os.pathsep.join([str(tmp_path / "stub"), str(PACKAGE_ROOT), str(ROOT)])}
     env.pop("CUDA_VISIBLE_DEVICES", None)
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env,
                           timeout=120)

@@ -105,7 +105,7 @@ def test_cpu_empty_request_and_bad_arguments(videos):
         decode_dali(index, [0], size=48, crop=64, device="cpu")
     # One device vocabulary: DALI's own word "gpu" is not it.
     with pytest.raises(ValueError, match=r"device 'gpu'.*'cuda'"):
-        decode_dali(index, [0], device="cuda")
+        decode_dali(index, [0], device="gpu")
     with pytest.raises(TypeError, match="integers"):
         decode_dali(index, [0.5], device="cpu")
 
