@@ -207,22 +207,30 @@ def call():
 
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_inputs_changed_during_the_call_never_write_out_of_bounds(case):
-    _run_case(case, _HARNESS.format(setup=CASES[case], calls=400, seconds=3))
+    proc, ran, refused = _run_case(_HARNESS.format(setup=CASES[case], calls=400, seconds=3))
+    assert proc.returncode == 0, _died(case, proc)
+    # Most calls see an out-of-range value when they check and are refused;
+    # the rest ran their kernels while the values kept changing.
+    assert ran - refused >= 5, proc.stdout
 
 
-def _run_case(case: str, script: str) -> None:
+def _run_case(script: str):
+    """Runs one race script in a subprocess (a segfault kills only it):
+    the finished process and the counts it printed of calls that ran and
+    calls that were refused (None, None when it died before printing)."""
     proc = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
         env={**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "2")},
     )
-    assert proc.returncode == 0, (
-        f"{case} died (exit {proc.returncode}) while another thread changed its inputs:\n"
-        + proc.stdout[-2000:] + proc.stderr[-4000:]
-    )
+    if proc.returncode != 0:
+        return proc, None, None
     ran, refused = (int(w) for w in proc.stdout.split()[1::2])
-    # Most calls see an out-of-range value when they check and are refused;
-    # the rest ran their kernels while the values kept changing.
-    assert ran - refused >= 5, proc.stdout
+    return proc, ran, refused
+
+
+def _died(case: str, proc) -> str:
+    return (f"{case} died (exit {proc.returncode}) while another thread changed its inputs:\n"
+            + proc.stdout[-2000:] + proc.stderr[-4000:])
 
 
 # The CUDA paths: the caller's index tensor is rewritten on another stream
@@ -276,7 +284,9 @@ def call():
 @pytest.mark.cuda
 @pytest.mark.parametrize("case", sorted(CUDA_CASES))
 def test_cuda_inputs_changed_during_the_call_never_write_out_of_bounds(case):
-    _run_case(case, _HARNESS.format(setup=CUDA_CASES[case], calls=200, seconds=3))
+    proc, ran, refused = _run_case(_HARNESS.format(setup=CUDA_CASES[case], calls=200, seconds=3))
+    assert proc.returncode == 0, _died(case, proc)
+    assert ran - refused >= 5, proc.stdout
 
 
 # Misaligned inputs: a view that starts at an odd byte offset (a field of a
