@@ -192,12 +192,14 @@ def test_negative_seed_is_an_argument_error(tmp_path, capsys):
 
 @pytest.mark.parametrize("existed", [False, True])
 def test_failure_removes_the_partial_output(tmp_path, monkeypatch, capsys, existed):
-    """A stage that fails leaves --out as it was: gone if the demo made it,
-    empty if it was an empty folder the user gave."""
+    """A stage that fails for a reason outside fastvqa (here a video the
+    local FFmpeg cannot decode) is one line, and leaves --out as it was: gone
+    if the demo made it, empty if it was an empty folder the user gave."""
     from fastvqa.demo import pipeline
+    from fastvqa.video import VideoError
 
     def broken(*args, **kwargs):
-        raise RuntimeError("decoder exploded")
+        raise VideoError("v0.mp4", "decoder exploded")
 
     monkeypatch.setattr(pipeline, "decode", broken)
     out = tmp_path / "o"
@@ -206,8 +208,32 @@ def test_failure_removes_the_partial_output(tmp_path, monkeypatch, capsys, exist
     assert main(["demo", "--out", str(out), "--videos", "1", "--duration", "5",
                  "--backend", "pyav", "--no-progress"]) == 2
     err = capsys.readouterr().err.strip()
-    assert err.startswith("fastvqa demo: error: decode failed: RuntimeError: decoder exploded")
+    assert err.startswith("fastvqa demo: error: decode failed: VideoError: v0.mp4: decoder "
+                          "exploded")
     assert "partial output removed" in err
+    if existed:
+        assert out.is_dir() and not any(out.iterdir())
+    else:
+        assert not out.exists()
+
+
+@pytest.mark.parametrize("existed", [False, True])
+def test_a_bug_in_a_stage_keeps_its_traceback(tmp_path, monkeypatch, existed):
+    """A fastvqa bug inside a stage (an internal ValueError or RuntimeError)
+    is not turned into a user's one-line error: it propagates from
+    cli.main, and the partial output is removed all the same."""
+    from fastvqa.demo import pipeline
+
+    def broken(*args, **kwargs):
+        raise ValueError("boom")
+
+    monkeypatch.setattr(pipeline, "decode", broken)
+    out = tmp_path / "o"
+    if existed:
+        out.mkdir()
+    with pytest.raises(ValueError, match="boom"):
+        main(["demo", "--out", str(out), "--videos", "1", "--duration", "5",
+              "--backend", "pyav", "--no-progress"])
     if existed:
         assert out.is_dir() and not any(out.iterdir())
     else:

@@ -302,28 +302,23 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-#: Commands whose modules still pass the library's plain ValueError/TypeError
-#: through for bad options (their owners are moving them to CommandError);
-#: until then those two classes are one-line errors for these commands only.
-#: ``eval`` and ``baseline`` are not among them: a ValueError there is a bug.
-_LEGACY_VALUE_ERRORS = frozenset({"decode", "index", "distractors", "duplicates", "demo"})
+def _is_user_error(err: BaseException) -> bool:
+    """Whether ``err`` describes the user's input rather than a fastvqa bug:
+    the :mod:`fastvqa.errors` family (:class:`~fastvqa.errors.InputError`:
+    ``CommandError``, ``OutputError``, ``VideoError``, ``IndexFileError``;
+    and the loaders' ``DataFormatError``), a path the user named that is
+    missing, taken or not readable, or an ``ImportError`` naming the ``pip
+    install`` that fixes it. Nothing else: a plain ``ValueError`` or
+    ``TypeError`` is a bug, whichever command raised it."""
+    from fastvqa.errors import user_error_classes
 
-
-def _is_user_error(err: BaseException, command: Optional[str]) -> bool:
-    """Whether ``err`` describes the user's input (see
-    :class:`fastvqa.evaluation.CommandError`) rather than a fastvqa bug."""
-    from fastvqa.data.errors import DataFormatError
-
-    user = (CommandError, DataFormatError, FileNotFoundError, IsADirectoryError,
-            NotADirectoryError, FileExistsError, PermissionError)
+    user = (*user_error_classes(), FileNotFoundError, IsADirectoryError, NotADirectoryError,
+            FileExistsError, PermissionError)
     if isinstance(err, user):
         return True
     if isinstance(err, ImportError):  # a missing extra, whose message says what to install
         return "pip install" in str(err)
-    video_error = getattr(sys.modules.get("fastvqa.video.errors"), "VideoError", None)
-    if video_error is not None and isinstance(err, video_error):
-        return True
-    return command in _LEGACY_VALUE_ERRORS and isinstance(err, (ValueError, TypeError))
+    return False
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -343,7 +338,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         # Bad files and arguments are the user's to fix: one line, no traceback
         # (FASTVQA_DEBUG=1 shows it, for reporting a fastvqa bug). Anything
         # else is a bug of fastvqa's and keeps its traceback.
-        if os.environ.get("FASTVQA_DEBUG") or not _is_user_error(err, args.command):
+        if os.environ.get("FASTVQA_DEBUG") or not _is_user_error(err):
             raise
         print(f"fastvqa {args.command}: error: {err}", file=sys.stderr)
         return 2

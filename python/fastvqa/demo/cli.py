@@ -89,7 +89,10 @@ def _out_folder(out) -> Path:
 
 
 class _Stages:
-    """Times each stage and turns an unexpected failure into one CommandError line."""
+    """Times each stage; a failure that is not fastvqa's (a video the local
+    FFmpeg cannot decode, a full disk: the :mod:`fastvqa.errors` family and
+    ``OSError``) becomes one CommandError line naming the stage. Anything
+    else is a bug and keeps its traceback."""
 
     def __init__(self, show: bool):
         self.show = show
@@ -103,11 +106,13 @@ class _Stages:
 
         bar = Progress(total, self.show and show_bar, desc=name, unit=unit)
         start = time.perf_counter()
+        from fastvqa.errors import user_error_classes
+
         try:
             yield bar
         except CommandError:
             raise
-        except Exception as err:  # any failure ends the demo with one line
+        except (*user_error_classes(), OSError) as err:
             if os.environ.get("FASTVQA_DEBUG"):
                 raise
             raise CommandError(f"{name} failed: {type(err).__name__}: {err}") from err

@@ -30,28 +30,27 @@ import importlib
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
+from fastvqa.errors import InputError
 from fastvqa.metrics.result import MetricResult
 
 # Modules that register benchmarks, imported when the command line needs them.
 MODULES = ("nextgqa", "wildqa", "dvd", "sokbench", "qvhighlights")
 
 
-class CommandError(Exception):
+class CommandError(InputError):
     """A mistake the user can fix (a bad option, an unusable file, nothing to
     score): :func:`fastvqa.cli.main` prints it as one line, ``fastvqa
     <command>: error: <message>``, and exits with status 2, no traceback.
 
-    This is the command line's one validation error class: every command
-    module raises it (or a subclass, e.g. :class:`fastvqa._outputs.OutputError`)
-    for what the user gave wrong. ``main`` treats a few other classes the same
-    way because they only ever describe user input: the loaders'
-    :class:`fastvqa.data.DataFormatError` (a malformed file),
+    The command modules' validation error, of the :class:`fastvqa.errors.InputError`
+    family (a ``ValueError``); see :mod:`fastvqa.errors` for the family
+    (``VideoError``, ``IndexFileError``, ``DataFormatError``,
+    :class:`fastvqa._outputs.OutputError`). ``main`` treats only that family,
     ``FileNotFoundError``/``IsADirectoryError``/``NotADirectoryError``/
-    ``FileExistsError``/``PermissionError`` (a path), ``fastvqa.video``'s
-    ``VideoError`` (an undecodable video) and an ``ImportError`` whose message
-    names the ``pip install`` that fixes it. Anything else, a plain
-    ``ValueError`` or ``TypeError`` from inside fastvqa included, is a bug and
-    shows its traceback."""
+    ``FileExistsError``/``PermissionError`` (a path) and an ``ImportError``
+    whose message names the ``pip install`` that fixes it as the user's;
+    anything else, a plain ``ValueError`` or ``TypeError`` from inside
+    fastvqa included, is a bug and shows its traceback."""
 
 
 @dataclass

@@ -33,20 +33,14 @@ def _figure(width: float, height: float):
 
 def save_png(fig, path: str | Path, *, dpi: Optional[float] = None) -> Path:
     """Writes ``fig`` as PNG to exactly ``path`` (no suffix is appended,
-    whatever its name), created exclusively: refuses an existing file, and
-    removes what it wrote if drawing fails."""
-    path = Path(path)
-    try:
-        f = path.open("xb")
-    except FileExistsError:
-        raise FileExistsError(f"{path} exists; refusing to overwrite it") from None
-    try:
-        with f:
-            fig.savefig(f, format="png", **({} if dpi is None else {"dpi": dpi}))
-    except BaseException:
-        path.unlink(missing_ok=True)
-        raise
-    return path
+    whatever its name), which must not exist (``FileExistsError``), through
+    a temporary name moved into place only when drawing succeeded
+    (:mod:`fastvqa._outputs`)."""
+    from fastvqa._outputs import open_new
+
+    with open_new(path, "xb", "path") as f:
+        fig.savefig(f, format="png", **({} if dpi is None else {"dpi": dpi}))
+    return Path(path)
 
 
 _save = save_png
@@ -63,9 +57,11 @@ def plot_accuracy_bars(names: Sequence[str], values: Sequence[float], path: str 
     """One horizontal bar per named accuracy (percent, 0-100), in the given
     order, with an optional dotted chance line. A NaN value (a group with no
     items) gets no bar and the label ``n/a`` (``n/a (n=0)`` when ``counts``
-    gives 0). Refuses to overwrite ``path``."""
-    if Path(path).exists():
-        raise FileExistsError(f"{path} exists; refusing to overwrite it")
+    gives 0). Refuses to overwrite ``path`` (``FileExistsError``, before
+    drawing)."""
+    from fastvqa._outputs import check_new
+
+    check_new(path, "path")
     values = [float(v) for v in values]
     counts = list(counts) if counts is not None else [None] * len(values)
     fig = _figure(7, 0.35 * len(names) + 1.2)
@@ -100,14 +96,17 @@ def plot_grounding_summary(
     Args:
         result: a :func:`fastvqa.metrics.grounded_qa` result with a
             ``"duration"`` per-question column (seconds).
-        path: the PNG to write (refuses to overwrite).
+        path: the PNG to write (refuses to overwrite: ``FileExistsError``
+            before drawing).
         length_edges: bin edges in seconds, as for
             :func:`fastvqa.metrics.slice_by_duration`.
         closed: which side of each bin is closed (``"left"`` or ``"right"``).
         title: figure title; default: benchmark, mode and evaluated count.
     """
+    from fastvqa._outputs import check_new
     from fastvqa.metrics.grounding import slice_by_duration
 
+    check_new(path, "path")
     pq = result.per_question
     evaluated = np.asarray(pq["evaluated"], dtype=bool)
     fig = _figure(11.0, 4.2)
@@ -172,10 +171,14 @@ def plot_video_timeline(
             prediction), optional ``IoU``/``IoP`` (0-1) shown beside the label,
             optional ``more_pred`` (``(M, 2)`` seconds: further predicted spans,
             drawn lighter; the scores are of ``pred``).
-        path: the PNG to write (refuses to overwrite).
+        path: the PNG to write (refuses to overwrite: ``FileExistsError``
+            before drawing).
         duration: video length in seconds (the axis end); default: the
             largest span end.
     """
+    from fastvqa._outputs import check_new
+
+    check_new(path, "path")
     fig = _figure(10.0, 1.2 + 0.55 * max(len(rows), 1))
     ax = fig.subplots()
     ends = [0.0]

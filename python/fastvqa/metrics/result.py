@@ -109,31 +109,28 @@ class MetricResult(Mapping):
             fmt: ``"jsonl"`` or ``"csv"``; default from ``path``'s suffix
                 (``.csv``: CSV, anything else: JSON Lines).
 
-        The file is created exclusively and removed again if writing fails.
+        The file is written through a temporary name and appears, complete,
+        only when writing succeeded (:mod:`fastvqa._outputs`); an existing
+        ``path`` raises ``FileExistsError`` before any work.
         """
         path = Path(path)
         fmt = fmt or ("csv" if path.suffix.lower() == ".csv" else "jsonl")
         if fmt not in ("csv", "jsonl"):
             raise ValueError(f"write_per_question: fmt must be 'csv' or 'jsonl', got {fmt!r}")
+        from fastvqa._outputs import check_new, open_new
+
+        check_new(path, "path")
         rows = self.per_question_rows()
-        try:
-            f = path.open("x", newline="" if fmt == "csv" else None)
-        except FileExistsError:
-            raise FileExistsError(f"{path} exists; refusing to overwrite it") from None
-        try:
-            with f:
-                if fmt == "csv":
-                    writer = csv.DictWriter(f, fieldnames=list(self.per_question))
-                    writer.writeheader()
-                    for row in rows:
-                        writer.writerow({k: json.dumps(v) if isinstance(v, (list, dict)) else v
-                                         for k, v in row.items()})
-                else:
-                    for row in rows:
-                        f.write(json.dumps(row) + "\n")
-        except BaseException:
-            path.unlink(missing_ok=True)
-            raise
+        with open_new(path, "x", "path", newline="" if fmt == "csv" else None) as f:
+            if fmt == "csv":
+                writer = csv.DictWriter(f, fieldnames=list(self.per_question))
+                writer.writeheader()
+                for row in rows:
+                    writer.writerow({k: json.dumps(v) if isinstance(v, (list, dict)) else v
+                                     for k, v in row.items()})
+            else:
+                for row in rows:
+                    f.write(json.dumps(row) + "\n")
         return path
 
 

@@ -30,6 +30,7 @@ import warnings
 from pathlib import Path
 from typing import Any, Iterator, Optional
 
+from fastvqa.errors import InputError
 from fastvqa.evaluation import CommandError
 
 ENCODERS = ("tfidf", "sentence")
@@ -87,16 +88,12 @@ def check_input_file(path: Path, what: str = "file") -> Path:
 
 def check_output(path: Optional[Path], option: str) -> None:
     """``path`` (an output about to be written) does not exist and its parent
-    is, or can be made, a folder; CommandError otherwise. None passes."""
-    if path is None:
-        return
-    if path.exists() or path.is_symlink():
-        raise CommandError(f"{path} exists; refusing to overwrite it (choose another path)")
-    for parent in path.parents:
-        if parent.exists():
-            if not parent.is_dir():
-                raise CommandError(f"{option} {path}: {parent} is not a folder")
-            break
+    is, or can be made, a folder (:func:`fastvqa._outputs.check_new`);
+    CommandError otherwise. None passes."""
+    from fastvqa._outputs import check_new
+
+    if path is not None:
+        check_new(path, option)
 
 
 def check_sentence_model(model: str, command: str = "") -> None:
@@ -106,7 +103,7 @@ def check_sentence_model(model: str, command: str = "") -> None:
 
     try:
         SentenceEncoder(model).check_available()
-    except ValueError as err:
+    except InputError as err:
         raise CommandError(str(err)) from None
 
 
@@ -158,7 +155,7 @@ def add_arguments(index_parser: argparse.ArgumentParser) -> None:
 
 def _build(args: argparse.Namespace) -> int:
     from fastvqa.retrieval import Index, SentenceEncoder
-    from fastvqa.retrieval._files import make_new_folder
+    from fastvqa._outputs import new_folder
 
     out: Path = args.out
     check_output(out, "--out")
@@ -181,7 +178,7 @@ def _build(args: argparse.Namespace) -> int:
 
         try:  # the vocabulary search refits: refuse texts it cannot fit on now
             TfidfEncoder(texts)
-        except ValueError as err:
+        except InputError as err:
             raise CommandError(f"{args.texts}: TF-IDF cannot index these texts ({err})") from None
 
     def fill(folder: Path) -> None:
@@ -190,10 +187,7 @@ def _build(args: argparse.Namespace) -> int:
         if index is not None:
             index.save(folder / "index.npz")
 
-    try:
-        make_new_folder(out, fill)
-    except FileExistsError as err:
-        raise CommandError(str(err)) from None
+    new_folder(out, fill, "--out")  # never overwrites, never half-written
     print(f"indexed {len(texts)} texts ({args.encoder}) in {out}", file=sys.stderr)
     return 0
 
@@ -295,7 +289,7 @@ def _search_checked(args: argparse.Namespace) -> int:
     if meta["encoder"] == "tfidf":
         try:
             enc = TfidfEncoder(texts)
-        except ValueError as err:
+        except InputError as err:
             raise CommandError(f"{folder}: damaged index folder: TF-IDF cannot be fitted on "
                                f"texts.json ({err})") from None
         q = enc.encode_sparse(args.query)
@@ -305,7 +299,7 @@ def _search_checked(args: argparse.Namespace) -> int:
         encoder = SentenceEncoder(meta["model"])  # offline: packaged, local or cached only
         try:
             encoder.check_available()
-        except ValueError as err:
+        except InputError as err:
             raise CommandError(f"{folder}: the index's model cannot be loaded: {err}") from None
         vectors = encoder.encode(args.query)
         if vectors.shape[1] != index.dim:
@@ -495,7 +489,7 @@ def _distractors(args: argparse.Namespace) -> int:
 
 
 def _distractors_checked(args: argparse.Namespace) -> int:
-    from fastvqa.retrieval._files import write_new
+    from fastvqa._outputs import write_new
     from fastvqa.retrieval.distractors import DistractorMiner
     from fastvqa.retrieval.options import Recipe, build_options, position_balance
 
@@ -537,10 +531,7 @@ def _distractors_checked(args: argparse.Namespace) -> int:
     if args.out is None:
         print(text)
         return 0
-    try:
-        write_new(args.out, text + "\n")  # never overwrites, never half-written
-    except FileExistsError as err:
-        raise CommandError(str(err)) from None
+    write_new(args.out, text + "\n", "--out")  # never overwrites, never half-written
     print(f"wrote {args.out}", file=sys.stderr)
     return 0
 
@@ -608,7 +599,7 @@ def _duplicates(args: argparse.Namespace) -> int:
 def _duplicates_checked(args: argparse.Namespace) -> int:
     from dataclasses import asdict
 
-    from fastvqa.retrieval._files import write_new
+    from fastvqa._outputs import write_new
     from fastvqa.retrieval.duplicates import duplicate_groups, unique_question_count
 
     _check_duplicates_options(args)
@@ -632,9 +623,6 @@ def _duplicates_checked(args: argparse.Namespace) -> int:
         payload = {"threshold": args.threshold, "exact": args.exact, "encoder": args.encoder,
                    "groups": [{"indices": g, "questions": [questions[i] for i in g]}
                               for g in groups]}
-        try:
-            write_new(args.groups_out, json.dumps(payload, indent=2))
-        except FileExistsError as err:
-            raise CommandError(str(err)) from None
+        write_new(args.groups_out, json.dumps(payload, indent=2), "--groups-out")
         print(f"{len(groups)} groups written to {args.groups_out}", file=sys.stderr)
     return 0

@@ -21,6 +21,7 @@ from typing import Any, Optional, Sequence, Union
 
 import numpy as np
 
+from fastvqa.errors import InputError
 from fastvqa.retrieval.encoders import check_texts, unit_rows
 
 QUESTION_KEYS = ("full", "first3")
@@ -58,7 +59,7 @@ def _check_unit(name: str, value: Any) -> float:
         raise TypeError(f"{name} must be a number in [0, 1], got {value!r}")
     value = float(value)
     if not 0.0 <= value <= 1.0:  # also rejects NaN
-        raise ValueError(f"{name} must be in [0, 1], got {value}")
+        raise InputError(f"{name} must be in [0, 1], got {value}")
     return value
 
 
@@ -89,14 +90,14 @@ class DistractorMiner:
             raise ValueError(f"DistractorMiner: {len(answers)} bank answers for "
                              f"{len(questions)} bank questions")
         if question_key not in QUESTION_KEYS:
-            raise ValueError(f"DistractorMiner: question_key must be one of {QUESTION_KEYS}, "
+            raise InputError(f"DistractorMiner: question_key must be one of {QUESTION_KEYS}, "
                              f"got {question_key!r}")
         if isinstance(n_neighbours, bool) or not isinstance(n_neighbours, (int, np.integer)) \
                 or n_neighbours < 1:
-            raise ValueError(f"DistractorMiner: n_neighbours must be an integer >= 1, "
+            raise InputError(f"DistractorMiner: n_neighbours must be an integer >= 1, "
                              f"got {n_neighbours!r}")
         if isinstance(encoder, str) and encoder not in ("tfidf", "sentence"):
-            raise ValueError(f"DistractorMiner: encoder must be 'tfidf', 'sentence' or an "
+            raise InputError(f"DistractorMiner: encoder must be 'tfidf', 'sentence' or an "
                              f"object with encode(texts), got {encoder!r}")
         if not isinstance(encoder, str) and not callable(getattr(encoder, "encode", None)):
             raise TypeError("DistractorMiner: encoder must have an encode(texts) method")
@@ -221,7 +222,7 @@ class DistractorMiner:
         if len(questions) != len(answers):
             raise ValueError(f"mine: {len(answers)} answers for {len(questions)} questions")
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 0:
-            raise ValueError(f"mine: k must be an integer >= 0, got {k!r}")
+            raise InputError(f"mine: k must be an integer >= 0, got {k!r}")
         tau = _check_unit("exclude_similar_to_answer (tau)", exclude_similar_to_answer)
         diversity = _check_unit("diversity", diversity)
         n = len(questions)

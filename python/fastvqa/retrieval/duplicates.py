@@ -20,6 +20,7 @@ from typing import Any, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
+from fastvqa.errors import InputError
 from fastvqa.retrieval.encoders import check_texts
 
 #: Characters :func:`normalize_question` strips from the end of a question.
@@ -56,7 +57,7 @@ def _check_threshold(threshold: Any, who: str) -> Optional[float]:
                         f"got {type(threshold).__name__}")
     t = float(threshold)
     if not 0.0 < t <= 1.0:  # also rejects NaN
-        raise ValueError(f"{who}: threshold must lie in (0, 1] (cosine), got {threshold!r}")
+        raise InputError(f"{who}: threshold must lie in (0, 1] (cosine), got {threshold!r}")
     return t
 
 
@@ -64,7 +65,7 @@ def _exact_labels(questions: list[str], exact: str, who: str) -> tuple[np.ndarra
     """Label per question (0.. in order of first occurrence) of its exact key,
     and the index of each label's first occurrence."""
     if exact not in EXACT_MODES:
-        raise ValueError(f"{who}: exact must be one of {EXACT_MODES}, got {exact!r}")
+        raise InputError(f"{who}: exact must be one of {EXACT_MODES}, got {exact!r}")
     key = normalize_question if exact == "normalized" else (lambda q: q)
     first: dict[str, int] = {}
     labels = np.empty(len(questions), dtype=np.int64)

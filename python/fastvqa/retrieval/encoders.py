@@ -26,6 +26,7 @@ from typing import Any, Callable, Optional, Protocol, Sequence, Union, runtime_c
 
 import numpy as np
 
+from fastvqa.errors import InputError
 from fastvqa.retrieval._topk import top_k_rows
 
 
@@ -243,7 +244,8 @@ class SentenceEncoder:
     def _local_folder(self) -> str:
         """The folder of ``self.model``: itself when it is a folder, else its
         snapshot in the local Hugging Face cache (found on disk, without
-        huggingface_hub's download code); ValueError when neither exists."""
+        huggingface_hub's download code); InputError (a ValueError) when
+        neither exists."""
         path = Path(self.model).expanduser()
         if path.is_dir():
             return str(path)
@@ -260,7 +262,7 @@ class SentenceEncoder:
                 continue
             if isinstance(found, str):
                 return str(Path(found).parent)
-        raise ValueError(
+        raise InputError(
             f"SentenceEncoder: model {self.model!r} is not available offline: it is not a "
             f"packaged model ({', '.join(self.PACKAGED)}), a local folder, or in the local "
             "Hugging Face cache, and fastvqa never downloads a model unless asked "
@@ -320,7 +322,15 @@ class TfidfEncoder:
                               "(or pip install scikit-learn)") from err
         vectorizer_kwargs["norm"] = "l2"
         self.vectorizer = TfidfVectorizer(**vectorizer_kwargs)
-        self.vectorizer.fit(check_texts(corpus, "corpus", "TfidfEncoder"))
+        corpus = check_texts(corpus, "corpus", "TfidfEncoder")
+        try:
+            self.vectorizer.fit(corpus)
+        except ValueError as err:
+            # Texts of stop words and one-letter words only: the user's data,
+            # not a fault (other ValueErrors of scikit-learn are left as they are).
+            if "empty vocabulary" not in str(err):
+                raise
+            raise InputError(f"TfidfEncoder: the texts hold no indexable word ({err})") from None
 
     @property
     def dim(self) -> int:

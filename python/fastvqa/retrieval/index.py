@@ -23,6 +23,8 @@ from typing import Any, Optional, Union
 
 import numpy as np
 
+from fastvqa.errors import InputError
+
 METRICS = ("ip", "l2")
 KINDS = ("flat", "ivf", "hnsw")
 DEVICES = ("auto", "cpu", "cuda")
@@ -239,12 +241,11 @@ class Index:
         The file holds the settings, the ids and the FAISS blob, with the
         blob's sha256 (checked by :meth:`load`). It is written through a
         temporary name and linked into place when complete, so a failure
-        leaves no partial file."""
-        from fastvqa.retrieval._files import write_new
+        leaves no partial file (:mod:`fastvqa._outputs`). An existing
+        ``path`` raises ``FileExistsError`` before any work."""
+        from fastvqa._outputs import check_new, write_new
 
-        path = Path(path)
-        if path.exists():
-            raise FileExistsError(f"{path} exists; refusing to overwrite it (choose another path)")
+        path = check_new(path, "path")
         blob = np.zeros(0, dtype=np.uint8)
         if self._index is not None:
             blob = np.asarray(_faiss().serialize_index(self._cpu_index()), dtype=np.uint8)
@@ -297,9 +298,10 @@ class Index:
         return self
 
 
-class IndexFileError(ValueError):
+class IndexFileError(InputError):
     """An index file (or index folder) that is not what fastvqa wrote: a
-    damaged, truncated or foreign file. The message names the path."""
+    damaged, truncated or foreign file. The message names the path. An
+    :class:`fastvqa.errors.InputError` (so a ``ValueError``)."""
 
 
 #: Settings of an index file and the checks each must pass.

@@ -12,6 +12,7 @@ from typing import Any, NamedTuple, Optional, Sequence
 import numpy as np
 
 from fastvqa._progress import Progress
+from fastvqa.errors import InputError
 from fastvqa.video.device import Device, gpu_visible, parse_device
 from fastvqa.video.errors import VideoError
 from fastvqa.video.index import VideoIndex, probe
@@ -100,7 +101,8 @@ def check_output_size(index: VideoIndex, count: int, *, size=None, crop=None,
     ``budget`` bytes (default: the memory available now).
 
     Raises:
-        ValueError: a bad size or crop, or frames that would not fit, naming
+        InputError (a ValueError): a bad size or crop, or frames that would
+            not fit, naming
             the estimate, so nothing of that size is ever allocated.
 
     ``rotation``: the quarter turn (degrees) the frames will be turned by
@@ -115,7 +117,7 @@ def check_output_size(index: VideoIndex, count: int, *, size=None, crop=None,
     if budget is None:
         budget = available_memory()
     if budget is not None and need > budget:
-        raise ValueError(f"{index.path}: {count:,} frames of {w}x{h} (WxH) RGB {dtype} need "
+        raise InputError(f"{index.path}: {count:,} frames of {w}x{h} (WxH) RGB {dtype} need "
                          f"{_gib(need)}, more than the {_gib(budget)} of memory available; "
                          "ask for fewer frames or a smaller size")
     return need

@@ -9,10 +9,7 @@ from __future__ import annotations
 
 import argparse
 import csv
-import os
-import shutil
 import sys
-import tempfile
 from fractions import Fraction
 from pathlib import Path
 
@@ -133,18 +130,15 @@ def _write_images(folder: Path, frames, fmt: str) -> None:
             writer.writerow([name, int(idx), f"{float(ts):.6f}"])
 
 
-def _refuse_existing(out: Path) -> None:
-    if os.path.lexists(out):
-        raise CommandError(f"{out} exists; refusing to overwrite it (choose another path)")
-
-
 def _plan(videos: list, names: list, sampler, args, is_list: bool) -> tuple:
     """Probe and sample every video and check its output before anything is
     written. Returns ``(ok, failed)``: ``[(video, name, bytes)]`` and
     ``[message]``. A single video that fails is a :class:`CommandError`."""
+    from fastvqa.errors import user_error_classes
     from fastvqa.video import VideoError, display_rotation, probe
     from fastvqa.video.api import available_memory, check_output_size
 
+    user_errors = user_error_classes()
     budget = available_memory()
     ok, failed = [], []
     for video, name in zip(videos, names):
@@ -154,7 +148,7 @@ def _plan(videos: list, names: list, sampler, args, is_list: bool) -> tuple:
             rotation = display_rotation(video, index.stream_index) if args.rotate else 0
             need = check_output_size(index, len(idx), size=args.size, crop=args.crop,
                                      budget=budget, rotation=rotation)
-        except (VideoError, ValueError, TypeError) as err:
+        except user_errors as err:  # a bug (any other error) keeps its traceback
             message = str(err) if isinstance(err, VideoError) else f"{video}: {err}"
             if not is_list:
                 raise CommandError(message) from None
@@ -180,60 +174,32 @@ def _chunks(plan: list, budget) -> list:
     return groups
 
 
-def _missing_parents(path: Path) -> list:
-    """The folders above ``path`` that do not exist yet, deepest first."""
-    missing = []
-    for parent in path.absolute().parents:
-        if parent.exists():
-            break
-        missing.append(parent)
-    return missing
-
-
-def _temporary(out: Path, folder: bool) -> Path:
-    """A new, private path beside ``out`` (same file system, so it can be
-    renamed into place)."""
-    out.parent.mkdir(parents=True, exist_ok=True)
-    prefix = f".{out.name}.partial-"
-    if folder:
-        tmp = Path(tempfile.mkdtemp(prefix=prefix, dir=out.parent))
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o777 & ~umask)
-        return tmp
-    fd, name = tempfile.mkstemp(prefix=prefix, dir=out.parent)
-    os.close(fd)
-    os.unlink(name)  # _write_npz creates it (exclusively)
-    return Path(name)
-
-
 def run(args: argparse.Namespace) -> int:
     """``fastvqa decode``: validate everything (sampler, size, crop, the list
     and every video in it, the output's size in memory), then decode into a
     temporary name beside ``--out`` that is moved into place only when the run
     succeeds; a failed run leaves nothing behind."""
     try:
-        from fastvqa.video import from_spec, read_batch
+        from fastvqa._outputs import OutputFiles
         from fastvqa._progress import Progress
+        from fastvqa.video import from_spec, read_batch
         from fastvqa.video.api import available_memory
         from fastvqa.video.index import import_av
 
         import_av()
     except ImportError as err:
         raise CommandError(str(err)) from None
-    try:
-        sampler = from_spec(args.sampler)
-    except ValueError as err:
-        raise CommandError(str(err)) from None
+    sampler = from_spec(args.sampler)  # an InputError names a bad spec
     if args.rotate and args.backend == "dali":
         raise CommandError("--rotate is implemented by the PyAV backend only (--backend pyav)")
     src, out = Path(args.input), Path(args.out)
-    _refuse_existing(out)
+    to_npz_file = out.suffix.lower() == ".npz"
+    outputs = OutputFiles()
+    outputs.add(out, "--out", folder=not to_npz_file)  # written as named: see _write_npz
     is_list = src.suffix.lower() in LIST_SUFFIXES
     if is_list and not src.is_file():
         raise CommandError(f"{src}: no such list file")
     videos = _read_list(src) if is_list else [src]
-    to_npz_file = out.suffix.lower() == ".npz"
     fmt = args.format or ("npz" if to_npz_file or is_list else "png")
     if to_npz_file and (is_list or fmt != "npz"):
         raise CommandError("--out FILE.npz takes one video in npz format; give a folder for a "
@@ -252,44 +218,32 @@ def run(args: argparse.Namespace) -> int:
                   rotate=args.rotate)
     if args.rotate:
         kwargs["backend"] = "pyav"
-    created = _missing_parents(out)
-    tmp = _temporary(out, folder=not to_npz_file)
     progress = Progress(len(plan), show)
     done = 0
     try:
-        for chunk in _chunks(plan, available_memory()):
-            results = read_batch([video for video, _, _ in chunk], sampler, **kwargs)
-            for (video, name, _), result in zip(chunk, results):
-                progress.update()
-                if isinstance(result, Exception):
-                    failed.append(str(result))
-                    print(f"fastvqa decode: skipped {result}", file=sys.stderr)
-                    continue
-                if to_npz_file:
-                    _write_npz(tmp, result, video)
-                elif fmt == "npz":
-                    _write_npz(tmp / f"{name}.npz", result, video)
-                elif is_list:
-                    _write_images(tmp / name, result, fmt)
-                else:
-                    _write_images(tmp, result, fmt)
-                done += 1
-        if done == 0:
-            raise CommandError(f"none of the {len(videos)} video(s) in {src} could be decoded; "
-                               "nothing written")
-        _refuse_existing(out)  # created by someone else while we decoded?
-        os.replace(tmp, out)
-    except BaseException:
-        if tmp.is_dir():
-            shutil.rmtree(tmp, ignore_errors=True)
-        else:
-            tmp.unlink(missing_ok=True)
-        for folder in created:  # the folders made for --out, if still empty
-            try:
-                folder.rmdir()
-            except OSError:
-                break
-        raise
+        with outputs:  # a failed run leaves neither a partial file nor a folder made for it
+            tmp = outputs.temp(out)
+            for chunk in _chunks(plan, available_memory()):
+                results = read_batch([video for video, _, _ in chunk], sampler, **kwargs)
+                for (video, name, _), result in zip(chunk, results):
+                    progress.update()
+                    if isinstance(result, Exception):
+                        failed.append(str(result))
+                        print(f"fastvqa decode: skipped {result}", file=sys.stderr)
+                        continue
+                    if to_npz_file:
+                        _write_npz(tmp, result, video)
+                    elif fmt == "npz":
+                        _write_npz(tmp / f"{name}.npz", result, video)
+                    elif is_list:
+                        _write_images(tmp / name, result, fmt)
+                    else:
+                        _write_images(tmp, result, fmt)
+                    done += 1
+            if done == 0:
+                raise CommandError(f"none of the {len(videos)} video(s) in {src} could be "
+                                   "decoded; nothing written")
+            outputs.commit()  # never over something made while we decoded
     finally:
         progress.close()
     print(f"decoded {done} of {len(videos)} video(s) with {args.sampler} into {out}",

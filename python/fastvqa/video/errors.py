@@ -5,10 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from fastvqa.errors import InputError
 
-class VideoError(ValueError):
+
+class VideoError(InputError):
     """A video file cannot be read: missing, empty, truncated, corrupt,
-    audio-only, or in a container or codec the backend does not support.
+    audio-only, or in a container or codec the backend does not support. An
+    :class:`fastvqa.errors.InputError` (so a ``ValueError``).
 
     The message names the file and the reason, e.g.
     ``clip.mp4: no video stream (audio only: 1 audio stream)``. ``path`` and

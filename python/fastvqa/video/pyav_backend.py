@@ -8,6 +8,7 @@ from typing import Any, Optional
 
 import numpy as np
 
+from fastvqa.errors import InputError
 from fastvqa.video.errors import VideoError
 from fastvqa.video.index import VideoIndex, display_rotation, import_av
 
@@ -28,7 +29,7 @@ def output_size(height: int, width: int, size=None) -> tuple:
         return height, width
     if isinstance(size, numbers.Integral) and not isinstance(size, bool):
         if size < 1:
-            raise ValueError(f"size must be >= 1, got {size}")
+            raise InputError(f"size must be >= 1, got {size}")
         if width <= height:
             h, w = int(size * height / width), int(size)
         else:
@@ -36,7 +37,7 @@ def output_size(height: int, width: int, size=None) -> tuple:
     else:
         h, w = _pair("size", size)
     if max(h, w) > MAX_SIDE:
-        raise ValueError(f"size {size!r} resizes the {width}x{height} (WxH) video to {w}x{h}; "
+        raise InputError(f"size {size!r} resizes the {width}x{height} (WxH) video to {w}x{h}; "
                          f"the largest side allowed is {MAX_SIDE} pixels")
     return h, w
 
@@ -52,7 +53,7 @@ def crop_box(height: int, width: int, crop=None) -> tuple:
     else:
         ch, cw = _pair("crop", crop)
     if ch < 1 or cw < 1 or ch > height or cw > width:
-        raise ValueError(f"crop {ch}x{cw} does not fit in the {height}x{width} frame")
+        raise InputError(f"crop {ch}x{cw} does not fit in the {height}x{width} frame")
     return int(round((height - ch) / 2.0)), int(round((width - cw) / 2.0)), ch, cw
 
 
@@ -63,7 +64,7 @@ def _pair(name: str, value) -> tuple:
         raise TypeError(f"{name} must be an int or (height, width), got {value!r}") from None
     for v in (h, w):
         if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1:
-            raise ValueError(f"{name} must be positive integers, got {value!r}")
+            raise InputError(f"{name} must be positive integers, got {value!r}")
     return int(h), int(w)
 
 

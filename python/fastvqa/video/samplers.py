@@ -40,6 +40,8 @@ from typing import Optional
 
 import numpy as np
 
+from fastvqa.errors import InputError
+
 #: Slack (seconds) when comparing a requested time with frame timestamps.
 TIME_EPS = 1e-6
 
@@ -52,7 +54,7 @@ MAX_INDICES = 2**24
 def _bounded(owner: str, count, detail: str) -> int:
     """``count`` as an int, or a ``ValueError`` when it exceeds :data:`MAX_INDICES`."""
     if count > MAX_INDICES:
-        raise ValueError(f"{owner}: {int(count):,} frame indices ({detail}) exceed the limit of "
+        raise InputError(f"{owner}: {int(count):,} frame indices ({detail}) exceed the limit of "
                          f"{MAX_INDICES:,} per video; ask for fewer frames")
     return int(count)
 
@@ -80,7 +82,7 @@ class _Timeline:
 def _timeline(index) -> _Timeline:
     ts = np.asarray(index.timestamps, dtype=np.float64)
     if len(ts) == 0:
-        raise ValueError("the video has no frames")
+        raise InputError("the video has no frames")
     return _Timeline(ts - ts[0], float(index.duration), 0)
 
 
@@ -89,9 +91,9 @@ def _check_number(owner: str, name: str, value, *, positive: bool = True, allow_
         raise TypeError(f"{owner}: {name} must be a number, got {type(value).__name__}")
     value = float(value)
     if not math.isfinite(value):
-        raise ValueError(f"{owner}: {name} must be finite, got {value}")
+        raise InputError(f"{owner}: {name} must be finite, got {value}")
     if positive and (value < 0 or (value == 0 and not allow_zero)):
-        raise ValueError(f"{owner}: {name} must be {'>= 0' if allow_zero else '> 0'}, got {value}")
+        raise InputError(f"{owner}: {name} must be {'>= 0' if allow_zero else '> 0'}, got {value}")
     return value
 
 
@@ -99,7 +101,7 @@ def _check_int(owner: str, name: str, value, minimum: int = 1) -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise TypeError(f"{owner}: {name} must be an integer, got {type(value).__name__}")
     if value < minimum:
-        raise ValueError(f"{owner}: {name} must be >= {minimum}, got {value}")
+        raise InputError(f"{owner}: {name} must be >= {minimum}, got {value}")
     return int(value)
 
 
@@ -168,7 +170,7 @@ class Uniform(Sampler):
         _check_int("Uniform", "n", self.n)
         _bounded("Uniform", self.n, f"n={self.n}")
         if self.mode not in ("center", "linspace"):
-            raise ValueError(f"Uniform: mode must be 'center' or 'linspace', got {self.mode!r}")
+            raise InputError(f"Uniform: mode must be 'center' or 'linspace', got {self.mode!r}")
 
     def _local(self, tl):
         return tl.at(_uniform_times(self.n, self.mode, 0.0, tl.duration, tl.t[-1]))
@@ -302,16 +304,16 @@ class Hierarchical(Sampler):
         object.__setattr__(self, "lengths", tuple(self.lengths))
         object.__setattr__(self, "frames", tuple(self.frames))
         if not self.lengths or len(self.lengths) != len(self.frames):
-            raise ValueError(f"Hierarchical: lengths and frames must be non-empty and of one "
+            raise InputError(f"Hierarchical: lengths and frames must be non-empty and of one "
                              f"length, got {len(self.lengths)} and {len(self.frames)}")
         for v in self.lengths:
             _check_number("Hierarchical", "lengths", v)
         for v in self.frames:
             _check_int("Hierarchical", "frames", v)
         if self.last not in ("keep", "drop", "merge"):
-            raise ValueError(f"Hierarchical: last must be 'keep', 'drop' or 'merge', got {self.last!r}")
+            raise InputError(f"Hierarchical: last must be 'keep', 'drop' or 'merge', got {self.last!r}")
         if self.mode not in ("center", "linspace"):
-            raise ValueError(f"Hierarchical: mode must be 'center' or 'linspace', got {self.mode!r}")
+            raise InputError(f"Hierarchical: mode must be 'center' or 'linspace', got {self.mode!r}")
 
     def segments(self, duration: float) -> list:
         """``[(level, start, end, frames), ...]`` in output order."""
@@ -363,11 +365,11 @@ class Outside(Sampler):
     def __post_init__(self):
         span = tuple(self.span)
         if len(span) != 2:
-            raise ValueError(f"Outside: span must be (start, end), got {self.span!r}")
+            raise InputError(f"Outside: span must be (start, end), got {self.span!r}")
         s = _check_number("Outside", "span start", span[0], allow_zero=True)
         e = _check_number("Outside", "span end", span[1], allow_zero=True)
         if e < s:
-            raise ValueError(f"Outside: span end {e} is before its start {s}")
+            raise InputError(f"Outside: span end {e} is before its start {s}")
         object.__setattr__(self, "span", (s, e))
         _check_int("Outside", "n", self.n)
         _bounded("Outside", self.n, f"n={self.n}")
@@ -381,7 +383,7 @@ class Outside(Sampler):
         right_len = max(0.0, tl.duration - e) if len(right) else 0.0
         total = left_len + right_len
         if total <= 0:
-            raise ValueError(f"Outside: no frame lies outside the span [{s}, {e}] s "
+            raise InputError(f"Outside: no frame lies outside the span [{s}, {e}] s "
                              f"of a {tl.duration:.3f}-s video")
         u = (np.arange(self.n) + 0.5) * total / self.n
         out = np.empty(self.n, dtype=np.int64)
@@ -417,13 +419,13 @@ class Within(Sampler):
         if self.end is not None:
             _check_number("Within", "end", self.end, allow_zero=True)
             if self.end <= self.start:
-                raise ValueError(f"Within: end {self.end} must be after start {self.start}")
+                raise InputError(f"Within: end {self.end} must be after start {self.start}")
 
     def _local(self, tl):
         end = tl.duration if self.end is None else min(float(self.end), tl.duration)
         start = float(self.start)
         if start >= end:
-            raise ValueError(f"Within: range [{self.start}, {self.end}) s is outside the "
+            raise InputError(f"Within: range [{self.start}, {self.end}) s is outside the "
                              f"{tl.duration:.3f}-s video")
         first = int(tl.at(np.array([start]))[0])
         stop = int(np.searchsorted(tl.t, end - TIME_EPS, side="left"))  # frames with t < end
@@ -438,9 +440,12 @@ class Within(Sampler):
 
 
 def from_spec(spec: str) -> Sampler:
-    """Parse a sampler spec string (see the module doc), e.g. ``"uniform:16"``."""
+    """Parse a sampler spec string (see the module doc), e.g. ``"uniform:16"``.
+    A spec that does not parse, or whose values a sampler refuses, raises
+    :class:`fastvqa.errors.InputError` (a ``ValueError``) naming the spec, as
+    every sampler's own checks of user values do."""
     if not isinstance(spec, str) or ":" not in spec:
-        raise ValueError(f"sampler spec {spec!r}: expected NAME:ARGS, e.g. fps:1, uniform:16, "
+        raise InputError(f"sampler spec {spec!r}: expected NAME:ARGS, e.g. fps:1, uniform:16, "
                          "clips:16,4,1, seconds:16, hierarchical:15,35,65/5,7,13, outside:10,20,8")
     rng = None
     if "@" in spec:
@@ -453,7 +458,7 @@ def from_spec(spec: str) -> Sampler:
             lo, _, hi = rng.partition("-")
             sampler = sampler.within(float(lo), float(hi) if hi.strip() else None)
     except (TypeError, ValueError, IndexError) as err:
-        raise ValueError(f"sampler spec {spec!r}: {err}") from None
+        raise InputError(f"sampler spec {spec!r}: {err}") from None
     return sampler
 
 
@@ -475,10 +480,10 @@ def _parse(name: str, args: str) -> Sampler:
     if name == "hierarchical":
         parts = args.split("/")
         if len(parts) < 2:
-            raise ValueError("expected hierarchical:LENGTHS/FRAMES[/keep|drop|merge]")
+            raise InputError("expected hierarchical:LENGTHS/FRAMES[/keep|drop|merge]")
         return Hierarchical(tuple(_nums(parts[0])), tuple(_nums(parts[1], int)),
                             *(p.strip() for p in parts[2:]))
     if name == "outside":
         s, e, n = _nums(args)
         return Outside((s, e), int(n))
-    raise ValueError(f"unknown sampler {name!r} (fps, uniform, clips, seconds, hierarchical, outside)")
+    raise InputError(f"unknown sampler {name!r} (fps, uniform, clips, seconds, hierarchical, outside)")
