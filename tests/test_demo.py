@@ -217,6 +217,23 @@ def test_failure_removes_the_partial_output(tmp_path, monkeypatch, capsys, exist
         assert not out.exists()
 
 
+def test_failure_removes_the_folders_made_for_a_new_out(tmp_path, monkeypatch, capsys):
+    """A new --out is built in a temporary folder beside it and moved into
+    place only on success: a failure leaves neither it nor the folders made
+    above it."""
+    from fastvqa.demo import pipeline
+    from fastvqa.video import VideoError
+
+    def broken(*args, **kwargs):
+        raise VideoError("v0.mp4", "decoder exploded")
+
+    monkeypatch.setattr(pipeline, "decode", broken)
+    assert main(["demo", "--out", str(tmp_path / "new" / "deeper" / "o"), "--videos", "1",
+                 "--duration", "5", "--backend", "pyav", "--no-progress"]) == 2
+    assert "partial output removed from" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
+
+
 @pytest.mark.parametrize("existed", [False, True])
 def test_a_bug_in_a_stage_keeps_its_traceback(tmp_path, monkeypatch, existed):
     """A fastvqa bug inside a stage (an internal ValueError or RuntimeError)
@@ -334,7 +351,7 @@ def test_the_largest_runs_are_accepted(tmp_path, monkeypatch, args):
 
     monkeypatch.setattr(api, "available_memory", lambda: 64 * 2**30)
     started = []
-    monkeypatch.setattr(demo_cli, "_run_in", lambda out, a: started.append(a) or 0)
+    monkeypatch.setattr(demo_cli, "_run_in", lambda out, a, shown: started.append(a) or 0)
     assert main(["demo", *args, "--backend", "pyav", "--out", str(tmp_path / "o"),
                  "--no-progress"]) == 0
     assert len(started) == 1

@@ -73,9 +73,8 @@ def _check_dependencies() -> None:
                                "(or 'fastvqa[demo]' for all the demo needs)") from None
 
 
-def _out_folder(out) -> Path:
-    if out is None:
-        return Path(tempfile.mkdtemp(prefix="fastvqa-demo-"))
+def _check_out(out) -> None:
+    """``--out``: a new path, or an empty folder; CommandError otherwise."""
     path = Path(out)
     if path.exists():
         if not path.is_dir():
@@ -83,9 +82,6 @@ def _out_folder(out) -> Path:
         if any(path.iterdir()):
             raise CommandError(f"{path} is not empty; refusing to write into it "
                                "(choose a new or empty --out folder)")
-    else:
-        path.mkdir(parents=True)
-    return path
 
 
 class _Stages:
@@ -175,19 +171,39 @@ def validate(args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Every option checked, then the demo: into a new ``--out`` through a
+    temporary folder beside it, moved into place only when every stage
+    succeeded (:class:`fastvqa._outputs.OutputFiles`); into an empty
+    existing ``--out`` or the default temporary folder directly, emptied
+    (or removed) again on failure. A failed run leaves nothing behind."""
+    from fastvqa._outputs import OutputFiles
+
     validate(args)
     _check_dependencies()
-    existed = args.out is not None and Path(args.out).exists()
-    out = _out_folder(args.out)
+    if args.out is not None:
+        _check_out(args.out)
+    if args.out is None or Path(args.out).exists():
+        out = Path(args.out) if args.out is not None else Path(
+            tempfile.mkdtemp(prefix="fastvqa-demo-"))
+        return _run_or_clear(out, out, args, remove=args.out is None)
+    outputs = OutputFiles()
+    final = outputs.add(args.out, "--out", folder=True)
+    with outputs:  # a failure removes the temporary folder and the folders made for it
+        code = _run_or_clear(outputs.temp(final), final, args, remove=True)
+        outputs.commit()
+    return code
+
+
+def _run_or_clear(folder: Path, shown: Path, args: argparse.Namespace, remove: bool) -> int:
     try:
-        return _run_in(out, args)
+        return _run_in(folder, args, shown)
     except CommandError as err:
         # The folder was new or empty: what is in it now is the demo's own
         # partial output, which would only make a rerun refuse the folder.
-        _clear_folder(out, remove=not existed)
-        raise CommandError(f"{err} (partial output removed from {out})") from err
-    except BaseException:  # Ctrl-C, or a bug (FASTVQA_DEBUG): no partial output either
-        _clear_folder(out, remove=not existed)
+        _clear_folder(folder, remove=remove)
+        raise CommandError(f"{err} (partial output removed from {shown})") from err
+    except BaseException:  # Ctrl-C, or a bug: no partial output either
+        _clear_folder(folder, remove=remove)
         raise
 
 
@@ -204,7 +220,9 @@ def _clear_folder(folder: Path, remove: bool) -> None:
             child.unlink(missing_ok=True)
 
 
-def _run_in(out: Path, args: argparse.Namespace) -> int:
+def _run_in(out: Path, args: argparse.Namespace, shown: Path) -> int:
+    """The stages, writing into ``out``; ``shown``: the folder named to the
+    user (where ``out`` will be once the run succeeded)."""
     from fastvqa.demo import options, pipeline, report, synth
 
     stages = _Stages(not args.no_progress)
@@ -249,5 +267,5 @@ def _run_in(out: Path, args: argparse.Namespace) -> int:
     total = sum(stages.timings.values())
     print("time per stage: " + ", ".join(f"{k} {v:.1f} s" for k, v in stages.timings.items())
           + f"; total {total:.1f} s")
-    print(f"benchmark, results.json and report.html: {out}")
+    print(f"benchmark, results.json and report.html: {shown}")
     return 0
