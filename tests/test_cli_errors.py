@@ -47,12 +47,39 @@ def test_decode_bad_sampler_is_one_line(tmp_path, capsys):
     assert not (tmp_path / "o.npz").exists()
 
 
+def test_decode_dali_without_a_gpu_is_refused_first(tmp_path, capsys, monkeypatch):
+    """--backend dali on a machine without a GPU: one line before any work
+    (it used to be a RuntimeError traceback once decoding started)."""
+    pytest.importorskip("av")
+    from fastvqa.video import api, device
+
+    (tmp_path / "v.mp4").write_bytes(b"")
+    monkeypatch.setattr(api, "_dali_available", lambda: True)
+    monkeypatch.setattr(device, "gpu_visible", lambda: False)
+    assert main(["decode", str(tmp_path / "v.mp4"), "--sampler", "uniform:2",
+                 "--backend", "dali", "--out", str(tmp_path / "o.npz")]) == 2
+    one_line_error(capsys, "decode", "no GPU is visible")
+    monkeypatch.setattr(api, "_dali_available", lambda: False)
+    assert main(["decode", str(tmp_path / "v.mp4"), "--sampler", "uniform:2",
+                 "--backend", "dali", "--out", str(tmp_path / "o.npz")]) == 2
+    one_line_error(capsys, "decode", "needs NVIDIA DALI", "pip install")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["v.mp4"]
+
+
 def test_index_build_of_stop_words_is_one_line(tmp_path, capsys):
     pytest.importorskip("sklearn")
     (tmp_path / "t.txt").write_text("a b\nc\n")  # one-letter words only: no vocabulary
     assert main(["index", "build", "--texts", str(tmp_path / "t.txt"),
                  "--out", str(tmp_path / "ix")]) == 2
     one_line_error(capsys, "index", "TF-IDF cannot index these texts", "no indexable word")
+    assert not (tmp_path / "ix").exists()
+
+
+def test_index_build_blank_model_is_one_line(texts, tmp_path, capsys):
+    """An empty --model is the user's mistake (it used to be a TypeError)."""
+    assert main(["index", "build", "--texts", str(texts), "--encoder", "sentence",
+                 "--model", " ", "--out", str(tmp_path / "ix")]) == 2
+    one_line_error(capsys, "index", "model must be a non-empty string")
     assert not (tmp_path / "ix").exists()
 
 

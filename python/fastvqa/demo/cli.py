@@ -149,16 +149,9 @@ def validate(args: argparse.Namespace) -> None:
                            "frames")
     _in_range("fps", args.fps, FPS)
     _in_range("seed", args.seed, SEED)
-    if args.backend == "dali":
-        from fastvqa.video.api import _dali_available
-        from fastvqa.video.device import gpu_visible
+    from fastvqa.video.cli import check_backend
 
-        if not _dali_available():
-            raise CommandError("--backend dali needs NVIDIA DALI: pip install 'fastvqa[dali]' "
-                               "(or use --backend pyav)")
-        if not gpu_visible():
-            raise CommandError("--backend dali decodes H.264 on the GPU (NVDEC), and no GPU is "
-                               "visible; use --backend pyav or auto")
+    check_backend(args.backend)
     from fastvqa.video.api import _gib, available_memory
 
     frames = args.videos * math.ceil(args.duration * args.fps - 1e-9)

@@ -183,9 +183,12 @@ class SentenceEncoder:
                  allow_download: bool = False, progress: Optional[bool] = None):
         if isinstance(model, os.PathLike):
             model = os.fspath(model)
-        if not isinstance(model, str) or not model.strip():
+        if not isinstance(model, str):
             raise TypeError(f"SentenceEncoder: model must be a non-empty string (a name or a "
                             f"folder), got {model!r}")
+        if not model.strip():  # a --model option given empty
+            raise InputError(f"SentenceEncoder: model must be a non-empty string (a name or a "
+                             f"folder), got {model!r}")
         self.model, self.normalize, self.device = model, bool(normalize), device
         self.batch_size, self.cache_dir = int(batch_size), cache_dir
         self.allow_download, self.progress = bool(allow_download), progress

@@ -69,6 +69,22 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-progress", action="store_true", help="no progress bar on many files")
 
 
+def check_backend(backend: str) -> None:
+    """``--backend dali`` (which decodes on the GPU, NVDEC): DALI installed
+    and a GPU visible, else CommandError before any work (DALI would fail
+    only once decoding starts, with a RuntimeError). Other backends pass."""
+    if backend != "dali":
+        return
+    from fastvqa.video import api, device
+
+    if not api._dali_available():
+        raise CommandError("--backend dali needs NVIDIA DALI: pip install 'fastvqa[dali]' "
+                           "(or use --backend pyav)")
+    if not device.gpu_visible():
+        raise CommandError("--backend dali decodes H.264 on the GPU (NVDEC), and no GPU is "
+                           "visible; use --backend pyav or auto")
+
+
 def _read_list(path: Path) -> list:
     try:
         text = path.read_text(encoding="utf-8")
@@ -192,6 +208,7 @@ def run(args: argparse.Namespace) -> int:
     sampler = from_spec(args.sampler)  # an InputError names a bad spec
     if args.rotate and args.backend == "dali":
         raise CommandError("--rotate is implemented by the PyAV backend only (--backend pyav)")
+    check_backend(args.backend)
     src, out = Path(args.input), Path(args.out)
     to_npz_file = out.suffix.lower() == ".npz"
     outputs = OutputFiles()
