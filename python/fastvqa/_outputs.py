@@ -261,11 +261,11 @@ class OutputFiles:
             self.discard()
 
 
-def check_new(path: PathLike, what: str = "output") -> Path:
+def check_new(path: Optional[PathLike], what: str = "output") -> Optional[Path]:
     """The check :meth:`OutputFiles.add` makes, for one output checked before
     a long computation: ``path`` does not exist (:class:`OutputExistsError`),
     is a file name and its nearest existing parent is a folder
-    (:class:`OutputError`). Returns ``path`` as a Path."""
+    (:class:`OutputError`). Returns ``path`` as a Path (None passes)."""
     return OutputFiles().add(path, what)
 
 

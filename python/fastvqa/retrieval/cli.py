@@ -30,6 +30,7 @@ import warnings
 from pathlib import Path
 from typing import Any, Iterator, Optional
 
+from fastvqa._outputs import check_new
 from fastvqa.errors import InputError
 from fastvqa.evaluation import CommandError
 
@@ -84,16 +85,6 @@ def check_input_file(path: Path, what: str = "file") -> Path:
     if path.is_dir():
         raise CommandError(f"{path} is a folder; expected a {what}")
     return path
-
-
-def check_output(path: Optional[Path], option: str) -> None:
-    """``path`` (an output about to be written) does not exist and its parent
-    is, or can be made, a folder (:func:`fastvqa._outputs.check_new`);
-    CommandError otherwise. None passes."""
-    from fastvqa._outputs import check_new
-
-    if path is not None:
-        check_new(path, option)
 
 
 def check_sentence_model(model: str, command: str = "") -> None:
@@ -154,11 +145,11 @@ def add_arguments(index_parser: argparse.ArgumentParser) -> None:
 
 
 def _build(args: argparse.Namespace) -> int:
-    from fastvqa.retrieval import Index, SentenceEncoder
     from fastvqa._outputs import new_folder
+    from fastvqa.retrieval import Index, SentenceEncoder
 
     out: Path = args.out
-    check_output(out, "--out")
+    check_new(out, "--out")
     if args.encoder == "sentence":
         check_sentence_model(args.model)
     texts = read_texts(args.texts)
@@ -459,7 +450,7 @@ def _check_distractor_options(args: argparse.Namespace) -> None:
     if args.benchmark not in DISTRACTOR_BENCHMARKS:
         raise CommandError(f"unknown benchmark {args.benchmark!r}; choose one of "
                            + ", ".join(DISTRACTOR_BENCHMARKS))
-    check_output(args.out, "--out")
+    check_new(args.out, "--out")
     if args.k < 1:
         raise CommandError(f"-k must be >= 1 (distractors per question), got {args.k}")
     if args.options is not None and not 2 <= args.options <= args.k + 1:
@@ -576,7 +567,7 @@ def _read_questions(args: argparse.Namespace) -> list[str]:
 def _check_duplicates_options(args: argparse.Namespace) -> None:
     import math
 
-    check_output(args.groups_out, "--groups-out")
+    check_new(args.groups_out, "--groups-out")
     if args.threshold is not None and not (math.isfinite(args.threshold)
                                            and 0.0 < args.threshold <= 1.0):
         raise CommandError(f"--threshold must lie in (0, 1] (cosine), got {args.threshold}")
