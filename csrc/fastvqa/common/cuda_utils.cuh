@@ -41,6 +41,28 @@ inline unsigned int blocks_for(long long n, int threads = kThreadsPerBlock) {
 // cap; a kernel launched this way loops over the items past the cap.
 inline unsigned int block_per_item(long long n) { return blocks_for(n, 1); }
 
+// This thread's items of a grid-stride loop over [0, n):
+// `for (const long long i : grid_stride(n))` visits start, start + stride, ...
+// (start the thread's global index, stride the grid's thread count).
+struct GridStride {
+  struct Iter {
+    long long i, step;
+    __device__ long long operator*() const { return i; }
+    __device__ Iter& operator++() {
+      i += step;
+      return *this;
+    }
+    __device__ bool operator!=(const Iter& end) const { return i < end.i; }
+  };
+  long long n;
+  __device__ Iter begin() const {
+    return Iter{blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x,
+                static_cast<long long>(gridDim.x) * blockDim.x};
+  }
+  __device__ Iter end() const { return Iter{n, 0}; }
+};
+__device__ inline GridStride grid_stride(long long n) { return GridStride{n}; }
+
 inline cudaStream_t as_stream(std::uintptr_t stream) {
   return reinterpret_cast<cudaStream_t>(stream);
 }

@@ -17,15 +17,13 @@ constexpr int kRowThreads = 64;
 
 template <typename T>
 __global__ void count_kernel(SpansParams<T> p) {
-  for (int64_t b = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; b < p.rows.batch;
-       b += (int64_t)gridDim.x * blockDim.x)
+  for (const int64_t b : grid_stride(p.rows.batch))
     p.counts[b] = row_runs<T>(p.rows.row(b), p.threshold, p.min_len, nullptr, nullptr);
 }
 
 template <typename T>
 __global__ void fill_kernel(SpansParams<T> p) {
-  for (int64_t b = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; b < p.rows.batch;
-       b += (int64_t)gridDim.x * blockDim.x) {
+  for (const int64_t b : grid_stride(p.rows.batch)) {
     const int64_t begin = p.row_offsets[b];
     const int64_t slots = p.row_offsets[b + 1] - begin;  // the count pass's runs
     int64_t* spans = p.out_spans + 2 * begin;
@@ -40,8 +38,7 @@ __global__ void fill_kernel(SpansParams<T> p) {
 template <typename T>
 __global__ void start_end_kernel(StartEndParams<T> p) {
   const long long total = static_cast<long long>(p.rows.batch) * p.rows.steps;
-  for (long long idx = blockIdx.x * (long long)blockDim.x + threadIdx.x; idx < total;
-       idx += (long long)gridDim.x * blockDim.x) {
+  for (const long long idx : grid_stride(total)) {
     const long long b = idx / p.rows.steps, t = idx - b * p.rows.steps;
     start_end_at(p.rows.row(b), t, &p.out_start[idx], &p.out_end[idx]);
   }

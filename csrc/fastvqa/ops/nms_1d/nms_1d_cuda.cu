@@ -44,15 +44,13 @@ __device__ int64_t last_at_or_below(const int64_t* prefix, int64_t count, int64_
 // every slot must still hold an index of its own group (the scratch arrives
 // uninitialised), so that no later kernel reads outside the inputs.
 __global__ void identity_kernel(int64_t* order, int64_t n) {
-  for (int64_t k = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; k < n;
-       k += (int64_t)gridDim.x * blockDim.x)
+  for (const int64_t k : grid_stride(n))
     order[k] = k;
 }
 
 template <typename T>
 __global__ void rank_kernel(Params<T> p, int64_t* order) {
-  for (int64_t k = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; k < p.n;
-       k += (int64_t)gridDim.x * blockDim.x) {
+  for (const int64_t k : grid_stride(p.n)) {
     const Group<T> g = p.group(p.group_of(k));
     int64_t rank = 0;
     for (int64_t q = g.begin; q < g.end; ++q) rank += g.before(q, k) ? 1 : 0;
@@ -131,8 +129,7 @@ __global__ void reduce_kernel(Params<T> p, const int64_t* table, const int64_t* 
 
 template <typename T>
 __global__ void soft_kernel(Params<T> p, int64_t* idx, T* cur) {
-  for (int64_t gi = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; gi < p.groups;
-       gi += (int64_t)gridDim.x * blockDim.x) {
+  for (const int64_t gi : grid_stride(p.groups)) {
     const Group<T> g = p.group(gi);
     p.counts[gi] = soft_nms_group(g, p.method, p.iou_threshold, p.sigma, p.score_threshold,
                                   idx + g.begin, cur + g.begin, p.sel_keep + g.begin,
@@ -142,8 +139,7 @@ __global__ void soft_kernel(Params<T> p, int64_t* idx, T* cur) {
 
 template <typename T>
 __global__ void gather_kernel(Params<T> p, const int64_t* out_offsets, int64_t* keep, T* scores) {
-  for (int64_t k = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; k < p.n;
-       k += (int64_t)gridDim.x * blockDim.x) {
+  for (const int64_t k : grid_stride(p.n)) {
     const int64_t gi = p.group_of(k);
     const int64_t local = k - p.group_begin(gi);
     if (local < p.counts[gi]) {

@@ -130,8 +130,7 @@ __global__ void top1_kernel(Params<T> p) {
 
 template <typename T>
 __global__ void topk_kernel(Params<T> p) {
-  for (int64_t b = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; b < p.batch;
-       b += (int64_t)gridDim.x * blockDim.x) {
+  for (const int64_t b : grid_stride(p.batch)) {
     int64_t* spans = p.out_spans + b * p.k * 2;
     T* scores = p.out_scores + b * p.k;
     const int64_t count = topk_row(p.row(b), p.min_len, p.max_len, p.k, spans, scores,

@@ -215,41 +215,19 @@ void forward_rows(const ForwardParams<T>& p) {
   }
 }
 
-// Backward: adds row t's terms to the running column sums, col[j] (C(j, t))
-// and col_out[j] (E(j)), for j = t + d, d in [lo, hi] (g(t, d) at g + d * gs).
-// Aligned groups in j as in plain_band_row.
-template <Reduce R, typename T>
-FASTVQA_VECTOR_CLONES void add_in_terms(const T* __restrict g, int64_t gs, int64_t t, int lo,
-                                        int hi, const double* __restrict in_c,
-                                        const double* __restrict out_c,
-                                        double* __restrict col, double* __restrict col_out) {
-  const int64_t j_end = t + hi + 1;
-  int64_t j = t + lo;
-  auto one = [&](int64_t jj) {
-    const int64_t d = jj - t;
-    const double gv = static_cast<double>(g[d * gs]);
-    col[jj] = gv * in_c[d] + col[jj];
-    if (R == Reduce::kContrast) col_out[jj] = term(gv, out_c[d]) + col_out[jj];
-  };
-  for (const int64_t e = std::min(align_up(j), j_end); j < e; ++j) one(j);
-  const int body = static_cast<int>((j_end - j) / kGroup * kGroup);
-  double* c = col + j;
-  double* co = col_out + j;
-  const int64_t d0 = j - t;
-  const double* ic = in_c + d0;
-  const double* oc = out_c + d0;
-  if (gs == 1) {
-    const T* gg = g + d0;
-#pragma omp simd aligned(c, co : 32)
-    for (int k = 0; k < body; ++k) {
-      const double gv = static_cast<double>(gg[k]);
-      c[k] = gv * ic[k] + c[k];
-      if (R == Reduce::kContrast) co[k] = term(gv, oc[k]) + co[k];
-    }
-    j += body;
-  }
-  for (; j < j_end; ++j) one(j);
-}
+// ------------------------------------------------------------------ backward
+//
+// One row's gradient (span_scores_math.h). Step t adds row t's terms to the
+// running column sums col[j] (C(j, t)) and col_out[j] (E(j)), j = t + d, and
+// reads inside(t) (and F(t)) off the same pass: one pass over the band.
+
+// A thread's scratch for the backward rows.
+struct BackwardBuffers {
+  AlignedBuffer col, col_out;
+  std::vector<double> partial, f, in_c, out_c;
+  BackwardBuffers(int64_t steps, int64_t width)
+      : col(steps), col_out(steps), partial(steps), f(steps), in_c(width), out_c(width) {}
+};
 
 // col[j] summed over [j0, j1): aligned groups, scalar head and tail.
 FASTVQA_VECTOR_CLONES double sum_range(const double* __restrict col, int64_t j0, int64_t j1) {
@@ -266,71 +244,115 @@ FASTVQA_VECTOR_CLONES double sum_range(const double* __restrict col, int64_t j0,
   return s;
 }
 
-template <typename T>
-FASTVQA_VECTOR_CLONES double out_terms(const T* __restrict g, int64_t gs, int lo, int hi,
-                                       const double* __restrict out_c) {
-  double s = -0.0;
+// Adds row t's terms g(t, d) (at g + d * gs) to col[t + d] (times in_c[d];
+// contrast: times out_c[d] to col_out[t + d], and their sum, F(t), to
+// *f_out) for d in [lo, hi], and returns the sum of the updated
+// col[t + lo .. t + hi]. Aligned groups in j, as in plain_band_row.
+template <Reduce R, typename T>
+FASTVQA_VECTOR_CLONES double add_and_sum(const T* __restrict g, int64_t gs, int64_t t, int64_t lo,
+                                         int64_t hi, const double* __restrict in_c,
+                                         const double* __restrict out_c, double* __restrict col,
+                                         double* __restrict col_out, double* __restrict f_out) {
+  const int64_t j_end = t + hi + 1;
+  int64_t j = t + lo;
+  double s = -0.0, f = -0.0;
+  auto one = [&](int64_t jj) {
+    const int64_t d = jj - t;
+    const double gv = static_cast<double>(g[d * gs]);
+    const double c = gv * in_c[d] + col[jj];
+    col[jj] = c;
+    s += c;
+    if (R == Reduce::kContrast) {
+      const double o = term(gv, out_c[d]);
+      col_out[jj] = o + col_out[jj];
+      f += o;
+    }
+  };
+  for (const int64_t e = std::min(align_up(j), j_end); j < e; ++j) one(j);
   if (gs == 1) {
-#pragma omp simd reduction(+ : s)
-    for (int d = lo; d <= hi; ++d) s += term(static_cast<double>(g[d]), out_c[d]);
-  } else {
-    for (int d = lo; d <= hi; ++d) s += term(static_cast<double>(g[d * gs]), out_c[d]);
+    const int body = static_cast<int>((j_end - j) / kGroup * kGroup);
+    double* c = col + j;
+    double* co = col_out + j;
+    const int64_t d0 = j - t;
+    const T* gg = g + d0;
+    const double* ic = in_c + d0;
+    const double* oc = out_c + d0;
+    double v = -0.0, vf = -0.0;
+#pragma omp simd aligned(c, co : 32) reduction(+ : v, vf)
+    for (int k = 0; k < body; ++k) {
+      const double gv = static_cast<double>(gg[k]);
+      const double cv = gv * ic[k] + c[k];
+      c[k] = cv;
+      v += cv;
+      if (R == Reduce::kContrast) {
+        const double o = term(gv, oc[k]);
+        co[k] = o + co[k];
+        vf += o;
+      }
+    }
+    s += v;
+    f += vf;
+    j += body;
   }
+  for (; j < j_end; ++j) one(j);
+  if (R == Reduce::kContrast) *f_out = f;
   return s;
+}
+
+// One row: inside(t) for t ascending (and, for contrast, left(t) and F(t)),
+// then, for contrast, right(t) for t descending (span_scores_math.h).
+template <Reduce R, typename T>
+void backward_row(const BackwardParams<T>& p, int64_t b, BackwardBuffers& buf) {
+  const int64_t steps = p.steps, width = p.width;
+  const int64_t length = p.length(b);
+  T* gx = p.grad_x + b * steps;
+  std::fill(gx + length, gx + steps, T(0));
+  if (length == 0) return;
+  const T* grow = p.grad + b * p.g_s0;
+  double* col = buf.col.data;
+  double* col_out = buf.col_out.data;
+  double* in_c = buf.in_c.data();
+  double* out_c = buf.out_c.data();
+  double* partial = buf.partial.data();  // contrast: inside(t) + left(t)
+  double* f = buf.f.data();              // contrast: F(t)
+  // Offsets past the row never count: they need no coefficients.
+  const int64_t w = std::min(width, length);
+  for (int64_t d = 0; d < w; ++d) grad_coef<R>(d + 1, length, &in_c[d], &out_c[d]);
+  std::fill(col, col + length, -0.0);
+  if (R == Reduce::kContrast) std::fill(col_out, col_out + length, -0.0);
+  double left = -0.0;
+  for (int64_t t = 0; t < length; ++t) {
+    int64_t lo, hi;  // hi + 1 = min(w, length - t): the ends whose C(j, t) is complete
+    offset_range(t, length, p.min_len, width, &lo, &hi);
+    // Ends t .. t + lo - 1 get no term from row t (too short); the others do.
+    double inside = sum_range(col, t, t + std::min(lo, hi + 1));
+    f[t] = -0.0;
+    if (lo <= hi)
+      inside += add_and_sum<R>(grow + t * p.g_s1, p.g_s2, t, lo, hi, in_c, out_c, col, col_out,
+                               &f[t]);
+    if (R == Reduce::kContrast) {
+      partial[t] = inside + left;
+      left = col_out[t] + left;  // E(t) is complete: no later start ends at t
+    } else {
+      gx[t] = static_cast<T>(inside);
+    }
+  }
+  if (R == Reduce::kContrast) {
+    double right = -0.0;  // the F(i) of starts i > t
+    for (int64_t t = length - 1; t >= 0; --t) {
+      gx[t] = static_cast<T>(partial[t] + right);
+      right = f[t] + right;
+    }
+  }
 }
 
 template <Reduce R, typename T>
 void backward_rows(const BackwardParams<T>& p) {
-  const int64_t batch = p.batch, steps = p.steps, width = p.width;
-#pragma omp parallel if (batch * steps * width >= kParallelWork)
+#pragma omp parallel if (p.batch * p.steps * p.width >= kParallelWork)
   {
-    // col[j] = C(j, t) for the current t; col_out[j] = E(j) so far; right[t]
-    // = the F(i) of starts i > t.
-    AlignedBuffer col_buf(steps), col_out_buf(steps);
-    double* col = col_buf.data;
-    double* col_out = col_out_buf.data;
-    std::vector<double> right(steps + 1), in_c(width), out_c(width);
+    BackwardBuffers buf(p.steps, p.width);
 #pragma omp for schedule(static)
-    for (int64_t b = 0; b < batch; ++b) {
-      const int64_t length = p.length(b);
-      T* gx = p.grad_x + b * steps;
-      std::fill(gx + length, gx + steps, T(0));
-      if (length == 0) continue;
-      // Offsets past the row never count: they need no coefficients.
-      const int64_t w = std::min(width, length);
-      for (int64_t d = 0; d < w; ++d) grad_coef<R>(d + 1, length, &in_c[d], &out_c[d]);
-      const T* grow = p.grad + b * p.g_s0;
-      if (R == Reduce::kContrast) {
-        right[length - 1] = -0.0;
-        for (int64_t i = length - 1; i > 0; --i) {
-          int64_t lo, hi;
-          offset_range(i, length, p.min_len, width, &lo, &hi);
-          const double f = lo <= hi ? out_terms(grow + i * p.g_s1, p.g_s2, static_cast<int>(lo),
-                                                static_cast<int>(hi), out_c.data())
-                                    : -0.0;
-          right[i - 1] = f + right[i];
-        }
-      }
-      std::fill(col, col + length, -0.0);
-      std::fill(col_out, col_out + length, -0.0);
-      double left = -0.0;
-      for (int64_t t = 0; t < length; ++t) {
-        int64_t lo, hi;
-        offset_range(t, length, p.min_len, width, &lo, &hi);
-        if (lo <= hi)
-          add_in_terms<R>(grow + t * p.g_s1, p.g_s2, t, static_cast<int>(lo),
-                          static_cast<int>(hi), in_c.data(), out_c.data(), col, col_out);
-        // Ends t .. t + w - 1 (within the row): C(j, t) is complete for them.
-        const int64_t ends = std::min(w, length - t);
-        const double inside = sum_range(col, t, t + ends);
-        if (R == Reduce::kContrast) {
-          gx[t] = static_cast<T>((inside + left) + right[t]);
-          left = col_out[t] + left;  // E(t) is complete: no later start ends at t
-        } else {
-          gx[t] = static_cast<T>(inside);
-        }
-      }
-    }
+    for (int64_t b = 0; b < p.batch; ++b) backward_row<R>(p, b, buf);
   }
 }
 

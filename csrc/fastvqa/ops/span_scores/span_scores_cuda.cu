@@ -43,8 +43,7 @@ __device__ void build_row(const RowInput<T>& in, double* prefix, int64_t* counts
 
 template <typename T>
 __global__ void prefix_kernel(RowInput<T> in, double* prefix, int64_t* counts) {
-  for (long long b = blockIdx.x * (long long)blockDim.x + threadIdx.x; b < in.batch;
-       b += (long long)gridDim.x * blockDim.x)
+  for (const long long b : grid_stride(in.batch))
     build_row(in, prefix, counts, b);
 }
 
@@ -64,8 +63,7 @@ __global__ void forward_kernel(ForwardParams<T> p) {
   const long long ends = p.in.steps + p.width - 1;
   const long long total = static_cast<long long>(p.in.batch) * ends;
   const T neg_inf = static_cast<T>(-INFINITY);
-  for (long long idx = blockIdx.x * (long long)blockDim.x + threadIdx.x; idx < total;
-       idx += (long long)gridDim.x * blockDim.x) {
+  for (const long long idx : grid_stride(total)) {
     const long long b = idx / ends;
     const long long j = idx % ends;
     const int64_t length = p.in.length(b);
@@ -89,8 +87,7 @@ __global__ void forward_kernel(ForwardParams<T> p) {
 template <Reduce R, typename T>
 __global__ void column_kernel(BackwardParams<T> p) {
   const long long total = static_cast<long long>(p.batch) * p.steps;
-  for (long long idx = blockIdx.x * (long long)blockDim.x + threadIdx.x; idx < total;
-       idx += (long long)gridDim.x * blockDim.x) {
+  for (const long long idx : grid_stride(total)) {
     const long long b = idx / p.steps;
     const long long j = idx % p.steps;
     const int64_t length = p.length(b);
@@ -117,8 +114,7 @@ __global__ void column_kernel(BackwardParams<T> p) {
 template <Reduce R, typename T>
 __global__ void inside_kernel(BackwardParams<T> p) {
   const long long total = static_cast<long long>(p.batch) * p.steps;
-  for (long long idx = blockIdx.x * (long long)blockDim.x + threadIdx.x; idx < total;
-       idx += (long long)gridDim.x * blockDim.x) {
+  for (const long long idx : grid_stride(total)) {
     const long long b = idx / p.steps;
     const long long t = idx % p.steps;
     const int64_t length = p.length(b);
@@ -149,8 +145,7 @@ __global__ void inside_kernel(BackwardParams<T> p) {
 // Contrast: grad[t] = (inside(t) + left(t)) + right(t), one thread per row.
 template <typename T>
 __global__ void outside_kernel(BackwardParams<T> p) {
-  for (long long b = blockIdx.x * (long long)blockDim.x + threadIdx.x; b < p.batch;
-       b += (long long)gridDim.x * blockDim.x) {
+  for (const long long b : grid_stride(p.batch)) {
     const int64_t length = p.length(b);
     const double* inside = p.rowsum + (b * 3) * p.steps;
     const double* e = p.rowsum + (b * 3 + 1) * p.steps;
@@ -172,8 +167,7 @@ __global__ void outside_kernel(BackwardParams<T> p) {
 
 template <Reduce R, typename T>
 __global__ void top_kernel(TopParams<T> p) {
-  for (long long b = blockIdx.x * (long long)blockDim.x + threadIdx.x; b < p.in.batch;
-       b += (long long)gridDim.x * blockDim.x) {
+  for (const long long b : grid_stride(p.in.batch)) {
     build_row(p.in, p.prefix, p.counts, b);
     const RowSums r = row_sums_at(p.prefix, p.counts, p.in.steps, p.in.length(b), b);
     const T* x = p.in.x + b * p.in.x_s0;

@@ -15,8 +15,7 @@ __global__ void pairwise_kernel(OverlapParams<T> p) {
   // One thread per output cell along a grid-stride loop over the flattened
   // n x m matrix: consecutive threads write consecutive cells of a row.
   const long long total = static_cast<long long>(p.n) * p.m;
-  for (long long idx = blockIdx.x * (long long)blockDim.x + threadIdx.x; idx < total;
-       idx += (long long)gridDim.x * blockDim.x) {
+  for (const long long idx : grid_stride(total)) {
     const long long i = idx / p.m;
     const long long j = idx - i * p.m;
     p.out[idx] = pair_overlap_any<kMode>(p.a[i * p.a_s0], p.a[i * p.a_s0 + p.a_s1],
@@ -26,8 +25,7 @@ __global__ void pairwise_kernel(OverlapParams<T> p) {
 
 template <Mode kMode, typename T>
 __global__ void paired_kernel(OverlapParams<T> p) {
-  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < p.n;
-       i += (long long)gridDim.x * blockDim.x) {
+  for (const long long i : grid_stride(p.n)) {
     p.out[i] = pair_overlap_any<kMode>(p.a[i * p.a_s0], p.a[i * p.a_s0 + p.a_s1], p.b[i * p.b_s0],
                                        p.b[i * p.b_s0 + p.b_s1]);
   }
@@ -35,8 +33,7 @@ __global__ void paired_kernel(OverlapParams<T> p) {
 
 template <typename T>
 __global__ void grounding_kernel(GroundingParams<T> p) {
-  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < p.n;
-       i += (long long)gridDim.x * blockDim.x) {
+  for (const long long i : grid_stride(p.n)) {
     grounding_row(p.pred[i * p.p_s0], p.pred[i * p.p_s0 + p.p_s1], p.gt, p.g_s0, p.g_s1,
                   p.offsets[i * p.off_s0], p.offsets[(i + 1) * p.off_s0], &p.iou[i], &p.iop[i]);
   }
