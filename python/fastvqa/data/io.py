@@ -134,6 +134,8 @@ _CHUNK = 1 << 20
 #: the entry parsed again. Further back it is the file's own error.
 _MARGIN = 64
 _WS = re.compile(r"[ \t\n\r]*")
+_WS_RUN = re.compile(r"(?:[ \t\n\r])+")
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
 
 
 def _decode_error(doc: str) -> tuple[str, int]:
@@ -201,6 +203,8 @@ class JsonStream:
         self._scan = json.JSONDecoder(parse_int=_parse_int).scan_once
         self.value: Any = None
         self._entries: Optional[Iterator] = None
+        self._cut: Optional[re.Pattern] = None  # see _batch
+        self._slow_until = 0
         first = self._checked(self._peek)
         if first == "{":
             self.kind: type = dict
@@ -355,6 +359,74 @@ class JsonStream:
         if self._peek():
             raise _Invalid(_MSG_EXTRA, self._base + self._pos)
 
+    # -- batches: many entries in one call of the C parser
+    #
+    # Entry by entry, the Python around each parse costs several times the
+    # parse itself. So once the first entry has shown what an entry looks
+    # like, the buffered text up to a later separator is parsed in one call,
+    # wrapped as a container of its own: "[" + text + "]". A cut is only ever
+    # tried at a comma; when that comma is not a top-level separator (inside a
+    # nested value, or in a string) the wrapped text is unbalanced or ends in
+    # an open string and the parse fails, so a batch that parses holds
+    # exactly the entries a whole-file parse gives (an object's repeated keys
+    # within a batch keep the last value, as json.loads). On a failure the
+    # entries are read one by one past the cut tried; a real syntax error is
+    # always reported by the entry-by-entry path.
+
+    _TRIES = 3
+
+    def _learn_cut(self, value_start: int, is_object: bool) -> None:
+        """The pattern a separator and the next entry's start match, learnt
+        from the first entry (its value starts at buffer position
+        ``value_start``): the comma, an object's key, then the brackets the
+        value opens with and its first key (e.g. ``, {"qid":``)."""
+        buf = self._buf
+        j = value_start
+        while j < len(buf) and buf[j] in "[{ \t\n\r":
+            j += 1
+        m = _STRING.match(buf, j)
+        if m is not None and j > value_start:
+            colon = _WS.match(buf, m.end()).end()
+            if buf.startswith(":", colon):
+                j = colon + 1  # the first key of an object value
+        elif m is not None:
+            j += 1  # a string value: its opening quote
+        prefix = _WS.pattern.join(re.escape(piece)
+                                  for piece in _WS_RUN.split(buf[value_start:j]))
+        key = _STRING.pattern + _WS.pattern + ":" + _WS.pattern if is_object else ""
+        self._cut = re.compile("," + _WS.pattern + key + prefix)
+
+    def _batch(self, opener: str, closer: str) -> Any:
+        """The entries from the current position to a separator near the end
+        of the buffer, parsed at once (a dict or a list); the position then
+        is at that separator. None where no cut parses."""
+        if self._cut is None or self._base + self._pos < self._slow_until:
+            return None
+        if len(self._buf) - self._pos < _CHUNK and not self._eof:
+            self._read(_CHUNK)
+        buf, start = self._buf, self._pos
+        tail = max(start, len(buf) - (1 << 16))
+        cuts = [m.start() for m in self._cut.finditer(buf, tail)][-self._TRIES:]
+        if not cuts:
+            cuts = [m.start() for m in self._cut.finditer(buf, start)][-self._TRIES:]
+        for cut in reversed(cuts):
+            doc = opener + buf[start:cut] + closer
+            collecting = gc.isenabled()
+            gc.disable()
+            try:
+                value, end = self._scan(doc, 0)
+            except (StopIteration, json.JSONDecodeError, _TooLarge, RecursionError):
+                continue
+            finally:
+                if collecting:
+                    gc.enable()
+            if end == len(doc):
+                self._pos = cut
+                return value
+        # Entry by entry past the first cut tried (or the buffer).
+        self._slow_until = self._base + (cuts[-1] if cuts else len(buf))
+        return None
+
     def _object(self) -> Iterator[tuple[str, Any]]:
         self._pos += 1  # "{"
         if self._peek() == "}":
@@ -364,10 +436,18 @@ class JsonStream:
         while True:
             if self._peek() != '"':
                 raise _Invalid(_MSG_KEY, self._base + self._pos)
-            key = self._value()
-            self._expect(":", _MSG_COLON)
-            self._peek()
-            yield key, self._value()
+            batch = self._batch("{", "}")
+            if batch is not None:
+                yield from batch.items()
+            else:
+                key = self._value()
+                self._expect(":", _MSG_COLON)
+                self._peek()
+                value_start = self._pos
+                value = self._value()
+                if self._cut is None:
+                    self._learn_cut(value_start, True)
+                yield key, value
             char = self._peek()
             if char == "}":
                 self._pos += 1
@@ -387,8 +467,17 @@ class JsonStream:
             return
         index = 0
         while True:
-            yield index, self._value()
-            index += 1
+            batch = self._batch("[", "]")
+            if batch is not None:
+                yield from enumerate(batch, start=index)
+                index += len(batch)
+            else:
+                value_start = self._pos
+                value = self._value()
+                if self._cut is None:
+                    self._learn_cut(value_start, False)
+                yield index, value
+                index += 1
             char = self._peek()
             if char == "]":
                 self._pos += 1
