@@ -202,7 +202,7 @@ class JsonStream:
         self._eof = False
         self._scan = json.JSONDecoder(parse_int=_parse_int).scan_once
         self.value: Any = None
-        self._entries: Optional[Iterator] = None
+        self._started: Optional[Iterator] = None
         self._cut: Optional[re.Pattern] = None  # see _batch
         self._slow_until = 0
         first = self._checked(self._peek)
@@ -240,14 +240,12 @@ class JsonStream:
         return self._iter()
 
     def _iter(self) -> Iterator[tuple[Union[str, int], Any]]:
-        if self._entries is None:
-            if self.kind is dict:
-                self._entries = self._checked_iter(self._object())
-            elif self.kind is list:
-                self._entries = self._checked_iter(self._array())
+        if self._started is None:
+            if self.kind is dict or self.kind is list:
+                self._started = self._checked_iter(self._entries(self.kind is dict))
             else:
-                self._entries = iter(())
-        return self._entries
+                self._started = iter(())
+        return self._started
 
     # -- errors: every failure becomes one DataFormatError naming the file
     def _error(self, err: BaseException) -> DataFormatError:
@@ -427,65 +425,49 @@ class JsonStream:
         self._slow_until = self._base + (cuts[-1] if cuts else len(buf))
         return None
 
-    def _object(self) -> Iterator[tuple[str, Any]]:
-        self._pos += 1  # "{"
-        if self._peek() == "}":
-            self._pos += 1
-            self._end()
-            return
-        while True:
-            if self._peek() != '"':
-                raise _Invalid(_MSG_KEY, self._base + self._pos)
-            batch = self._batch("{", "}")
-            if batch is not None:
-                yield from batch.items()
-            else:
-                key = self._value()
-                self._expect(":", _MSG_COLON)
-                self._peek()
-                value_start = self._pos
-                value = self._value()
-                if self._cut is None:
-                    self._learn_cut(value_start, True)
-                yield key, value
-            char = self._peek()
-            if char == "}":
-                self._pos += 1
-                break
-            comma = self._base + self._pos
-            self._expect(",", _MSG_OBJECT_COMMA)
-            if self._peek() == "}":
-                raise _Invalid(_MSG_OBJECT_TRAILING, comma if _OBJECT_TRAILING_AT_COMMA
-                               else self._base + self._pos)
-        self._end()
-
-    def _array(self) -> Iterator[tuple[int, Any]]:
-        self._pos += 1  # "["
-        if self._peek() == "]":
+    def _entries(self, is_object: bool) -> Iterator[tuple[Union[str, int], Any]]:
+        """The entries of the top-level object (``is_object``) or array."""
+        if is_object:
+            opener, closer, comma_msg = "{", "}", _MSG_OBJECT_COMMA
+            trailing_msg, trailing_at_comma = _MSG_OBJECT_TRAILING, _OBJECT_TRAILING_AT_COMMA
+        else:
+            opener, closer, comma_msg = "[", "]", _MSG_COMMA
+            trailing_msg, trailing_at_comma = _MSG_ARRAY_TRAILING, _ARRAY_TRAILING_AT_COMMA
+        self._pos += 1  # the opener
+        if self._peek() == closer:
             self._pos += 1
             self._end()
             return
         index = 0
         while True:
-            batch = self._batch("[", "]")
+            if is_object and self._peek() != '"':
+                raise _Invalid(_MSG_KEY, self._base + self._pos)
+            batch = self._batch(opener, closer)
             if batch is not None:
-                yield from enumerate(batch, start=index)
-                index += len(batch)
+                if is_object:
+                    yield from batch.items()
+                else:
+                    yield from enumerate(batch, start=index)
+                    index += len(batch)
             else:
+                key: Union[str, int] = index
+                if is_object:
+                    key = self._value()
+                    self._expect(":", _MSG_COLON)
+                    self._peek()
                 value_start = self._pos
                 value = self._value()
                 if self._cut is None:
-                    self._learn_cut(value_start, False)
-                yield index, value
+                    self._learn_cut(value_start, is_object)
+                yield key, value
                 index += 1
-            char = self._peek()
-            if char == "]":
+            if self._peek() == closer:
                 self._pos += 1
                 break
             comma = self._base + self._pos
-            self._expect(",", _MSG_COMMA)
-            if self._peek() == "]":
-                raise _Invalid(_MSG_ARRAY_TRAILING, comma if _ARRAY_TRAILING_AT_COMMA
+            self._expect(",", comma_msg)
+            if self._peek() == closer:
+                raise _Invalid(trailing_msg, comma if trailing_at_comma
                                else self._base + self._pos)
         self._end()
 
