@@ -327,7 +327,8 @@ def _turn_record(turn: Any, d: int, t: int, prior: tuple, fps: float,
 def _load_file(path: Path, fps: float, video_frames: float) -> list[QARecord]:
     with stream_json(path) as doc:
         if doc.kind is not list:
-            raise DataFormatError(doc.path, f"expected a list of dialogues, got {doc.kind.__name__}")
+            raise DataFormatError(doc.path, "expected a list of dialogues, got "
+                                            f"{doc.kind.__name__}")
         return _dialogue_records(doc, doc.path, fps, video_frames)
 
 

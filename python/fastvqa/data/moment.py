@@ -156,8 +156,8 @@ def load_qvhighlights(path: PathLike) -> list[QARecord]:
             vid = _text(path, obj, where_q, "vid")
             duration = _field(path, obj, where_q, "duration")
             if not _is_number(duration) or not math.isfinite(duration) or duration <= 0:
-                raise DataFormatError(path, f"expected a positive number of seconds, got {duration!r}",
-                                      record=where_q, field="duration")
+                raise DataFormatError(path, "expected a positive number of seconds, got "
+                                      f"{duration!r}", record=where_q, field="duration")
             if "relevant_windows" in obj:
                 spans = _windows(path, obj["relevant_windows"], where_q, "relevant_windows", 2,
                                  allow_empty=True)
