@@ -317,7 +317,7 @@ def read_deveqa_predictions(path: PathLike) -> tuple[dict[str, Optional[tuple[fl
         return _prediction_records(enumerate(item for _, item in iter_json_lines(path)), path)
     with stream_json(path) as doc:  # streamed too: entry by entry
         if doc.kind is dict:
-            return grounding_spans(doc, doc.path), {}
+            return grounding_spans(doc.batches(), doc.path), {}
         if doc.kind is not list:
             raise DataFormatError(doc.path, "expected JSON Lines / a list of {qid, answer, span} "
                                   "records, or an object {key: [start, end]}")

@@ -226,7 +226,7 @@ class JsonStream:
                 # reported instead, as a whole-file parse would have (the
                 # rest is parsed and dropped).
                 try:
-                    for _ in self._iter():
+                    for _ in self._started or self._iter():
                         pass
                 except DataFormatError as err:
                     raise err from None
@@ -239,13 +239,23 @@ class JsonStream:
     def __iter__(self) -> Iterator[tuple[Union[str, int], Any]]:
         return self._iter()
 
-    def _iter(self) -> Iterator[tuple[Union[str, int], Any]]:
+    def batches(self) -> Iterator[Union[dict, list]]:
+        """The entries in runs, as parsed: dicts (an object) or lists (an
+        array) of consecutive entries, in file order (an object's key
+        repeated within one run is there once, with its last value; across
+        runs it comes again). For readers that check a run at once; use
+        either this or plain iteration, once."""
         if self._started is None:
             if self.kind is dict or self.kind is list:
                 self._started = self._checked_iter(self._entries(self.kind is dict))
             else:
                 self._started = iter(())
         return self._started
+
+    def _iter(self) -> Iterator[tuple[Union[str, int], Any]]:
+        if self.kind is dict:
+            return (item for run in self.batches() for item in run.items())
+        return enumerate(value for run in self.batches() for value in run)
 
     # -- errors: every failure becomes one DataFormatError naming the file
     def _error(self, err: BaseException) -> DataFormatError:
@@ -425,8 +435,9 @@ class JsonStream:
         self._slow_until = self._base + (cuts[-1] if cuts else len(buf))
         return None
 
-    def _entries(self, is_object: bool) -> Iterator[tuple[Union[str, int], Any]]:
-        """The entries of the top-level object (``is_object``) or array."""
+    def _entries(self, is_object: bool) -> Iterator[Union[dict, list]]:
+        """The entries of the top-level object (``is_object``) or array, in
+        runs (dicts or lists)."""
         if is_object:
             opener, closer, comma_msg = "{", "}", _MSG_OBJECT_COMMA
             trailing_msg, trailing_at_comma = _MSG_OBJECT_TRAILING, _OBJECT_TRAILING_AT_COMMA
@@ -438,29 +449,22 @@ class JsonStream:
             self._pos += 1
             self._end()
             return
-        index = 0
         while True:
             if is_object and self._peek() != '"':
                 raise _Invalid(_MSG_KEY, self._base + self._pos)
             batch = self._batch(opener, closer)
             if batch is not None:
-                if is_object:
-                    yield from batch.items()
-                else:
-                    yield from enumerate(batch, start=index)
-                    index += len(batch)
+                yield batch
             else:
-                key: Union[str, int] = index
+                key = self._value() if is_object else None
                 if is_object:
-                    key = self._value()
                     self._expect(":", _MSG_COLON)
                     self._peek()
                 value_start = self._pos
                 value = self._value()
                 if self._cut is None:
                     self._learn_cut(value_start, is_object)
-                yield key, value
-                index += 1
+                yield {key: value} if is_object else [value]
             if self._peek() == closer:
                 self._pos += 1
                 break
@@ -595,32 +599,41 @@ def read_keyed_predictions(
     *,
     container: str,
     value: Callable[[Any], str],
+    types: Iterable[type] = (),
 ) -> Union[dict, list]:
     """A prediction file that is a JSON object (key -> prediction) or a JSON
     list (predictions in ground-truth order), every non-null entry passing
-    ``valid``.
+    ``valid``; read entry by entry (:func:`stream_json`).
 
     Args:
         valid: accepts one prediction.
         container: how the expected layout is described in the error, e.g.
             ``"{record_key: answer} or a list of answers in ground-truth order"``.
         value: the error text for a rejected prediction (receives it).
+        types: exact types (``type(v) is t``) that ``valid`` accepts whatever
+            the value: a run of entries of only these types (or null) is
+            taken without calling ``valid`` on each.
 
     Raises:
         DataFormatError: naming the file and, for a bad entry, its key or position.
     """
+    accepted = {type(None), *types}
     with stream_json(path) as doc:
-        if doc.kind is dict:
-            data: Union[dict, list] = {}
-            add = data.__setitem__
-        elif doc.kind is list:
-            data = []
-            add = lambda _, item: data.append(item)  # noqa: E731
-        else:
+        if doc.kind is not dict and doc.kind is not list:
             raise DataFormatError(doc.path, f"expected a JSON object {container}, got "
                                             f"{doc.kind.__name__}")
-        for key, item in doc:
-            if item is not None and not valid(item):
-                raise DataFormatError(doc.path, value(item), record=key)
-            add(key, item)
+        keyed = doc.kind is dict
+        data: Union[dict, list] = {} if keyed else []
+        position = 0
+        for run in doc.batches():
+            values = run.values() if keyed else run
+            if not set(map(type, values)) <= accepted:
+                for key, item in (run.items() if keyed else enumerate(run, start=position)):
+                    if item is not None and not valid(item):
+                        raise DataFormatError(doc.path, value(item), record=key)
+            if keyed:
+                data.update(run)  # type: ignore[union-attr]
+            else:
+                data.extend(run)  # type: ignore[union-attr]
+            position += len(run)
     return data

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import csv
 import math
+from itertools import chain
+from operator import itemgetter
 from pathlib import Path
 from typing import Any, Iterable, Optional, Sequence, Union
 
@@ -272,32 +274,37 @@ def read_grounding_predictions(path: PathLike) -> dict[str, tuple[float, float]]
     with stream_json(path) as doc:
         if doc.kind is not dict:
             raise DataFormatError(doc.path, _GROUNDING_LAYOUT + f", got a {doc.kind.__name__}")
-        return grounding_spans(doc, doc.path)
+        return grounding_spans(doc.batches(), doc.path)
 
 
 _GROUNDING_LAYOUT = 'expected a JSON object {"<video_id>_<qid>": [start, end]}'
 
 
-def grounding_spans(entries: Iterable[tuple[str, Any]],
-                    path: PathLike) -> dict[str, tuple[float, float]]:
-    """``{key: (start, end)}`` from the ``(key, [start, end])`` entries of a
-    grounding file, each checked as it comes (the first bad one is an error
-    naming its key; a repeated key keeps its last span, as ``json.load``)."""
+def grounding_spans(runs: Iterable[dict], path: PathLike) -> dict[str, tuple[float, float]]:
+    """``{key: (start, end)}`` from a grounding file's entries in runs
+    (:meth:`fastvqa.data.io.JsonStream.batches`), each run checked as it
+    comes (the first bad entry is an error naming its key; a repeated key
+    keeps its last span, as ``json.load``)."""
     out: dict[str, tuple[float, float]] = {}
-    isfinite = math.isfinite
-    for key, v in entries:
-        # Fast path: a list of two JSON numbers (int or float; bool is
-        # neither type), both finite.
-        if (type(v) is list and len(v) == 2 and type(v[0]) in _NUMBERS
-                and type(v[1]) in _NUMBERS):
-            s, e = float(v[0]), float(v[1])
-            if isfinite(s) and isfinite(e):
-                out[key] = (s, e)
-                continue
-        out[key] = parse_span(v, path, key, "span")  # raises on a bad entry
+    for run in runs:
+        values = run.values()
+        # Fast path, C-level passes: every value a list of two JSON numbers
+        # (int or float; bool is neither type), all finite. Anything else
+        # takes the per-entry check, which names the first bad entry.
+        if (set(map(type, values)) <= _LIST and set(map(len, values)) <= _TWO
+                and set(map(type, map(itemgetter(0), values))) <= _NUMBERS
+                and set(map(type, map(itemgetter(1), values))) <= _NUMBERS
+                and np.isfinite(np.fromiter(chain.from_iterable(values), dtype=np.float64,
+                                            count=2 * len(run))).all()):
+            out.update(zip(run.keys(), map(tuple, values)))
+            continue
+        for key, v in run.items():
+            out[key] = parse_span(v, path, key, "span")  # raises on a bad entry
     return out
 
 
+_LIST = frozenset((list,))
+_TWO = frozenset((2,))
 _NUMBERS = frozenset((int, float))
 
 
