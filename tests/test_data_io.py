@@ -274,3 +274,23 @@ def test_sokbench_and_dvd_folders_use_the_shared_rules(tmp_path):
     with pytest.raises(DataFormatError, match=r"b\.json: record 's-img_0_0': duplicate record "
                                               r"key 's-img_0_0' \(also in .*a\.json\)"):
         load_dvd(dvd)
+
+
+def test_the_collector_is_paused_only_inside_the_block(tmp_path):
+    import gc
+
+    path = tmp_path / "p.json"
+    path.write_text('{"a": [1, 2], "b": [3, 4]}')
+    assert gc.isenabled()
+    with stream_json(path) as doc:
+        assert not gc.isenabled()
+        assert dict(doc) == {"a": [1, 2], "b": [3, 4]}
+    assert gc.isenabled()
+    with pytest.raises(DataFormatError, match="rejected"):
+        with stream_json(path) as doc:
+            raise DataFormatError(path, "rejected")
+    assert gc.isenabled()
+    path.write_text('{"a": [1, 2], "b": oops}')
+    with pytest.raises(DataFormatError, match="not valid JSON"):
+        read_json(path)
+    assert gc.isenabled()
