@@ -180,11 +180,12 @@ class JsonStream:
         value: a top-level scalar (None for an object or an array).
 
     Iterating gives ``(key, value)`` for each entry of an object (keys
-    ``str``, in file order; a key repeated in the file comes once per
-    occurrence, so ``dict(stream)`` keeps the last value at the first
-    position, as ``json.loads`` does) or ``(index, value)`` for an array;
-    nothing for a scalar. Each value is parsed whole when it is reached
-    (nothing else of the file is kept). A syntax error after the last
+    ``str``, in file order; a key the file repeats may come again, though
+    only once within a run of :meth:`batches`, with its last value, so
+    ``dict(stream)`` keeps the last value at the first position, as
+    ``json.loads`` does) or ``(index, value)`` for an array; nothing for a
+    scalar. Entries are parsed as they are reached, a run (up to about 1 MiB
+    of text) at a time; nothing else of the file is kept. A syntax error after the last
     entry read is raised when iteration gets there, or, where the caller
     leaves the ``with`` block with a ``ValueError``/``TypeError`` (a rejected
     entry), in its place: the error a whole-file parse gives first. Iterate

@@ -19,6 +19,7 @@ import argparse
 import math
 import random
 from collections import Counter
+from itertools import chain
 from pathlib import Path
 from typing import Any, Callable, Optional
 
@@ -98,6 +99,13 @@ def _read_predictions(path: str, n_gt: int, gt: Path,
 
 def _span_prediction(pred: Path, i: int, spans: Any) -> np.ndarray:
     """One ``wildqa-evidence`` entry, checked, as a ``(k, 2)`` float64 array."""
+    # Fast path, C-level passes: a list of [number, number] lists, all finite.
+    if (type(spans) is list and set(map(type, spans)) <= _LIST
+            and set(map(len, spans)) <= _TWO
+            and set(map(type, chain.from_iterable(spans))) <= _NUMBERS):
+        arr = np.array(spans, dtype=np.float64).reshape(-1, 2)
+        if np.isfinite(arr).all():
+            return arr
     if not isinstance(spans, list):
         raise DataFormatError(pred, "expected a list of [start, end] spans (seconds), "
                                     f"got {type(spans).__name__}", record=i)
@@ -114,6 +122,11 @@ def _span_prediction(pred: Path, i: int, spans: Any) -> np.ndarray:
             raise DataFormatError(pred, f"span endpoints must be finite, got {s!r}",
                                   record=i, field=f"[{j}]")
     return np.array(spans, dtype=np.float64).reshape(-1, 2)
+
+
+_LIST = frozenset((list,))
+_TWO = frozenset((2,))
+_NUMBERS = frozenset((int, float))
 
 
 def _answer_prediction(pred: Path, i: int, answer: Any) -> str:
