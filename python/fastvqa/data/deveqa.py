@@ -18,14 +18,16 @@ Files: a JSON list of records, a JSON object ``{qid: record}``, or JSON Lines.
 from __future__ import annotations
 
 import math
+from contextlib import contextmanager
+from itertools import chain
 from pathlib import Path
-from typing import Any, Mapping, Optional, Union
+from typing import Any, Iterator, Mapping, Optional, Union
 
 import numpy as np
 
 from fastvqa.data.errors import DataFormatError
-from fastvqa.data.io import iter_json_lines, read_json
-from fastvqa.data.nextgqa import _grounding_spans, is_number, parse_span
+from fastvqa.data.io import iter_json_lines, read_json, stream_json
+from fastvqa.data.nextgqa import grounding_spans, is_number, parse_span
 from fastvqa.data.record import QARecord
 
 PathLike = Union[str, Path]
@@ -91,39 +93,48 @@ def load_deveqa(
         ValueError: an unknown schema or canonical field name.
     """
     path = Path(path)
-    raw = _read_records(path)
-    if not raw:  # no records: nothing to detect a layout from
-        return []
-    mapping = _mapping(raw, schema, fields, path)
-    lengths = _read_durations(durations)
-    records: list[QARecord] = []
-    seen: set[str] = set()
-    for index, (fallback_qid, item) in enumerate(raw):
-        rec = _record(item, index, fallback_qid, mapping, lengths, path)
-        if rec.question_id in seen:
-            raise DataFormatError(path, "the same qid appears twice", record=rec.question_id,
-                                  field=mapping["qid"])
-        seen.add(rec.question_id)
-        records.append(rec)
+    with _read_records(path) as raw:
+        head = []  # the records up to the first object, which tells the layout
+        for entry in raw:
+            head.append(entry)
+            if isinstance(entry[1], dict):
+                break
+        if not head:  # no records: nothing to detect a layout from
+            return []
+        mapping = _mapping(head[-1][1], schema, fields, path)
+        lengths = _read_durations(durations)
+        records: list[QARecord] = []
+        seen: set[str] = set()
+        for index, (fallback_qid, item) in enumerate(chain(head, raw)):
+            rec = _record(item, index, fallback_qid, mapping, lengths, path)
+            if rec.question_id in seen:
+                raise DataFormatError(path, "the same qid appears twice", record=rec.question_id,
+                                      field=mapping["qid"])
+            seen.add(rec.question_id)
+            records.append(rec)
     return records
 
 
-def _read_records(path: Path) -> list[tuple[Optional[str], Any]]:
-    """``[(qid from a top-level object's key or None, record)]``."""
+@contextmanager
+def _read_records(path: Path) -> Iterator[Iterator[tuple[Optional[str], Any]]]:
+    """``(qid from a top-level object's key or None, record)``, one at a time."""
     if path.suffix.lower() == ".jsonl":
-        return [(None, item) for _, item in iter_json_lines(path)]
-    data = read_json(path)
-    if isinstance(data, list):
-        return [(None, item) for item in data]
-    if isinstance(data, dict):
-        return [(str(k), v) for k, v in data.items()]
-    raise DataFormatError(path, "expected a list of question records (or {qid: record}), got a "
-                          f"{type(data).__name__}")
+        yield ((None, item) for _, item in iter_json_lines(path))
+        return
+    with stream_json(path) as doc:
+        if doc.kind is list:
+            yield ((None, item) for _, item in doc)
+        elif doc.kind is dict:
+            yield iter(doc)
+        else:
+            raise DataFormatError(doc.path, "expected a list of question records (or "
+                                  f"{{qid: record}}), got a {doc.kind.__name__}")
 
 
-def _mapping(raw, schema: str, fields, path: Path) -> dict[str, str]:
+def _mapping(first: Any, schema: str, fields, path: Path) -> dict[str, str]:
+    """The field mapping; ``first`` is the file's first record that is an object."""
     if schema == "auto":
-        first = next((item for _, item in raw if isinstance(item, dict)), {})
+        first = first if isinstance(first, dict) else {}
         if "gt_span" in first or "options" in first:
             schema = "devi"
         elif "timestamp" in first or "distract_answers" in first:
@@ -301,17 +312,20 @@ def read_deveqa_predictions(path: PathLike) -> tuple[dict[str, Optional[tuple[fl
         ``id`` being the record's ``qid`` (or ``key``) or the grounding file's key.
     """
     path = Path(path)
-    if path.suffix.lower() != ".jsonl":
-        data = read_json(path)
-        if isinstance(data, dict):
-            return _grounding_spans(data, path), {}
-        if not isinstance(data, list):
-            raise DataFormatError(path, "expected JSON Lines / a list of {qid, answer, span} "
-                                  "records, or an object {key: [start, end]}")
-        items = list(enumerate(data))
-    else:
+    if path.suffix.lower() == ".jsonl":
         # Streamed: one line at a time, never the whole file.
-        items = enumerate(item for _, item in iter_json_lines(path))
+        return _prediction_records(enumerate(item for _, item in iter_json_lines(path)), path)
+    with stream_json(path) as doc:  # streamed too: entry by entry
+        if doc.kind is dict:
+            return grounding_spans(doc.batches(), doc.path), {}
+        if doc.kind is not list:
+            raise DataFormatError(doc.path, "expected JSON Lines / a list of {qid, answer, span} "
+                                  "records, or an object {key: [start, end]}")
+        return _prediction_records(doc, doc.path)
+
+
+def _prediction_records(items, path: Path) -> tuple[dict[str, Optional[tuple[float, float]]],
+                                                     dict[str, int]]:
     spans: dict[str, Optional[tuple[float, float]]] = {}
     answers: dict[str, int] = {}
     for index, item in items:

@@ -22,7 +22,7 @@ from typing import Any, Optional
 import numpy as np
 
 from fastvqa.data.errors import DataFormatError
-from fastvqa.data.io import read_json
+from fastvqa.data.io import iter_input_files, merge_records, stream_json
 from fastvqa.data.record import QARecord
 
 #: Official question-type label (analysis_utils.get_question_type) -> fastvqa name.
@@ -325,11 +325,16 @@ def _turn_record(turn: Any, d: int, t: int, prior: tuple, fps: float,
 
 
 def _load_file(path: Path, fps: float, video_frames: float) -> list[QARecord]:
-    data = read_json(path)
-    if not isinstance(data, list):
-        raise DataFormatError(path, f"expected a list of dialogues, got {type(data).__name__}")
+    with stream_json(path) as doc:
+        if doc.kind is not list:
+            raise DataFormatError(doc.path, "expected a list of dialogues, got "
+                                            f"{doc.kind.__name__}")
+        return _dialogue_records(doc, doc.path, fps, video_frames)
+
+
+def _dialogue_records(dialogues, path: Path, fps: float, video_frames: float) -> list[QARecord]:
     records: list[QARecord] = []
-    for d, dialogue in enumerate(data):
+    for d, dialogue in dialogues:
         if not isinstance(dialogue, list):
             raise DataFormatError(path, "expected a dialogue (a list of turns), got "
                                   f"{type(dialogue).__name__}", record=f"dialogue {d}")
@@ -403,22 +408,5 @@ def load_dvd(path: str | Path, *, fps: float = 24.0, video_frames: float = 301,
     """
     if not (isinstance(fps, (int, float)) and math.isfinite(fps) and fps > 0):
         raise ValueError(f"load_dvd: fps must be a positive number, got {fps!r}")
-    path = Path(path)
-    if path.is_dir():
-        files = sorted(p for p in path.glob(pattern) if p.is_file() and p.name != "metadata.json")
-        if not files:
-            raise FileNotFoundError(f"load_dvd: no dialogue file matching {pattern!r} under {path}")
-    elif path.exists():
-        files = [path]
-    else:
-        raise FileNotFoundError(f"load_dvd: {path} does not exist")
-    records: list[QARecord] = []
-    seen: dict[str, Path] = {}
-    for file in files:
-        for record in _load_file(file, float(fps), video_frames):
-            if record.key in seen:
-                raise DataFormatError(file, f"duplicate record key {record.key!r} (also in "
-                                      f"{seen[record.key]})", record=record.key)
-            seen[record.key] = file
-            records.append(record)
-    return records
+    files = iter_input_files(path, pattern, exclude=("metadata.json",), what="dialogue file")
+    return merge_records(files, lambda file: _load_file(file, float(fps), video_frames))

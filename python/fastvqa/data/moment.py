@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import logging
 import math
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Optional, Union
@@ -32,7 +33,7 @@ from typing import Any, Iterator, Optional, Union
 import numpy as np
 
 from fastvqa.data.errors import DataFormatError
-from fastvqa.data.io import first_char, iter_json_lines, read_json
+from fastvqa.data.io import first_char, iter_json_lines, stream_json
 from fastvqa.data.record import QARecord
 
 PathLike = Union[str, Path]
@@ -47,21 +48,21 @@ ACTIVITYNET_POLICIES = ("repair", "2dtan", "strict")
 # ----------------------------------------------------------------------------
 
 
-def _json_objects(path: Path) -> Iterator[tuple[str, Any]]:
-    """``(where, object)`` for each record of a JSON Lines file (streamed), or
-    of a file holding one JSON array. ``where`` is ``"line N"`` or ``"index N"``."""
+@contextmanager
+def _json_objects(path: Path) -> Iterator[Iterator[tuple[str, Any]]]:
+    """``(where, object)`` for each record of a JSON Lines file, or of a file
+    holding one JSON array, both streamed. ``where`` is ``"line N"`` or
+    ``"index N"``."""
     first = first_char(path)
     if not first:
         raise DataFormatError(path, "the file is empty")
     if first == "[":
-        data = read_json(path)
-        if not isinstance(data, list):
-            raise DataFormatError(path, "expected a JSON array of objects or JSON Lines")
-        for i, obj in enumerate(data):
-            yield f"index {i}", obj
+        with stream_json(path) as doc:
+            if doc.kind is not list:  # pragma: no cover (first_char saw "[")
+                raise DataFormatError(path, "expected a JSON array of objects or JSON Lines")
+            yield ((f"index {i}", obj) for i, obj in doc)
         return
-    for lineno, obj in iter_json_lines(path):
-        yield f"line {lineno}", obj
+    yield ((f"line {lineno}", obj) for lineno, obj in iter_json_lines(path))
 
 
 def _is_number(x: Any) -> bool:
@@ -142,29 +143,30 @@ def load_qvhighlights(path: PathLike) -> list[QARecord]:
     path = Path(path)
     records: list[QARecord] = []
     seen: dict[str, str] = {}
-    for where, obj in _json_objects(path):
-        qid = _qid(path, obj, where)
-        where_q = f"{where} (qid {qid!r})"
-        key = str(qid)
-        if key in seen:
-            raise DataFormatError(path, f"qid {qid!r} already appeared at {seen[key]}",
-                                  record=where, field="qid")
-        seen[key] = where
-        query = _text(path, obj, where_q, "query")
-        vid = _text(path, obj, where_q, "vid")
-        duration = _field(path, obj, where_q, "duration")
-        if not _is_number(duration) or not math.isfinite(duration) or duration <= 0:
-            raise DataFormatError(path, f"expected a positive number of seconds, got {duration!r}",
-                                  record=where_q, field="duration")
-        if "relevant_windows" in obj:
-            spans = _windows(path, obj["relevant_windows"], where_q, "relevant_windows", 2,
-                             allow_empty=True)
-        else:
-            spans = np.zeros((0, 2), dtype=np.float64)
-        extra = {k: v for k, v in obj.items()
-                 if k not in ("query", "vid", "duration", "relevant_windows")}
-        records.append(QARecord(video_id=vid, question_id=key, question=query, spans=spans,
-                                duration=float(duration), extra=extra))
+    with _json_objects(path) as objects:
+        for where, obj in objects:
+            qid = _qid(path, obj, where)
+            where_q = f"{where} (qid {qid!r})"
+            key = str(qid)
+            if key in seen:
+                raise DataFormatError(path, f"qid {qid!r} already appeared at {seen[key]}",
+                                      record=where, field="qid")
+            seen[key] = where
+            query = _text(path, obj, where_q, "query")
+            vid = _text(path, obj, where_q, "vid")
+            duration = _field(path, obj, where_q, "duration")
+            if not _is_number(duration) or not math.isfinite(duration) or duration <= 0:
+                raise DataFormatError(path, "expected a positive number of seconds, got "
+                                      f"{duration!r}", record=where_q, field="duration")
+            if "relevant_windows" in obj:
+                spans = _windows(path, obj["relevant_windows"], where_q, "relevant_windows", 2,
+                                 allow_empty=True)
+            else:
+                spans = np.zeros((0, 2), dtype=np.float64)
+            extra = {k: v for k, v in obj.items()
+                     if k not in ("query", "vid", "duration", "relevant_windows")}
+            records.append(QARecord(video_id=vid, question_id=key, question=query, spans=spans,
+                                    duration=float(duration), extra=extra))
     return records
 
 
@@ -189,16 +191,17 @@ def load_qvhighlights_submission(path: PathLike) -> dict[str, np.ndarray]:
     path = Path(path)
     out: dict[str, np.ndarray] = {}
     seen: dict[str, str] = {}
-    for where, obj in _json_objects(path):
-        qid = _qid(path, obj, where)
-        key = str(qid)
-        if key in seen:
-            raise DataFormatError(path, f"qid {qid!r} already appeared at {seen[key]}",
-                                  record=where, field="qid")
-        seen[key] = where
-        windows = _field(path, obj, f"{where} (qid {qid!r})", "pred_relevant_windows")
-        out[key] = _windows(path, windows, f"{where} (qid {qid!r})", "pred_relevant_windows", 3,
-                            allow_empty=False)
+    with _json_objects(path) as objects:
+        for where, obj in objects:
+            qid = _qid(path, obj, where)
+            key = str(qid)
+            if key in seen:
+                raise DataFormatError(path, f"qid {qid!r} already appeared at {seen[key]}",
+                                      record=where, field="qid")
+            seen[key] = where
+            windows = _field(path, obj, f"{where} (qid {qid!r})", "pred_relevant_windows")
+            out[key] = _windows(path, windows, f"{where} (qid {qid!r})", "pred_relevant_windows", 3,
+                                allow_empty=False)
     return out
 
 
@@ -327,12 +330,24 @@ def load_activitynet_captions(path: PathLike, *, policy: str = "repair") -> Repa
         raise ValueError(f"load_activitynet_captions: unknown policy {policy!r}; expected one of "
                          f"{', '.join(ACTIVITYNET_POLICIES)}")
     path = Path(path)
-    data = read_json(path)
-    if not isinstance(data, dict):
-        raise DataFormatError(path, f"expected a JSON object {{video_id: {{...}}}} at the top, "
-                              f"got {type(data).__name__}")
+    with stream_json(path) as doc:
+        if doc.kind is not dict:
+            raise DataFormatError(path, f"expected a JSON object {{video_id: {{...}}}} at the "
+                                  f"top, got {doc.kind.__name__}")
+        records = _activitynet_records(doc, path, policy)
+    if records.repairs:
+        by_action: dict[str, int] = {}
+        for r in records.repairs:
+            by_action[r.action] = by_action.get(r.action, 0) + 1
+        summary = ", ".join(f"{n} {a}" for a, n in sorted(by_action.items()))
+        _log.warning("%s: %d timestamp repair(s) under policy %r (%s); see records.repairs",
+                     path.name, len(records.repairs), policy, summary)
+    return records
+
+
+def _activitynet_records(videos, path: Path, policy: str) -> "RepairedRecords":
     records = RepairedRecords()
-    for video_id, video in data.items():
+    for video_id, video in videos:
         duration = _field(path, video, video_id, "duration")
         if not _is_number(duration) or not math.isfinite(duration) or duration <= 0:
             raise DataFormatError(path, f"expected a positive number of seconds, got {duration!r}",
@@ -378,11 +393,4 @@ def load_activitynet_captions(path: PathLike, *, policy: str = "repair") -> Repa
                                     question=sentence.strip(),
                                     spans=np.array([kept], dtype=np.float64),
                                     duration=duration, extra=extra))
-    if records.repairs:
-        by_action: dict[str, int] = {}
-        for r in records.repairs:
-            by_action[r.action] = by_action.get(r.action, 0) + 1
-        summary = ", ".join(f"{n} {a}" for a, n in sorted(by_action.items()))
-        _log.warning("%s: %d timestamp repair(s) under policy %r (%s); see records.repairs",
-                     path.name, len(records.repairs), policy, summary)
     return records

@@ -20,12 +20,12 @@ import math
 from itertools import chain
 from operator import itemgetter
 from pathlib import Path
-from typing import Any, Optional, Sequence, Union
+from typing import Any, Iterable, Optional, Sequence, Union
 
 import numpy as np
 
 from fastvqa.data.errors import DataFormatError
-from fastvqa.data.io import open_text, read_json
+from fastvqa.data.io import open_text, stream_json
 from fastvqa.data.record import QARecord
 
 PathLike = Union[str, Path]
@@ -145,13 +145,16 @@ def read_gsub(path: PathLike) -> dict[str, dict[str, Any]]:
     """Validated ``gsub_<split>.json``: ``{video_id: {"duration": float,
     "fps": float or None, "location": {qid: (K, 2) float64 array}}}`` in file
     order."""
-    path = Path(path)
-    data = read_json(path)
-    if not isinstance(data, dict):
-        raise DataFormatError(path, "expected a JSON object {video_id: {duration, fps, location}}, "
-                              f"got a {type(data).__name__}")
+    with stream_json(path) as doc:
+        if doc.kind is not dict:
+            raise DataFormatError(doc.path, "expected a JSON object {video_id: {duration, fps, "
+                                  f"location}}}}, got a {doc.kind.__name__}")
+        return _gsub_videos(doc, doc.path)
+
+
+def _gsub_videos(entries: Iterable[tuple[str, Any]], path: Path) -> dict[str, dict[str, Any]]:
     videos: dict[str, dict[str, Any]] = {}
-    for video_id, entry in data.items():
+    for video_id, entry in entries:
         if not isinstance(entry, dict):
             raise DataFormatError(path, f"expected an object, got {type(entry).__name__}",
                                   record=video_id)
@@ -261,37 +264,48 @@ def answer_index(answer: str, options: Sequence[str]) -> Optional[int]:
 
 
 def read_grounding_predictions(path: PathLike) -> dict[str, tuple[float, float]]:
-    """The official grounding file ``{"<video_id>_<qid>": [start, end]}``.
+    """The official grounding file ``{"<video_id>_<qid>": [start, end]}``, read
+    entry by entry (:func:`fastvqa.data.io.stream_json`): ``{key: (start,
+    end)}`` floats, nothing else of the file kept.
 
     Spans must be two finite numbers (the official script reads ``[0]`` and
     ``[-1]`` of any list; fastvqa asks for exactly two so a malformed entry is
     an error, not a silently different number)."""
-    path = Path(path)
-    return _grounding_spans(read_json(path), path)
+    with stream_json(path) as doc:
+        if doc.kind is not dict:
+            raise DataFormatError(doc.path, _GROUNDING_LAYOUT + f", got a {doc.kind.__name__}")
+        return grounding_spans(doc.batches(), doc.path)
 
 
-def _grounding_spans(data: Any, path: PathLike) -> dict[str, tuple[float, float]]:
-    """:func:`read_grounding_predictions` on an already parsed document, which
-    is validated and converted in place (no second copy of a large file)."""
-    if not isinstance(data, dict):
-        raise DataFormatError(path, 'expected a JSON object {"<video_id>_<qid>": [start, end]}, '
-                              f"got a {type(data).__name__}")
-    values = data.values()
-    # Fast path, C-level passes: every value a list of two JSON numbers (int
-    # or float; bool is neither type), all finite. Anything else takes the
-    # per-entry check below, which names the first bad entry.
-    numbers = {int, float}
-    if (set(map(type, values)) <= {list} and set(map(len, values)) <= {2}
-            and set(map(type, map(itemgetter(0), values))) <= numbers
-            and set(map(type, map(itemgetter(1), values))) <= numbers):
-        finite = np.isfinite(np.fromiter(chain.from_iterable(values), dtype=np.float64,
-                                         count=2 * len(data)))
-        if finite.all():
-            data.update(zip(data.keys(), map(tuple, values)))
-            return data
-    for k, v in data.items():
-        parse_span(v, path, k, "span")  # raises on the first bad entry
-    raise AssertionError("unreachable: the fast path rejected valid spans")  # pragma: no cover
+_GROUNDING_LAYOUT = 'expected a JSON object {"<video_id>_<qid>": [start, end]}'
+
+
+def grounding_spans(runs: Iterable[dict], path: PathLike) -> dict[str, tuple[float, float]]:
+    """``{key: (start, end)}`` from a grounding file's entries in runs
+    (:meth:`fastvqa.data.io.JsonStream.batches`), each run checked as it
+    comes (the first bad entry is an error naming its key; a repeated key
+    keeps its last span, as ``json.load``)."""
+    out: dict[str, tuple[float, float]] = {}
+    for run in runs:
+        values = run.values()
+        # Fast path, C-level passes: every value a list of two JSON numbers
+        # (int or float; bool is neither type), all finite. Anything else
+        # takes the per-entry check, which names the first bad entry.
+        if (set(map(type, values)) <= _LIST and set(map(len, values)) <= _TWO
+                and set(map(type, map(itemgetter(0), values))) <= _NUMBERS
+                and set(map(type, map(itemgetter(1), values))) <= _NUMBERS
+                and np.isfinite(np.fromiter(chain.from_iterable(values), dtype=np.float64,
+                                            count=2 * len(run))).all()):
+            out.update(zip(run.keys(), map(tuple, values)))
+            continue
+        for key, v in run.items():
+            out[key] = parse_span(v, path, key, "span")  # raises on a bad entry
+    return out
+
+
+_LIST = frozenset((list,))
+_TWO = frozenset((2,))
+_NUMBERS = frozenset((int, float))
 
 
 def parse_int(value: Any, path: PathLike, record: str, field: str) -> int:
@@ -308,14 +322,18 @@ def read_qa_predictions(path: PathLike) -> dict[str, dict[str, Optional[int]]]:
 
     Returns ``{key: {"prediction": int, "answer": int or None}}``; ``answer``
     may be left out of an entry (fastvqa then takes the ground truth's)."""
-    path = Path(path)
-    data = read_json(path)
-    if not isinstance(data, dict):
-        raise DataFormatError(path, 'expected a JSON object {"<video_id>_<qid>": {"prediction": k, '
-                              f'"answer": k_true}}}}, got a {type(data).__name__}')
+    with stream_json(path) as doc:
+        if doc.kind is not dict:
+            raise DataFormatError(doc.path, 'expected a JSON object {"<video_id>_<qid>": '
+                                  '{"prediction": k, "answer": k_true}}, got a '
+                                  f"{doc.kind.__name__}")
+        return _qa_entries(doc, doc.path)
+
+
+def _qa_entries(entries: Iterable[tuple[str, Any]],
+                path: Path) -> dict[str, dict[str, Optional[int]]]:
     out: dict[str, dict[str, Optional[int]]] = {}
-    for key, entry in data.items():
-        key = str(key)
+    for key, entry in entries:
         if not isinstance(entry, dict):
             raise DataFormatError(path, f'expected {{"prediction": k, "answer": k_true}}, got '
                                   f"{entry!r}", record=key)

@@ -22,7 +22,7 @@ from typing import Any, Optional
 import numpy as np
 
 from fastvqa.data.errors import DataFormatError
-from fastvqa.data.io import read_json
+from fastvqa.data.io import iter_input_files, merge_records, read_json
 from fastvqa.data.record import QARecord
 
 _STEP = re.compile(r'"(\d+)"\s*:\s*"')
@@ -165,9 +165,22 @@ def load_sokbench(path: str | Path) -> list[QARecord]:
             a wrong type, ``right_choice`` outside the choices, a reversed or
             non-numeric ``time_slot``.
     """
-    path = Path(path)
-    if path.is_dir():
-        return _load_folder(path)
+    files = iter_input_files(path, "*.json", what="SOK-Bench question file")
+    if not Path(path).is_dir():
+        return _load_file(files[0])
+    return merge_records(files, _load_file_prefixed)
+
+
+def _load_file_prefixed(path: Path) -> list[QARecord]:
+    """A file of a folder: question ids start with its name (ids restart in
+    each file)."""
+    records = _load_file(path)
+    for rec in records:
+        rec.question_id = f"{path.stem}/{rec.question_id}"
+    return records
+
+
+def _load_file(path: Path) -> list[QARecord]:
     data = read_json(path)
 
     items: list[tuple[Any, Optional[str], str, Any]] = []  # (question, type, id, where)
@@ -191,21 +204,4 @@ def load_sokbench(path: str | Path) -> list[QARecord]:
             records.append(_question_record(q, qtype, qid))
         except _Bad as err:
             raise DataFormatError(path, err.reason, record=where, field=err.field) from None
-    return records
-
-
-def _load_folder(folder: Path) -> list[QARecord]:
-    files = sorted(p for p in folder.glob("*.json") if p.is_file())
-    if not files:
-        raise FileNotFoundError(f"{folder} holds no SOK-Bench question file (*.json)")
-    records: list[QARecord] = []
-    seen: dict[str, Path] = {}
-    for file in files:
-        for rec in load_sokbench(file):
-            rec.question_id = f"{file.stem}/{rec.question_id}"
-            if rec.key in seen:
-                raise DataFormatError(file, f"record key {rec.key!r} also comes from "
-                                      f"{seen[rec.key].name}", record=rec.question_id)
-            seen[rec.key] = file
-            records.append(rec)
     return records

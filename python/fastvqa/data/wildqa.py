@@ -15,7 +15,7 @@ from typing import Any, Union
 import numpy as np
 
 from fastvqa.data.errors import DataFormatError
-from fastvqa.data.io import read_json
+from fastvqa.data.io import stream_json
 from fastvqa.data.record import QARecord
 
 #: Fields every record must have, and the type each must hold.
@@ -79,12 +79,11 @@ def load_wildqa(path: Union[str, Path], *, evidence_filter: bool = False) -> lis
             duration that is not a positive finite number. The message names the
             file, the record index and the field.
     """
-    path = Path(path)
-    data = read_json(path)
-    if not isinstance(data, list):
-        raise DataFormatError(path, "expected a JSON list with one object per question, "
-                                    f"got {type(data).__name__}")
-    return [_record(path, i, item, evidence_filter) for i, item in enumerate(data)]
+    with stream_json(path) as doc:
+        if doc.kind is not list:
+            raise DataFormatError(doc.path, "expected a JSON list with one object per question, "
+                                            f"got {doc.kind.__name__}")
+        return [_record(doc.path, i, item, evidence_filter) for i, item in doc]
 
 
 def _record(path: Path, i: int, item: Any, evidence_filter: bool) -> QARecord:

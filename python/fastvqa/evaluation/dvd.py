@@ -61,7 +61,8 @@ def _read_predictions(path: str) -> Any:
     return read_keyed_predictions(
         path, lambda v: isinstance(v, (str, int, float, bool)),
         container="{record_key: answer} or a list of answers in ground-truth order",
-        value=lambda v: f"expected an answer string, got {type(v).__name__}")
+        value=lambda v: f"expected an answer string, got {type(v).__name__}",
+        types=(str, int, float, bool))
 
 
 def _add_eval_arguments(parser: argparse.ArgumentParser) -> None:

@@ -33,7 +33,8 @@ def _read_predictions(path: str) -> Any:
     return read_keyed_predictions(
         path, lambda v: not isinstance(v, bool) and isinstance(v, (int, str)),
         container="{question_id: output} or a list of outputs in file order",
-        value=lambda v: f"expected an option index (integer) or text, got {json.dumps(v)}")
+        value=lambda v: f"expected an option index (integer) or text, got {json.dumps(v)}",
+        types=(int, str))
 
 
 def _add_eval_arguments(parser: argparse.ArgumentParser) -> None:

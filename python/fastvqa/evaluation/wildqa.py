@@ -19,13 +19,15 @@ import argparse
 import math
 import random
 from collections import Counter
+from itertools import chain
 from pathlib import Path
+from typing import Any, Callable, Optional
 
 import numpy as np
 
 from fastvqa._argtypes import int_at_least, unit_interval
 from fastvqa.data.errors import DataFormatError
-from fastvqa.data.io import input_file, read_json
+from fastvqa.data.io import input_file, stream_json
 from fastvqa.evaluation import (Baseline, Benchmark, CommandError, register_baseline,
                                 register_benchmark, require_records)
 from fastvqa.evaluation.plots import save_png
@@ -63,39 +65,76 @@ def _load_gt(args: argparse.Namespace, evidence_filter: bool = False):
     return gt, require_records(load_wildqa(gt, evidence_filter=evidence_filter), gt)
 
 
-def _read_predictions(path: str, n_gt: int, gt: Path) -> tuple[Path, list]:
-    """The prediction file as a JSON list, checked against the ground-truth
-    count before anything is scored."""
-    pred = Path(path)
-    data = read_json(pred)
-    if not isinstance(data, list):
-        raise DataFormatError(pred, "expected a JSON list with one entry per ground-truth "
-                                    f"question (in {gt.name}'s order), got {type(data).__name__}")
-    if len(data) != n_gt:
+def _read_predictions(path: str, n_gt: int, gt: Path,
+                      entry: Callable[[Path, int, Any], Any]) -> tuple[Path, list]:
+    """The prediction file's JSON list, read entry by entry: each entry goes
+    through ``entry(pred, index, value)`` (which checks it and returns its
+    compact form) as it is parsed, so the parsed file is never held whole.
+    The count is checked against the ground truth before any entry's error
+    is reported (as when the list was parsed first)."""
+    with stream_json(path) as doc:
+        pred = doc.path
+        if doc.kind is not list:
+            raise DataFormatError(pred, "expected a JSON list with one entry per ground-truth "
+                                        f"question (in {gt.name}'s order), got "
+                                        f"{doc.kind.__name__}")
+        data: list = []
+        first_error: Optional[DataFormatError] = None
+        count = 0
+        for i, value in doc:
+            count += 1
+            if first_error is None and count <= n_gt:
+                try:
+                    data.append(entry(pred, i, value))
+                except DataFormatError as err:
+                    first_error, data = err, []  # nothing more is kept
+    if count != n_gt:
         raise DataFormatError(
-            pred, f"has {len(data)} predictions but the ground truth {gt} has {n_gt} "
+            pred, f"has {count} predictions but the ground truth {gt} has {n_gt} "
                   "questions; give one entry per question, in the ground-truth file's order")
+    if first_error is not None:
+        raise first_error
     return pred, data
 
 
-def _check_span_predictions(pred: Path, data: list) -> list:
-    for i, spans in enumerate(data):
-        if not isinstance(spans, list):
-            raise DataFormatError(pred, "expected a list of [start, end] spans (seconds), "
-                                        f"got {type(spans).__name__}", record=i)
-        if len(spans) == 2 and all(isinstance(v, (int, float)) and not isinstance(v, bool)
-                                   for v in spans):
-            raise DataFormatError(pred, f"expected a list of [start, end] spans, got the single "
-                                        f"span {spans!r} (write it as [[start, end]])", record=i)
-        for j, s in enumerate(spans):
-            if (not isinstance(s, list) or len(s) != 2
-                    or any(isinstance(v, bool) or not isinstance(v, (int, float)) for v in s)):
-                raise DataFormatError(pred, f"expected [start, end] in seconds, got {s!r}",
-                                      record=i, field=f"[{j}]")
-            if not all(math.isfinite(v) for v in s):
-                raise DataFormatError(pred, f"span endpoints must be finite, got {s!r}",
-                                      record=i, field=f"[{j}]")
-    return data
+def _span_prediction(pred: Path, i: int, spans: Any) -> np.ndarray:
+    """One ``wildqa-evidence`` entry, checked, as a ``(k, 2)`` float64 array."""
+    # Fast path, C-level passes: a list of [number, number] lists, all finite.
+    if (type(spans) is list and set(map(type, spans)) <= _LIST
+            and set(map(len, spans)) <= _TWO
+            and set(map(type, chain.from_iterable(spans))) <= _NUMBERS):
+        arr = np.array(spans, dtype=np.float64).reshape(-1, 2)
+        if np.isfinite(arr).all():
+            return arr
+    if not isinstance(spans, list):
+        raise DataFormatError(pred, "expected a list of [start, end] spans (seconds), "
+                                    f"got {type(spans).__name__}", record=i)
+    if len(spans) == 2 and all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                               for v in spans):
+        raise DataFormatError(pred, f"expected a list of [start, end] spans, got the single "
+                                    f"span {spans!r} (write it as [[start, end]])", record=i)
+    for j, s in enumerate(spans):
+        if (not isinstance(s, list) or len(s) != 2
+                or any(isinstance(v, bool) or not isinstance(v, (int, float)) for v in s)):
+            raise DataFormatError(pred, f"expected [start, end] in seconds, got {s!r}",
+                                  record=i, field=f"[{j}]")
+        if not all(math.isfinite(v) for v in s):
+            raise DataFormatError(pred, f"span endpoints must be finite, got {s!r}",
+                                  record=i, field=f"[{j}]")
+    return np.array(spans, dtype=np.float64).reshape(-1, 2)
+
+
+_LIST = frozenset((list,))
+_TWO = frozenset((2,))
+_NUMBERS = frozenset((int, float))
+
+
+def _answer_prediction(pred: Path, i: int, answer: Any) -> str:
+    """One ``wildqa-qa`` entry: an answer string."""
+    if not isinstance(answer, str):
+        raise DataFormatError(pred, f"expected an answer string, got {type(answer).__name__}",
+                              record=i)
+    return answer
 
 
 def _add_record_columns(result: MetricResult, records: list) -> None:
@@ -143,8 +182,7 @@ def _evaluate_evidence(args: argparse.Namespace) -> MetricResult:
         raise CommandError("--pad-to-batch reproduces a wildqa-2022 artefact; "
                            f"it does not apply to --mode {args.mode}")
     gt, records = _load_gt(args, evidence_filter=args.evidence_filter)
-    pred, data = _read_predictions(args.pred, len(records), gt)
-    spans = _check_span_predictions(pred, data)
+    pred, spans = _read_predictions(args.pred, len(records), gt, _span_prediction)
     alternatives = None
     if args.mode != "wildqa-2022":  # the paper era scored the primary evidence only
         alternatives = [r.extra["alter_spans"] for r in records]
@@ -190,11 +228,7 @@ def _evaluate_qa(args: argparse.Namespace) -> MetricResult:
     from fastvqa.metrics.wildqa import rouge
 
     gt, records = _load_gt(args)
-    pred, data = _read_predictions(args.pred, len(records), gt)
-    for i, answer in enumerate(data):
-        if not isinstance(answer, str):
-            raise DataFormatError(pred, f"expected an answer string, got {type(answer).__name__}",
-                                  record=i)
+    pred, data = _read_predictions(args.pred, len(records), gt, _answer_prediction)
     result = rouge(data, [r.extra["answers"] for r in records],
                    references_mode=args.references, use_stemmer=args.stemmer)
     _add_record_columns(result, records)
