@@ -20,6 +20,7 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
+from fastvqa.metrics._errors import InputError, InputTypeError
 from fastvqa.metrics.dvd import BreakdownResult, align_predictions
 from fastvqa.metrics.result import MetricResult
 
@@ -106,7 +107,7 @@ def _bleu_scorer(weights: Sequence[float], smoothing: Optional[str]) -> Callable
     if smoothing is not None:
         smoothing_function = getattr(SmoothingFunction(), smoothing, None)
         if smoothing_function is None or not smoothing.startswith("method"):
-            raise ValueError(f"multiple_choice_accuracy: bleu_smoothing must be None or one of "
+            raise InputError(f"multiple_choice_accuracy: bleu_smoothing must be None or one of "
                              f"nltk's 'method0'..'method7', got {smoothing!r}")
     weights = tuple(float(w) for w in weights)
 
@@ -128,7 +129,7 @@ def _gold(records_or_pair: Any) -> tuple[list, list[list[str]], list[int], Optio
         options = [list(o) for o in options]
         answers = list(answers)
         if len(options) != len(answers):
-            raise ValueError(f"multiple_choice_accuracy: {len(options)} option lists for "
+            raise InputError(f"multiple_choice_accuracy: {len(options)} option lists for "
                              f"{len(answers)} answers")
         return None, options, answers, None
     records = list(records_or_pair)
@@ -201,11 +202,16 @@ def multiple_choice_accuracy(
     Raises:
         TypeError: an output that is not int/str/None (bools and floats included).
         ValueError: mismatched lengths, an answer index outside its options,
-            bad ``index_base`` or ``bleu_smoothing``.
+            bad ``index_base`` or ``bleu_smoothing``, a mapping none of whose
+            keys names a record.
+
+        Both are :class:`fastvqa.errors.InputError` (the type errors also
+        ``TypeError``): the caller's data or arguments. Any other exception
+        is a fastvqa bug.
     """
     fn = "multiple_choice_accuracy"
     if index_base not in (0, 1):
-        raise ValueError(f"{fn}: index_base must be 0 or 1, got {index_base!r}")
+        raise InputError(f"{fn}: index_base must be 0 or 1, got {index_base!r}")
     records, options, answers, record_types = _gold(gold)
     n = len(options)
     if records is not None:
@@ -213,17 +219,17 @@ def multiple_choice_accuracy(
         keys = [r.key for r in records]
     else:
         if isinstance(outputs, Mapping):
-            raise TypeError(f"{fn}: a mapping of outputs needs records (to know the keys); "
-                            "give a sequence in question order with (options, answers)")
+            raise InputTypeError(f"{fn}: a mapping of outputs needs records (to know the keys); "
+                                 "give a sequence in question order with (options, answers)")
         raw, align_info = align_predictions(outputs, [None] * n, fn)
         keys = [str(i) for i in range(n)]
     types = list(question_types) if question_types is not None else record_types
     if types is not None and len(types) != n:
-        raise ValueError(f"{fn}: {len(types)} question types for {n} questions")
+        raise InputError(f"{fn}: {len(types)} question types for {n} questions")
     for i, (opts, ans) in enumerate(zip(options, answers)):
         if isinstance(ans, (bool, np.bool_)) or not isinstance(ans, (int, np.integer)) \
                 or not 0 <= int(ans) < len(opts):
-            raise ValueError(f"{fn}: question {keys[i]!r}: answer must be an option index in "
+            raise InputError(f"{fn}: question {keys[i]!r}: answer must be an option index in "
                              f"[0, {len(opts)}), got {ans!r}")
 
     split = tokenize if tokenize is not None else str.split
@@ -238,8 +244,8 @@ def multiple_choice_accuracy(
         if out is None:
             method.append("missing")
         elif isinstance(out, bool) or not isinstance(out, (int, str)):
-            raise TypeError(f"{fn}: output for {keys[i]!r} must be an option index (int), text "
-                            f"(str) or None, got {type(out).__name__} {out!r}")
+            raise InputTypeError(f"{fn}: output for {keys[i]!r} must be an option index (int), "
+                                 f"text (str) or None, got {type(out).__name__} {out!r}")
         elif isinstance(out, int):
             prediction[i] = out
             method.append("index")
