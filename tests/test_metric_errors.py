@@ -313,3 +313,38 @@ def test_wrong_kind_is_an_input_error_and_still_a_type_error(call, message):
     with pytest.raises(TypeError, match=message) as info:
         call()
     assert isinstance(info.value, InputError)
+
+
+# ------------------- normalized spans: only a predicted question needs a duration
+
+def test_normalized_question_without_prediction_needs_no_duration():
+    # The official gs=True scales the predictions it reads; a question without
+    # one is skipped, so its missing duration is not an error. Question 1:
+    # round(0.1 * 40, 1) = 4, round(0.5 * 40, 1) = 20 -> [4, 20] vs gold [2, 6]:
+    # intersection 2, hull 18, prediction length 16.
+    from fastvqa.metrics import grounded_qa
+
+    result = grounded_qa([[np.nan, np.nan], [0.1, 0.5]], [[0.0, 10.0], [2.0, 6.0]],
+                         np.array([0, 1, 2]), durations=[np.nan, 40.0], normalized=True)
+    assert result["mIoU"] == pytest.approx(100 * 2 / 18, rel=1e-12)
+    assert result["mIoP"] == pytest.approx(100 * 2 / 16, rel=1e-12)
+    assert result.info["evaluated"] == 1 and result.info["missing"] == 1
+    # A question with a prediction still needs a duration.
+    with pytest.raises(InputError, match="durations must be finite and >= 0, got nan at "
+                                         "question 1"):
+        grounded_qa([[0.1, 0.5], [0.1, 0.5]], [[0.0, 10.0], [2.0, 6.0]], np.array([0, 1, 2]),
+                    durations=[20.0, np.nan], normalized=True)
+
+
+def test_eval_deveqa_normalized_with_an_unpredicted_question_without_duration(tmp_path, capsys):
+    gt = _write(tmp_path / "de.json", [
+        {k: v for k, v in DEVEQA.items() if k != "duration"},
+        {**DEVEQA, "qid": "b", "video_id": "v2", "gt_span": [2, 6], "duration": 40}])
+    pred = _write(tmp_path / "p.json", {"v2_b": [0.1, 0.5]})
+    capsys.readouterr()
+    assert main(["eval", "deveqa", "--gt", gt, "--pred", pred, "--normalized", "--json"]) == 0
+    captured = capsys.readouterr()
+    metrics = json.loads(captured.out)["metrics"]
+    assert metrics["mIoU"] == pytest.approx(100 * 2 / 18, rel=1e-12)
+    assert metrics["mIoP"] == pytest.approx(100 * 2 / 16, rel=1e-12)
+    assert "1 of 2 questions have no prediction" in captured.err

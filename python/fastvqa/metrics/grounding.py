@@ -73,8 +73,10 @@ def grounded_qa(
         thresholds: IoU/IoP thresholds, each in ``[0, 1]``; reported as
             ``"IoP@0.3"``, ``"IoU@0.5"``... (compared with ``>=``).
         durations: ``(N,)`` video lengths in seconds. Needed for
-            ``normalized=True``; otherwise only kept as the per-question
-            ``"duration"`` column (for :func:`slice_by_duration` and plots).
+            ``normalized=True``, finite and >= 0 for every question with a
+            span prediction (a question without one may have NaN); otherwise
+            only kept as the per-question ``"duration"`` column (for
+            :func:`slice_by_duration` and plots).
         normalized: predictions are fractions of the video: converted to
             seconds as ``np.round(x * duration, 1)`` per question, as the
             official script does with ``gs=True`` (NumPy rounds ``x * 10`` half
@@ -143,7 +145,9 @@ def grounded_qa(
     missing = _missing_rows(pred)
     _check_gt_finite(gt)
     answers = _answers(pred_answers, gt_answers, n)
-    dur = _durations(durations, n, required=normalized)
+    # Only a question with a span prediction is scaled: one without needs no
+    # duration (the official gs=True scales the predictions it reads).
+    dur = _durations(durations, n, required=~missing if normalized else None)
     if normalized:
         # Official gs=True conversion: np.round(pred * duration, 1), per question.
         pred = np.round(pred * dur[:, None], 1)
@@ -403,9 +407,11 @@ def _answers(pred_answers: Any, gt_answers: Any, n: int):
     return pa, ga
 
 
-def _durations(x: Any, n: int, required: bool) -> Optional[np.ndarray]:
+def _durations(x: Any, n: int, required: Optional[np.ndarray]) -> Optional[np.ndarray]:
+    """``(N,)`` float64 durations, or None; ``required`` (a mask, or None when
+    they are optional) marks the questions that need a finite one >= 0."""
     if x is None:
-        if required:
+        if required is not None:
             raise InputError(f"{_OP}: normalized=True needs durations (seconds, one per question)")
         return None
     arr = _to_numpy(x, "durations")
@@ -414,8 +420,11 @@ def _durations(x: Any, n: int, required: bool) -> Optional[np.ndarray]:
     if arr.shape != (n,):
         raise InputError(f"{_OP}: durations must have shape (N,) = ({n},), got {arr.shape}")
     arr = arr.astype(np.float64)
-    if required and not (np.isfinite(arr) & (arr >= 0)).all():
-        i = int(np.argmax(~(np.isfinite(arr) & (arr >= 0))))
+    if required is None:
+        return arr
+    bad = required & ~(np.isfinite(arr) & (arr >= 0))
+    if bad.any():
+        i = int(np.argmax(bad))
         raise InputError(f"{_OP}: durations must be finite and >= 0, got {arr[i]} at question {i}")
     return arr
 
