@@ -348,3 +348,19 @@ def test_eval_deveqa_normalized_with_an_unpredicted_question_without_duration(tm
     assert metrics["mIoU"] == pytest.approx(100 * 2 / 18, rel=1e-12)
     assert metrics["mIoP"] == pytest.approx(100 * 2 / 16, rel=1e-12)
     assert "1 of 2 questions have no prediction" in captured.err
+
+
+def test_eval_wildqa_evidence_repeated_threshold_is_one_line(tmp_path, capsys):
+    # iou_f1's own check (a threshold given twice) used to escape as a plain
+    # ValueError, a traceback for the user's option; it is an InputError now.
+    gt = tmp_path / "wq"
+    gt.mkdir()
+    record = {"answer": "Yes", "alter_answers": [], "evidences": [{"0": [0, 10]}],
+              "alter_evidences": [], "duration": 60.0, "domain": "Agriculture",
+              "question_type": "Intent"}
+    _write(gt / "test.json", [{**record, "question": f"q{i}", "video_id": f"vid{i}"}
+                              for i in range(2)])
+    pred = _write(tmp_path / "wp.json", [[[0, 10]], [[5, 20]]])
+    line = _one_line_error(capsys, ["eval", "wildqa-evidence", "--gt", str(gt), "--pred", pred,
+                                    "--thresholds", "0.3,0.3"])
+    assert "0.3" in line
