@@ -364,3 +364,28 @@ def test_eval_wildqa_evidence_repeated_threshold_is_one_line(tmp_path, capsys):
     line = _one_line_error(capsys, ["eval", "wildqa-evidence", "--gt", str(gt), "--pred", pred,
                                     "--thresholds", "0.3,0.3"])
     assert "0.3" in line
+
+
+# ---------------------- multiple choice: an index beyond int64 is wrong, not a crash
+
+def test_multiple_choice_huge_index_scores_wrong():
+    # A 23-digit number as the output text (or a huge int) is a parsed choice
+    # outside the options: wrong, counted out of range; it used to end in an
+    # OverflowError when stored in the int64 prediction column.
+    from fastvqa.metrics import multiple_choice_accuracy
+
+    gold = ([["x", "y"], ["x", "y"], ["x", "y"]], [0, 1, 1])
+    result = multiple_choice_accuracy(["99999999999999999999999", 2 ** 70, "1"], gold)
+    assert result["Acc"] == pytest.approx(100 / 3, rel=1e-12)
+    assert result.info["out_of_range"] == 2 and result.info["parsed"] == 2
+    assert result.per_question["method"] == ["parsed", "index", "parsed"]
+    assert result.per_question["prediction"].tolist() == [2 ** 63 - 1, 2 ** 63 - 1, 1]
+
+
+def test_eval_sokbench_huge_index_in_text(tmp_path, capsys):
+    argv = _argv("sokbench", tmp_path)
+    _write(tmp_path / "pred.json", ["99999999999999999999999", "answer: 2"])
+    capsys.readouterr()
+    assert main([*argv, "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["metrics"]["Acc"] == 50.0 and got["info"]["out_of_range"] == 1

@@ -25,6 +25,7 @@ from fastvqa.metrics.dvd import BreakdownResult, align_predictions
 from fastvqa.metrics.result import MetricResult
 
 _LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+_INT64 = np.iinfo(np.int64)
 
 # A whole output that is only a label: "2", "(2)", "[2]", "2.", "2)", "B",
 # "(B)", "B.", "B)", "B:"; a lower-case letter only in brackets: "(b)".
@@ -95,6 +96,12 @@ def parse_option_index(output: str, n_options: int, *, index_base: int = 0) -> O
         if index is not None:
             return index
     return None
+
+
+def _as_int64(index: int) -> int:
+    """An option index for the int64 prediction column: beyond its range (no
+    option has such an index, so it scores wrong either way) it is the bound."""
+    return min(max(index, int(_INT64.min)), int(_INT64.max))
 
 
 def _bleu_scorer(weights: Sequence[float], smoothing: Optional[str]) -> Callable:
@@ -195,7 +202,9 @@ def multiple_choice_accuracy(
         appearance) and ``"Acc/macro"`` (unweighted mean of the per-type
         accuracies; SOK-Bench does not say how its "Overall" aggregates).
         ``per_question``: ``key``, ``output``, ``prediction`` (0-based index,
-        -1 when missing), ``answer``, ``correct``, ``method`` (``"index"``,
+        -1 when missing; an index beyond int64, such as a 30-digit number in
+        the text, is kept as the int64 bound: wrong, and counted in
+        ``info["out_of_range"]``), ``answer``, ``correct``, ``method`` (``"index"``,
         ``"parsed"``, ``"bleu"``, ``"missing"``), ``bleu`` (best BLEU, NaN when
         not used), ``bleu_tie``, ``question_type``.
 
@@ -247,12 +256,12 @@ def multiple_choice_accuracy(
             raise InputTypeError(f"{fn}: output for {keys[i]!r} must be an option index (int), "
                                  f"text (str) or None, got {type(out).__name__} {out!r}")
         elif isinstance(out, int):
-            prediction[i] = out
+            prediction[i] = _as_int64(out)
             method.append("index")
         else:
             parsed = parse_option_index(out, len(options[i]), index_base=index_base)
             if parsed is not None:
-                prediction[i] = parsed
+                prediction[i] = _as_int64(parsed)
                 method.append("parsed")
             else:
                 if scorer is None:
