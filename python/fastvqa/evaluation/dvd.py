@@ -79,10 +79,12 @@ def _evaluate(args: argparse.Namespace) -> MetricResult:
     predictions = _read_predictions(args.pred)
     if not predictions:
         raise CommandError(f"{args.pred}: holds no predictions; nothing to score")
+    from fastvqa.errors import InputError
+
     try:
         result = dvd_accuracy(predictions, records,
                               effective_or_only=not args.all_or_references)
-    except (TypeError, ValueError) as err:
+    except InputError as err:  # the metric's checks of the user's data; not its bugs
         raise DataFormatError(args.pred, str(err)) from None
     missing_warning(result, len(records), result.info["missing"], what="turns",
                     policy="they are scored as wrong answers (Acc is over all turns)")

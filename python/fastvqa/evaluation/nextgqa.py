@@ -190,11 +190,13 @@ def _score(records: list[QARecord], spans: dict[str, Any], answers: Optional[dic
             pred_answers[i] = prediction if prediction >= 0 else INVALID_ANSWER
             gt_answers[i] = answer
 
+    from fastvqa.errors import InputError
+
     try:
         result = grounded_qa(pred, gt, offsets, pred_answers=pred_answers,
                              gt_answers=gt_answers, mode=mode, durations=durations,
                              normalized=normalized, keys=[rec.key for rec in records])
-    except ValueError as err:  # e.g. several gold segments under --mode deveqa-repo
+    except InputError as err:  # e.g. several gold segments under --mode deveqa-repo
         raise CommandError(str(err)) from None
     if not used_spans:
         example = next(iter(spans))

@@ -65,13 +65,16 @@ def _evaluate(args: argparse.Namespace) -> MetricResult:
         example = next(iter(predictions), None)
         raise CommandError(f"{args.pred}: no prediction qid matches a ground-truth query (e.g. "
                            f"{example!r}; ground-truth qids are like {records[0].question_id!r})")
+    from fastvqa.errors import InputError
+
     try:
         result = moment_retrieval(predictions, gt,
                                   max_pred_windows=args.max_pred_windows or None,
                                   match_number=not args.partial)
-    except ValueError as err:
+    except InputError as err:
         # Both files were validated by their loaders; what is left is the
         # official qid check (the submission does not cover the ground truth).
+        # Any other error is a fastvqa bug and keeps its traceback.
         raise DataFormatError(args.pred, str(err), field="qid") from None
     n = result.info["evaluated"]
     counts = {name: n for name in result.metrics}

@@ -55,10 +55,12 @@ def _evaluate(args: argparse.Namespace) -> MetricResult:
     if not outputs:
         raise CommandError(f"{args.pred}: holds no predictions; nothing to score")
     smoothing = None if args.bleu_smoothing == "none" else args.bleu_smoothing
+    from fastvqa.errors import InputError
+
     try:
         result = multiple_choice_accuracy(outputs, records, index_base=args.index_base,
                                           bleu_smoothing=smoothing, benchmark="sokbench")
-    except (TypeError, ValueError) as err:
+    except InputError as err:  # the metric's checks of the user's data; not its bugs
         raise DataFormatError(args.pred, str(err)) from None
     missing_warning(result, len(records), result.info["missing"], what="questions",
                     policy="they are scored as wrong answers (Acc is over all questions)")

@@ -16,6 +16,7 @@ from typing import Any, Optional
 
 import numpy as np
 
+from fastvqa.metrics._errors import InputError, InputTypeError
 from fastvqa.metrics.result import MetricResult
 
 #: The 40 answers, in the order of the official ``get_vocabulary`` (strings,
@@ -80,7 +81,7 @@ def answer_subspace(group: str) -> tuple[str, ...]:
     members = {a for sub, space in ANSWER_SUBSPACES.items()
                if sub.split(".")[0] == group for a in space}
     if not members:
-        raise ValueError(f"answer_subspace: unknown DVD question type or sub-type {group!r}")
+        raise InputError(f"answer_subspace: unknown DVD question type or sub-type {group!r}")
     return tuple(a for a in DVD_ANSWERS if a in members)
 
 
@@ -94,7 +95,7 @@ class BreakdownResult(MetricResult):
         width = max((len(n) for n in self.metrics), default=0)
         lines = [self.benchmark]
         if isinstance(decimals, bool) or not isinstance(decimals, int) or decimals < 0:
-            raise ValueError(f"format_table: decimals must be an integer >= 0, got {decimals!r}")
+            raise InputError(f"format_table: decimals must be an integer >= 0, got {decimals!r}")
         for name, value in self.metrics.items():
             count = self.count(name)
             if math.isnan(value):  # a group over nothing: never a number
@@ -125,8 +126,8 @@ def _answer_string(value: Any, where: str) -> Optional[str]:
         value = value.item()
     if isinstance(value, (str, int, bool, float)):
         return str(value)
-    raise TypeError(f"dvd_accuracy: prediction for {where} must be a string, number or boolean "
-                    f"(compared as str(value)), got {type(value).__name__}")
+    raise InputTypeError(f"dvd_accuracy: prediction for {where} must be a string, number or "
+                         f"boolean (compared as str(value)), got {type(value).__name__}")
 
 
 def align_predictions(predictions: Any, records: Sequence, fn: str, *,
@@ -134,8 +135,10 @@ def align_predictions(predictions: Any, records: Sequence, fn: str, *,
     """Predictions (a mapping keyed by ``record.key``, or also by
     ``record.question_id`` when ``by_question_id``, or a sequence in record
     order) -> one entry per record (None: missing), plus counts
-    ``{"unknown_keys": n}``. Raises ValueError for a sequence of the wrong
-    length or a non-empty mapping none of whose keys names a record."""
+    ``{"unknown_keys": n}``. Raises :class:`fastvqa.errors.InputError` (a
+    ValueError) for a sequence of the wrong length or a non-empty mapping none
+    of whose keys names a record, and one that is also a TypeError for
+    predictions that are neither."""
     if isinstance(predictions, Mapping):
         keys = {str(k) for k in predictions}
         out, matched = [], set()
@@ -149,15 +152,15 @@ def align_predictions(predictions: Any, records: Sequence, fn: str, *,
                 out.append(None)
         if keys and not matched:
             example = next(iter(keys))
-            raise ValueError(f"{fn}: no prediction key matches a ground-truth record (e.g. "
+            raise InputError(f"{fn}: no prediction key matches a ground-truth record (e.g. "
                              f"{example!r}; records are keyed like {records[0].key!r})"
                              if records else f"{fn}: predictions given but no records")
         return out, {"unknown_keys": len(keys - matched)}
     if isinstance(predictions, (str, bytes)) or not isinstance(predictions, (Sequence, np.ndarray)):
-        raise TypeError(f"{fn}: predictions must be a mapping key -> answer or a sequence in "
-                        f"record order, got {type(predictions).__name__}")
+        raise InputTypeError(f"{fn}: predictions must be a mapping key -> answer or a sequence in "
+                             f"record order, got {type(predictions).__name__}")
     if len(predictions) != len(records):
-        raise ValueError(f"{fn}: {len(predictions)} predictions for {len(records)} records "
+        raise InputError(f"{fn}: {len(predictions)} predictions for {len(records)} records "
                          "(a sequence must hold one prediction per record, in record order)")
     return list(predictions), {"unknown_keys": 0}
 
@@ -237,7 +240,8 @@ def dvd_accuracy(predictions: Any, records: Sequence, *, effective_or_only: bool
 
     Raises:
         TypeError / ValueError: predictions of the wrong kind or length, or a
-            mapping none of whose keys names a record.
+            mapping none of whose keys names a record; both
+            :class:`fastvqa.errors.InputError`.
     """
     records = list(records)
     raw, align_info = align_predictions(predictions, records, "dvd_accuracy")

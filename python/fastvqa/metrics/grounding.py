@@ -24,6 +24,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from fastvqa import _arrays
+from fastvqa.metrics._errors import InputError, InputTypeError
 from fastvqa.metrics.result import MetricResult
 
 MODES = ("nextgqa", "deveqa-repo")
@@ -72,8 +73,10 @@ def grounded_qa(
         thresholds: IoU/IoP thresholds, each in ``[0, 1]``; reported as
             ``"IoP@0.3"``, ``"IoU@0.5"``... (compared with ``>=``).
         durations: ``(N,)`` video lengths in seconds. Needed for
-            ``normalized=True``; otherwise only kept as the per-question
-            ``"duration"`` column (for :func:`slice_by_duration` and plots).
+            ``normalized=True``, finite and >= 0 for every question with a
+            span prediction (a question without one may have NaN); otherwise
+            only kept as the per-question ``"duration"`` column (for
+            :func:`slice_by_duration` and plots).
         normalized: predictions are fractions of the video: converted to
             seconds as ``np.round(x * duration, 1)`` per question, as the
             official script does with ``gs=True`` (NumPy rounds ``x * 10`` half
@@ -127,9 +130,13 @@ def grounded_qa(
         ValueError: shapes, NaN/infinite values, offsets, thresholds, mode, or
             an evaluated question without an answer (``"nextgqa"``).
         TypeError: non-numeric spans, non-integer answers.
+
+        Both are :class:`fastvqa.errors.InputError` (the type errors also
+        ``TypeError``): the caller's data or arguments. Any other exception
+        is a fastvqa bug.
     """
     if mode not in MODES:
-        raise ValueError(f"{_OP}: mode must be one of {', '.join(map(repr, MODES))}, got {mode!r}")
+        raise InputError(f"{_OP}: mode must be one of {', '.join(map(repr, MODES))}, got {mode!r}")
     pred = _spans(pred_spans, "pred_spans")
     gt = _spans(gt_spans, "gt_spans")
     n = pred.shape[0]
@@ -138,14 +145,16 @@ def grounded_qa(
     missing = _missing_rows(pred)
     _check_gt_finite(gt)
     answers = _answers(pred_answers, gt_answers, n)
-    dur = _durations(durations, n, required=normalized)
+    # Only a question with a span prediction is scaled: one without needs no
+    # duration (the official gs=True scales the predictions it reads).
+    dur = _durations(durations, n, required=~missing if normalized else None)
     if normalized:
         # Official gs=True conversion: np.round(pred * duration, 1), per question.
         pred = np.round(pred * dur[:, None], 1)
     if keys is not None:
         keys = [str(k) for k in keys]
         if len(keys) != n:
-            raise ValueError(f"{_OP}: keys has {len(keys)} entries, expected N = {n}")
+            raise InputError(f"{_OP}: keys has {len(keys)} entries, expected N = {n}")
 
     if mode == "nextgqa":
         # A "no prediction" row is NaN in, NaN out of the kernel: exactly the
@@ -170,7 +179,7 @@ def grounded_qa(
             if unanswered.any():
                 i = int(np.argmax(unanswered))
                 who = f"question {i}" + (f" ({keys[i]!r})" if keys is not None else "")
-                raise ValueError(
+                raise InputError(
                     f"{_OP}: {who} has a span prediction but no answer prediction "
                     f"(pred_answers == {NO_ANSWER}); the official NExT-GQA evaluator needs an "
                     f"answer for every grounded prediction ({np.count_nonzero(unanswered)} such "
@@ -227,7 +236,7 @@ def _deveqa_repo_overlap(pred, gt, offsets, missing, keys):
     if (counts > 1).any():
         i = int(np.argmax(counts > 1))
         who = f"question {i}" + (f" ({keys[i]!r})" if keys is not None else "")
-        raise ValueError(
+        raise InputError(
             f"{_OP}: mode 'deveqa-repo' takes one gold span per question, {who} has "
             f"{int(counts[i])}; use mode='nextgqa' for multi-segment ground truth"
         )
@@ -294,30 +303,30 @@ def _to_numpy(x: Any, name: str) -> np.ndarray:
     try:
         return np.asarray(x)
     except (ValueError, TypeError) as err:
-        raise TypeError(f"{_OP}: {name} is not an array of numbers ({err})") from None
+        raise InputTypeError(f"{_OP}: {name} is not an array of numbers ({err})") from None
 
 
 def _spans(x: Any, name: str) -> np.ndarray:
     arr = _to_numpy(x, name)
     if arr.dtype.kind not in "fiu":
-        raise TypeError(f"{_OP}: {name} must hold numbers, got dtype {arr.dtype}")
+        raise InputTypeError(f"{_OP}: {name} must hold numbers, got dtype {arr.dtype}")
     if arr.size == 0 and arr.ndim <= 2:
         arr = arr.reshape(0, 2)
     if arr.ndim != 2 or arr.shape[1] != 2:
-        raise ValueError(f"{_OP}: {name} must have shape (N, 2), got {arr.shape}")
+        raise InputError(f"{_OP}: {name} must have shape (N, 2), got {arr.shape}")
     return np.ascontiguousarray(arr, dtype=np.float64)
 
 
 def _offsets(x: Any, n: int, k: int) -> np.ndarray:
     arr = _to_numpy(x, "gt_offsets")
     if arr.dtype.kind not in "iu":
-        raise TypeError(f"{_OP}: gt_offsets must be integers, got dtype {arr.dtype}")
+        raise InputTypeError(f"{_OP}: gt_offsets must be integers, got dtype {arr.dtype}")
     if arr.ndim != 1 or arr.shape[0] != n + 1:
-        raise ValueError(f"{_OP}: gt_offsets must have shape (N + 1,) = ({n + 1},), "
+        raise InputError(f"{_OP}: gt_offsets must have shape (N + 1,) = ({n + 1},), "
                          f"got {arr.shape}")
     arr = arr.astype(np.int64, copy=False)
     if arr[0] != 0 or arr[-1] != k or (arr[1:] < arr[:-1]).any():
-        raise ValueError(
+        raise InputError(
             f"{_OP}: gt_offsets must start at 0, never decrease and end at K = {k} "
             f"(the number of gt_spans rows); got {arr[0]} ... {arr[-1]}")
     return arr
@@ -340,11 +349,11 @@ def _missing_rows(pred: np.ndarray) -> np.ndarray:
     n_missing = int(np.count_nonzero(missing))
     if np.count_nonzero(finite) + 2 * n_missing != 2 * n:
         i = int(np.argmax((pair != 0x0101) & ~missing))
-        raise ValueError(f"{_OP}: pred_spans row {i} is not a span or two NaNs: "
+        raise InputError(f"{_OP}: pred_spans row {i} is not a span or two NaNs: "
                          f"{pred[i].tolist()} (use two NaNs for 'no prediction')")
     if np.count_nonzero(np.isnan(pred)) != 2 * n_missing:
         i = int(np.argmax(np.isinf(pred).any(axis=1)))
-        raise ValueError(f"{_OP}: pred_spans row {i} is infinite: {pred[i].tolist()}")
+        raise InputError(f"{_OP}: pred_spans row {i} is infinite: {pred[i].tolist()}")
     return missing
 
 
@@ -356,32 +365,32 @@ def _check_gt_finite(gt: np.ndarray) -> None:
     bad = ~np.isfinite(gt).all(axis=1)
     if bad.any():
         i = int(np.argmax(bad))
-        raise ValueError(f"{_OP}: gt_spans row {i} is not finite: {gt[i].tolist()}")
+        raise InputError(f"{_OP}: gt_spans row {i} is not finite: {gt[i].tolist()}")
 
 
 def _thresholds(ts: Sequence[float]) -> tuple[float, ...]:
     if isinstance(ts, (str, bytes)) or not hasattr(ts, "__iter__"):
-        raise TypeError(f"{_OP}: thresholds must be a sequence of numbers, got {ts!r}")
+        raise InputTypeError(f"{_OP}: thresholds must be a sequence of numbers, got {ts!r}")
     out = []
     for t in ts:
         if isinstance(t, bool) or not isinstance(t, (int, float, np.integer, np.floating)):
-            raise TypeError(f"{_OP}: thresholds must be numbers, got {t!r}")
+            raise InputTypeError(f"{_OP}: thresholds must be numbers, got {t!r}")
         t = float(t)
         if not 0.0 <= t <= 1.0:
-            raise ValueError(f"{_OP}: thresholds must lie in [0, 1], got {t}")
+            raise InputError(f"{_OP}: thresholds must lie in [0, 1], got {t}")
         out.append(t)
     if len({_fmt_threshold(t) for t in out}) != len(out):
-        raise ValueError(f"{_OP}: thresholds repeat: {out}")
+        raise InputError(f"{_OP}: thresholds repeat: {out}")
     return tuple(out)
 
 
 def _int_vector(x: Any, name: str, n: int) -> np.ndarray:
     arr = _to_numpy(x, name)
     if arr.dtype.kind not in "iu":
-        raise TypeError(f"{_OP}: {name} must be integers (use {NO_ANSWER} for a missing "
-                        f"answer, not NaN), got dtype {arr.dtype}")
+        raise InputTypeError(f"{_OP}: {name} must be integers (use {NO_ANSWER} for a missing "
+                             f"answer, not NaN), got dtype {arr.dtype}")
     if arr.shape != (n,):
-        raise ValueError(f"{_OP}: {name} must have shape (N,) = ({n},), got {arr.shape}")
+        raise InputError(f"{_OP}: {name} must have shape (N,) = ({n},), got {arr.shape}")
     return arr.astype(np.int64, copy=False)
 
 
@@ -389,29 +398,34 @@ def _answers(pred_answers: Any, gt_answers: Any, n: int):
     if pred_answers is None and gt_answers is None:
         return None
     if pred_answers is None or gt_answers is None:
-        raise ValueError(f"{_OP}: give both pred_answers and gt_answers, or neither")
+        raise InputError(f"{_OP}: give both pred_answers and gt_answers, or neither")
     pa = _int_vector(pred_answers, "pred_answers", n)
     ga = _int_vector(gt_answers, "gt_answers", n)
     if (ga < 0).any():
         i = int(np.argmax(ga < 0))
-        raise ValueError(f"{_OP}: gt_answers must be >= 0, got {int(ga[i])} at question {i}")
+        raise InputError(f"{_OP}: gt_answers must be >= 0, got {int(ga[i])} at question {i}")
     return pa, ga
 
 
-def _durations(x: Any, n: int, required: bool) -> Optional[np.ndarray]:
+def _durations(x: Any, n: int, required: Optional[np.ndarray]) -> Optional[np.ndarray]:
+    """``(N,)`` float64 durations, or None; ``required`` (a mask, or None when
+    they are optional) marks the questions that need a finite one >= 0."""
     if x is None:
-        if required:
-            raise ValueError(f"{_OP}: normalized=True needs durations (seconds, one per question)")
+        if required is not None:
+            raise InputError(f"{_OP}: normalized=True needs durations (seconds, one per question)")
         return None
     arr = _to_numpy(x, "durations")
     if arr.dtype.kind not in "fiu":
-        raise TypeError(f"{_OP}: durations must be numbers, got dtype {arr.dtype}")
+        raise InputTypeError(f"{_OP}: durations must be numbers, got dtype {arr.dtype}")
     if arr.shape != (n,):
-        raise ValueError(f"{_OP}: durations must have shape (N,) = ({n},), got {arr.shape}")
+        raise InputError(f"{_OP}: durations must have shape (N,) = ({n},), got {arr.shape}")
     arr = arr.astype(np.float64)
-    if required and not (np.isfinite(arr) & (arr >= 0)).all():
-        i = int(np.argmax(~(np.isfinite(arr) & (arr >= 0))))
-        raise ValueError(f"{_OP}: durations must be finite and >= 0, got {arr[i]} at question {i}")
+    if required is None:
+        return arr
+    bad = required & ~(np.isfinite(arr) & (arr >= 0))
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise InputError(f"{_OP}: durations must be finite and >= 0, got {arr[i]} at question {i}")
     return arr
 
 
@@ -444,7 +458,7 @@ def slice_by_duration(
     """
     if durations is None:
         if "duration" not in result.per_question:
-            raise ValueError("slice_by_duration: the result has no 'duration' column; "
+            raise InputError("slice_by_duration: the result has no 'duration' column; "
                              "pass durations (seconds, one per question)")
         durations = result.per_question["duration"]
     return _slice(result, durations, edges, closed, labels, "slice_by_duration", "duration")
@@ -480,24 +494,25 @@ def slice_by_event_count(
 
 def _slice(result, values, edges, closed, labels, op, what) -> dict[str, MetricResult]:
     if not isinstance(result, MetricResult) or "evaluated" not in result.per_question:
-        raise TypeError(f"{op}: result must be a grounded_qa MetricResult with per-question values")
+        raise InputTypeError(f"{op}: result must be a grounded_qa MetricResult with "
+                             "per-question values")
     if closed not in ("left", "right"):
-        raise ValueError(f"{op}: closed must be 'left' or 'right', got {closed!r}")
+        raise InputError(f"{op}: closed must be 'left' or 'right', got {closed!r}")
     edges_arr = np.asarray(edges, dtype=np.float64)
     if edges_arr.ndim != 1 or edges_arr.size < 2 or np.isnan(edges_arr).any() \
             or (np.diff(edges_arr) <= 0).any():
-        raise ValueError(f"{op}: edges must be at least two strictly increasing numbers, "
+        raise InputError(f"{op}: edges must be at least two strictly increasing numbers, "
                          f"got {list(edges)}")
     n_bins = edges_arr.size - 1
     if labels is None:
         labels = [_bin_label(edges_arr[i], edges_arr[i + 1], closed) for i in range(n_bins)]
     labels = [str(x) for x in labels]
     if len(labels) != n_bins or len(set(labels)) != n_bins:
-        raise ValueError(f"{op}: need {n_bins} distinct labels, got {labels}")
+        raise InputError(f"{op}: need {n_bins} distinct labels, got {labels}")
     n = len(result.per_question["evaluated"])
     vals = _to_numpy(values, what)
     if vals.dtype.kind not in "fiu" or vals.shape != (n,):
-        raise ValueError(f"{op}: {what} must be {n} numbers (one per question), "
+        raise InputError(f"{op}: {what} must be {n} numbers (one per question), "
                          f"got dtype {vals.dtype} shape {vals.shape}")
     vals = vals.astype(np.float64)
     side = "right" if closed == "left" else "left"

@@ -21,6 +21,7 @@ from typing import Any, Optional
 
 import numpy as np
 
+from fastvqa.metrics._errors import InputError, InputTypeError
 from fastvqa.metrics.result import MetricResult
 from fastvqa.ops import grounding_overlap, paired_temporal_iou
 
@@ -59,24 +60,25 @@ def _windows(x: Any, width: tuple[int, ...], what: str, key: str) -> np.ndarray:
     try:
         arr = np.asarray(x, dtype=np.float64)
     except (TypeError, ValueError) as err:
-        raise TypeError(f"{what} of query {key!r}: expected a list of "
-                        f"[start, end{', score' if 3 in width else ''}] windows ({err})") from None
+        raise InputTypeError(
+            f"{what} of query {key!r}: expected a list of "
+            f"[start, end{', score' if 3 in width else ''}] windows ({err})") from None
     if arr.ndim == 1 and arr.shape[0] in width and 2 in width and 3 not in width:
         arr = arr.reshape(1, -1)
     if arr.ndim == 1 and arr.shape[0] == 0:
         arr = arr.reshape(0, width[0])
     if arr.ndim != 2 or arr.shape[1] not in width:
         cols = " or ".join(str(w) for w in width)
-        raise ValueError(f"{what} of query {key!r}: expected shape (n, {cols}), got {arr.shape}")
+        raise InputError(f"{what} of query {key!r}: expected shape (n, {cols}), got {arr.shape}")
     if arr.shape[0] == 0:
-        raise ValueError(f"{what} of query {key!r}: no windows (the official evaluation "
+        raise InputError(f"{what} of query {key!r}: no windows (the official evaluation "
                          f"needs at least one per query)")
     if not np.isfinite(arr).all():
-        raise ValueError(f"{what} of query {key!r}: windows must be finite numbers, "
+        raise InputError(f"{what} of query {key!r}: windows must be finite numbers, "
                          f"got {arr.tolist()}")
     bad = np.flatnonzero(arr[:, 1] < arr[:, 0])
     if bad.size:
-        raise ValueError(f"{what} of query {key!r}: window {int(bad[0])} "
+        raise InputError(f"{what} of query {key!r}: window {int(bad[0])} "
                          f"{arr[bad[0], :2].tolist()} has end < start")
     return arr
 
@@ -89,16 +91,16 @@ def _pair_queries(predictions: Any, ground_truth: Any, match_number: bool
     pred_map = isinstance(predictions, Mapping)
     gt_map = isinstance(ground_truth, Mapping)
     if pred_map != gt_map:
-        raise TypeError("predictions and ground_truth must both be mappings (query id -> "
-                        "windows) or both be sequences (aligned by position); got "
-                        f"{type(predictions).__name__} and {type(ground_truth).__name__}")
+        raise InputTypeError("predictions and ground_truth must both be mappings (query id -> "
+                             "windows) or both be sequences (aligned by position); got "
+                             f"{type(predictions).__name__} and {type(ground_truth).__name__}")
     if not pred_map:
         for name, obj in (("predictions", predictions), ("ground_truth", ground_truth)):
             if isinstance(obj, (str, bytes)) or not isinstance(obj, (Sequence, np.ndarray)):
-                raise TypeError(f"{name} must be a mapping or a sequence of per-query windows, "
-                                f"got {type(obj).__name__}")
+                raise InputTypeError(f"{name} must be a mapping or a sequence of per-query "
+                                     f"windows, got {type(obj).__name__}")
         if len(predictions) != len(ground_truth):
-            raise ValueError(f"predictions has {len(predictions)} queries but ground_truth has "
+            raise InputError(f"predictions has {len(predictions)} queries but ground_truth has "
                              f"{len(ground_truth)}; pass mappings keyed by query id to match them")
         keys = [str(i) for i in range(len(predictions))]
         return keys, list(predictions), list(ground_truth), {"evaluated": len(keys)}
@@ -107,7 +109,7 @@ def _pair_queries(predictions: Any, ground_truth: Any, match_number: bool
     for name, ks in (("predictions", pred_keys), ("ground_truth", gt_keys)):
         if len(set(ks)) != len(ks):
             dup = next(k for k in ks if ks.count(k) > 1)
-            raise ValueError(f"{name}: query id {dup!r} appears twice "
+            raise InputError(f"{name}: query id {dup!r} appears twice "
                              f"(ids are compared as strings)")
     pred_by = {str(k): v for k, v in predictions.items()}
     gt_by = {str(k): v for k, v in ground_truth.items()}
@@ -115,7 +117,7 @@ def _pair_queries(predictions: Any, ground_truth: Any, match_number: bool
     extra = [k for k in pred_keys if k not in gt_by]
     if match_number and (missing or extra):
         # The official eval_submission asserts that the two qid sets are equal.
-        raise ValueError(
+        raise InputError(
             "query ids of predictions and ground truth differ "
             f"({len(missing)} without a prediction, e.g. {missing[:3]}; {len(extra)} not in the "
             f"ground truth, e.g. {extra[:3]}); pass match_number=False to evaluate the shared "
@@ -448,17 +450,22 @@ def moment_retrieval(
         ValueError: mismatched query ids (with ``match_number``), a query
             without predicted or ground-truth windows, windows with end <
             start or non-finite values, ``max_pred_windows < 1``, bad buckets.
+
+        Both are :class:`fastvqa.errors.InputError` (the type errors also
+        ``TypeError``): the caller's data or arguments. Any other exception
+        is a fastvqa bug.
     """
     if max_pred_windows is not None:
         if isinstance(max_pred_windows, bool) or not isinstance(max_pred_windows,
                                                                  (int, np.integer)):
-            raise TypeError(f"max_pred_windows must be an int or None, got {max_pred_windows!r}")
+            raise InputTypeError(f"max_pred_windows must be an int or None, "
+                                 f"got {max_pred_windows!r}")
         if max_pred_windows < 1:
-            raise ValueError(f"max_pred_windows must be >= 1 or None, got {max_pred_windows}")
+            raise InputError(f"max_pred_windows must be >= 1 or None, got {max_pred_windows}")
     buckets = dict(length_buckets or {})
     for name, bounds in buckets.items():
         if name == "full" or len(tuple(bounds)) != 2 or not float(bounds[0]) < float(bounds[1]):
-            raise ValueError(f"length bucket {name!r}: expected (lo, hi) with lo < hi and a name "
+            raise InputError(f"length bucket {name!r}: expected (lo, hi) with lo < hi and a name "
                              f"other than 'full', got {bounds!r}")
     keys, pred_rows, gt_rows, counts = _pair_queries(predictions, ground_truth, match_number)
     preds = [_windows(p, (3,), "predictions", k) for k, p in zip(keys, pred_rows)]
@@ -603,32 +610,32 @@ def recall_at_n(
     Raises:
         TypeError / ValueError: bad containers, a query without predicted
             windows, windows with end < start or non-finite values, bad n or
-            thresholds, an unknown rule.
+            thresholds, an unknown rule; both :class:`fastvqa.errors.InputError`.
     """
     if rule is not None:
         if rule not in _RULES:
-            raise ValueError(f"unknown rule {rule!r}; expected one of {sorted(_RULES)}")
+            raise InputError(f"unknown rule {rule!r}; expected one of {sorted(_RULES)}")
         if nms_threshold is not None:
-            raise ValueError(f"rule={rule!r} sets nms_threshold itself; pass one or the other")
+            raise InputError(f"rule={rule!r} sets nms_threshold itself; pass one or the other")
         rule_strict, nms_threshold = _RULES[rule]
         if strict and not rule_strict:
-            raise ValueError(f"rule={rule!r} uses '>=', which contradicts strict=True")
+            raise InputError(f"rule={rule!r} uses '>=', which contradicts strict=True")
         strict = rule_strict
     ns = [int(v) for v in n]
     if not ns or any(isinstance(v, bool) or int(v) != v or v < 1 for v in n):
-        raise ValueError(f"n must be positive integers, got {n!r}")
+        raise InputError(f"n must be positive integers, got {n!r}")
     ms = [float(m) for m in iou_thresholds]
     if not ms or any(not 0.0 <= m <= 1.0 for m in ms):
-        raise ValueError(f"iou_thresholds must be numbers in [0, 1], got {iou_thresholds!r}")
+        raise InputError(f"iou_thresholds must be numbers in [0, 1], got {iou_thresholds!r}")
     if nms_threshold is not None and not 0.0 <= float(nms_threshold) <= 1.0:
-        raise ValueError(f"nms_threshold must be in [0, 1] or None, got {nms_threshold!r}")
+        raise InputError(f"nms_threshold must be in [0, 1] or None, got {nms_threshold!r}")
 
     keys, pred_rows, gt_rows, counts = _pair_queries(predictions, ground_truth, match_number)
     preds = [_windows(p, (2, 3), "predictions", k) for k, p in zip(keys, pred_rows)]
     if sort_by_score:
         for k, p in zip(keys, preds):
             if p.shape[1] != 3:
-                raise ValueError(f"predictions of query {k!r}: sort_by_score needs "
+                raise InputError(f"predictions of query {k!r}: sort_by_score needs "
                                  f"[start, end, score] windows")
         preds = [p[np.argsort(-p[:, 2], kind="stable")] for p in preds]
     preds = [p[:, :2] for p in preds]

@@ -20,10 +20,12 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
+from fastvqa.metrics._errors import InputError, InputTypeError
 from fastvqa.metrics.dvd import BreakdownResult, align_predictions
 from fastvqa.metrics.result import MetricResult
 
 _LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+_INT64 = np.iinfo(np.int64)
 
 # A whole output that is only a label: "2", "(2)", "[2]", "2.", "2)", "B",
 # "(B)", "B.", "B)", "B:"; a lower-case letter only in brackets: "(b)".
@@ -96,6 +98,12 @@ def parse_option_index(output: str, n_options: int, *, index_base: int = 0) -> O
     return None
 
 
+def _as_int64(index: int) -> int:
+    """An option index for the int64 prediction column: beyond its range (no
+    option has such an index, so it scores wrong either way) it is the bound."""
+    return min(max(index, int(_INT64.min)), int(_INT64.max))
+
+
 def _bleu_scorer(weights: Sequence[float], smoothing: Optional[str]) -> Callable:
     try:
         from nltk.translate.bleu_score import SmoothingFunction, sentence_bleu
@@ -106,7 +114,7 @@ def _bleu_scorer(weights: Sequence[float], smoothing: Optional[str]) -> Callable
     if smoothing is not None:
         smoothing_function = getattr(SmoothingFunction(), smoothing, None)
         if smoothing_function is None or not smoothing.startswith("method"):
-            raise ValueError(f"multiple_choice_accuracy: bleu_smoothing must be None or one of "
+            raise InputError(f"multiple_choice_accuracy: bleu_smoothing must be None or one of "
                              f"nltk's 'method0'..'method7', got {smoothing!r}")
     weights = tuple(float(w) for w in weights)
 
@@ -128,7 +136,7 @@ def _gold(records_or_pair: Any) -> tuple[list, list[list[str]], list[int], Optio
         options = [list(o) for o in options]
         answers = list(answers)
         if len(options) != len(answers):
-            raise ValueError(f"multiple_choice_accuracy: {len(options)} option lists for "
+            raise InputError(f"multiple_choice_accuracy: {len(options)} option lists for "
                              f"{len(answers)} answers")
         return None, options, answers, None
     records = list(records_or_pair)
@@ -194,18 +202,25 @@ def multiple_choice_accuracy(
         appearance) and ``"Acc/macro"`` (unweighted mean of the per-type
         accuracies; SOK-Bench does not say how its "Overall" aggregates).
         ``per_question``: ``key``, ``output``, ``prediction`` (0-based index,
-        -1 when missing), ``answer``, ``correct``, ``method`` (``"index"``,
+        -1 when missing; an index beyond int64, such as a 30-digit number in
+        the text, is kept as the int64 bound: wrong, and counted in
+        ``info["out_of_range"]``), ``answer``, ``correct``, ``method`` (``"index"``,
         ``"parsed"``, ``"bleu"``, ``"missing"``), ``bleu`` (best BLEU, NaN when
         not used), ``bleu_tie``, ``question_type``.
 
     Raises:
         TypeError: an output that is not int/str/None (bools and floats included).
         ValueError: mismatched lengths, an answer index outside its options,
-            bad ``index_base`` or ``bleu_smoothing``.
+            bad ``index_base`` or ``bleu_smoothing``, a mapping none of whose
+            keys names a record.
+
+        Both are :class:`fastvqa.errors.InputError` (the type errors also
+        ``TypeError``): the caller's data or arguments. Any other exception
+        is a fastvqa bug.
     """
     fn = "multiple_choice_accuracy"
     if index_base not in (0, 1):
-        raise ValueError(f"{fn}: index_base must be 0 or 1, got {index_base!r}")
+        raise InputError(f"{fn}: index_base must be 0 or 1, got {index_base!r}")
     records, options, answers, record_types = _gold(gold)
     n = len(options)
     if records is not None:
@@ -213,17 +228,17 @@ def multiple_choice_accuracy(
         keys = [r.key for r in records]
     else:
         if isinstance(outputs, Mapping):
-            raise TypeError(f"{fn}: a mapping of outputs needs records (to know the keys); "
-                            "give a sequence in question order with (options, answers)")
+            raise InputTypeError(f"{fn}: a mapping of outputs needs records (to know the keys); "
+                                 "give a sequence in question order with (options, answers)")
         raw, align_info = align_predictions(outputs, [None] * n, fn)
         keys = [str(i) for i in range(n)]
     types = list(question_types) if question_types is not None else record_types
     if types is not None and len(types) != n:
-        raise ValueError(f"{fn}: {len(types)} question types for {n} questions")
+        raise InputError(f"{fn}: {len(types)} question types for {n} questions")
     for i, (opts, ans) in enumerate(zip(options, answers)):
         if isinstance(ans, (bool, np.bool_)) or not isinstance(ans, (int, np.integer)) \
                 or not 0 <= int(ans) < len(opts):
-            raise ValueError(f"{fn}: question {keys[i]!r}: answer must be an option index in "
+            raise InputError(f"{fn}: question {keys[i]!r}: answer must be an option index in "
                              f"[0, {len(opts)}), got {ans!r}")
 
     split = tokenize if tokenize is not None else str.split
@@ -238,15 +253,15 @@ def multiple_choice_accuracy(
         if out is None:
             method.append("missing")
         elif isinstance(out, bool) or not isinstance(out, (int, str)):
-            raise TypeError(f"{fn}: output for {keys[i]!r} must be an option index (int), text "
-                            f"(str) or None, got {type(out).__name__} {out!r}")
+            raise InputTypeError(f"{fn}: output for {keys[i]!r} must be an option index (int), "
+                                 f"text (str) or None, got {type(out).__name__} {out!r}")
         elif isinstance(out, int):
-            prediction[i] = out
+            prediction[i] = _as_int64(out)
             method.append("index")
         else:
             parsed = parse_option_index(out, len(options[i]), index_base=index_base)
             if parsed is not None:
-                prediction[i] = parsed
+                prediction[i] = _as_int64(parsed)
                 method.append("parsed")
             else:
                 if scorer is None:

@@ -12,6 +12,8 @@ from typing import Any, Iterator
 
 import numpy as np
 
+from fastvqa.metrics._errors import InputError
+
 
 class MetricResult(Mapping):
     """Named metric values plus per-question values.
@@ -75,7 +77,7 @@ class MetricResult(Mapping):
         no items (NaN) shows as ``n/a``, with ``(n=0)`` when
         ``info["counts"]`` says it had none."""
         if isinstance(decimals, bool) or not isinstance(decimals, int) or decimals < 0:
-            raise ValueError(f"format_table: decimals must be an integer >= 0, got {decimals!r}")
+            raise InputError(f"format_table: decimals must be an integer >= 0, got {decimals!r}")
         names = list(self.metrics)
         values = [format_value(v, decimals, self.count(n)) for n, v in self.metrics.items()]
         widths = [max(len(n), len(v)) for n, v in zip(names, values)]
@@ -111,12 +113,13 @@ class MetricResult(Mapping):
 
         The file is written through a temporary name and appears, complete,
         only when writing succeeded (:mod:`fastvqa._outputs`); an existing
-        ``path`` raises ``FileExistsError`` before any work.
+        ``path`` raises ``FileExistsError`` before any work, a bad ``fmt``
+        :class:`fastvqa.errors.InputError` (a ``ValueError``).
         """
         path = Path(path)
         fmt = fmt or ("csv" if path.suffix.lower() == ".csv" else "jsonl")
         if fmt not in ("csv", "jsonl"):
-            raise ValueError(f"write_per_question: fmt must be 'csv' or 'jsonl', got {fmt!r}")
+            raise InputError(f"write_per_question: fmt must be 'csv' or 'jsonl', got {fmt!r}")
         from fastvqa._outputs import check_new, open_new
 
         check_new(path, "path")

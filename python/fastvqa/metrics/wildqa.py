@@ -21,6 +21,7 @@ from typing import Any, Optional
 
 import numpy as np
 
+from fastvqa.metrics._errors import InputError, InputTypeError
 from fastvqa.metrics.result import MetricResult
 
 IOU_F1_MODES = ("wildqa-2022", "wildqa-2023", "clean")
@@ -40,12 +41,12 @@ def _span_rows(name: str, rows: Any, n: Optional[int] = None) -> list[np.ndarray
     """``rows`` (one list of ``[start, end]`` pairs per question) -> list of
     ``(k, 2)`` float64 arrays; raises TypeError/ValueError naming the item."""
     if isinstance(rows, (str, bytes)) or not isinstance(rows, (Sequence, np.ndarray)):
-        raise TypeError(
+        raise InputTypeError(
             f"iou_f1: {name} must be a sequence with one list of [start, end] spans per "
             f"question, got {type(rows).__name__}"
         )
     if n is not None and len(rows) != n:
-        raise ValueError(
+        raise InputError(
             f"iou_f1: {name} has {len(rows)} entries but predictions has {n}; "
             "give one entry per question, in the same order"
         )
@@ -54,31 +55,31 @@ def _span_rows(name: str, rows: Any, n: Optional[int] = None) -> list[np.ndarray
 
 def _span_array(where: str, row: Any) -> np.ndarray:
     if isinstance(row, (str, bytes, dict)):
-        raise TypeError(f"iou_f1: {where} must be a list of [start, end] spans, "
-                        f"got {type(row).__name__}")
+        raise InputTypeError(f"iou_f1: {where} must be a list of [start, end] spans, "
+                             f"got {type(row).__name__}")
     try:
         arr = np.asarray(row, dtype=np.float64)
     except (TypeError, ValueError) as err:
-        raise TypeError(f"iou_f1: {where} must be a list of [start, end] number pairs "
-                        f"({err})") from None
+        raise InputTypeError(f"iou_f1: {where} must be a list of [start, end] number pairs "
+                             f"({err})") from None
     if arr.size == 0:
         return np.zeros((0, 2), dtype=np.float64)
     if arr.ndim != 2 or arr.shape[1] != 2:
-        raise ValueError(
+        raise InputError(
             f"iou_f1: {where} must have shape (k, 2) (a list of [start, end] spans), "
             f"got shape {arr.shape}"
         )
     if not np.isfinite(arr).all():
-        raise ValueError(f"iou_f1: {where} holds a NaN or infinite endpoint: {row!r}")
+        raise InputError(f"iou_f1: {where} holds a NaN or infinite endpoint: {row!r}")
     return arr
 
 
 def _check_threshold(name: str, t: Any) -> float:
     if isinstance(t, bool) or not isinstance(t, (int, float, np.integer, np.floating)):
-        raise TypeError(f"iou_f1: {name} must be a number, got {type(t).__name__}")
+        raise InputTypeError(f"iou_f1: {name} must be a number, got {type(t).__name__}")
     t = float(t)
     if not 0.0 <= t <= 1.0:
-        raise ValueError(f"iou_f1: {name} must lie in [0, 1], got {t}")
+        raise InputError(f"iou_f1: {name} must lie in [0, 1], got {t}")
     return t
 
 
@@ -326,24 +327,24 @@ def iou_f1(
         TypeError / ValueError: an unknown mode, mismatched lengths, a span
         list not shaped ``(k, 2)``, a NaN or infinite endpoint, a threshold
         outside [0, 1], ``alternatives`` or ``pad_to_batch`` where the mode has
-        no use for them.
+        no use for them; both :class:`fastvqa.errors.InputError`.
     """
     if mode not in IOU_F1_MODES:
-        raise ValueError(f"iou_f1: mode must be one of {', '.join(IOU_F1_MODES)}; got {mode!r}")
+        raise InputError(f"iou_f1: mode must be one of {', '.join(IOU_F1_MODES)}; got {mode!r}")
     main_t = _check_threshold("threshold", threshold)
     extra_t = [_check_threshold(f"thresholds[{i}]", t) for i, t in enumerate(thresholds or ())]
     preds = _span_rows("predictions", predictions)
     n = len(preds)
     gold_rows = _span_rows("golds", golds, n)
     if alternatives is not None and mode == "wildqa-2022":
-        raise ValueError("iou_f1: mode 'wildqa-2022' scores the primary gold only (as the paper "
+        raise InputError("iou_f1: mode 'wildqa-2022' scores the primary gold only (as the paper "
                          "did); pass alternatives with mode 'wildqa-2023' or 'clean'")
     if pad_to_batch is not None:
         if mode != "wildqa-2022":
-            raise ValueError("iou_f1: pad_to_batch reproduces a 'wildqa-2022' artefact only")
+            raise InputError("iou_f1: pad_to_batch reproduces a 'wildqa-2022' artefact only")
         if isinstance(pad_to_batch, bool) or not isinstance(pad_to_batch, (int, np.integer)) \
                 or pad_to_batch < 1:
-            raise ValueError("iou_f1: pad_to_batch must be a positive integer, "
+            raise InputError("iou_f1: pad_to_batch must be a positive integer, "
                              f"got {pad_to_batch!r}")
     alt_sets = _alternative_sets(alternatives, n)
 
@@ -393,7 +394,7 @@ def iou_f1(
     for t in extra_t:
         name = f"{t:g}"
         if f"IoU-F1@{name}" in metrics:
-            raise ValueError(f"iou_f1: threshold {t} given twice")
+            raise InputError(f"iou_f1: threshold {t} given twice")
         f1_t = per_instance(t)[0]
         best_t = np.zeros(n, dtype=f1_t.dtype)
         if n:
@@ -421,16 +422,16 @@ def _alternative_sets(alternatives: Any, n: int) -> list[list[np.ndarray]]:
     if alternatives is None:
         return [[] for _ in range(n)]
     if isinstance(alternatives, (str, bytes)) or not isinstance(alternatives, Sequence):
-        raise TypeError("iou_f1: alternatives must be a sequence (one list of annotator span "
-                        f"lists per question), got {type(alternatives).__name__}")
+        raise InputTypeError("iou_f1: alternatives must be a sequence (one list of annotator span "
+                             f"lists per question), got {type(alternatives).__name__}")
     if len(alternatives) != n:
-        raise ValueError(f"iou_f1: alternatives has {len(alternatives)} entries but "
+        raise InputError(f"iou_f1: alternatives has {len(alternatives)} entries but "
                          f"predictions has {n}; give one entry per question")
     out = []
     for i, sets in enumerate(alternatives):
         if isinstance(sets, (str, bytes, dict)) or not isinstance(sets, (Sequence, np.ndarray)):
-            raise TypeError(f"iou_f1: alternatives[{i}] must be a list of span lists, "
-                            f"got {type(sets).__name__}")
+            raise InputTypeError(f"iou_f1: alternatives[{i}] must be a list of span lists, "
+                                 f"got {type(sets).__name__}")
         out.append([_span_array(f"alternatives[{i}][{j}]", s) for j, s in enumerate(sets)])
     return out
 
@@ -491,7 +492,7 @@ def normalize_answer(answer: str) -> str:
     ' us armys tanks'
     """
     if not isinstance(answer, str):
-        raise TypeError(f"normalize_answer: expected a string, got {type(answer).__name__}")
+        raise InputTypeError(f"normalize_answer: expected a string, got {type(answer).__name__}")
     return _ARTICLES.sub("", answer.lower().translate(_PUNCTUATION))
 
 
@@ -536,10 +537,12 @@ def rouge(
     below the 6th significant digit.
 
     Requires ``rouge-score`` (``pip install 'fastvqa[eval]'``); it needs no
-    NLTK data at run time.
+    NLTK data at run time. A bad ``references_mode``, lengths that differ or
+    an entry that is not a string raise :class:`fastvqa.errors.InputError`
+    (a ``ValueError``; for a wrong type also a ``TypeError``).
     """
     if references_mode not in REFERENCE_MODES:
-        raise ValueError(f"rouge: references_mode must be 'primary' or 'max', "
+        raise InputError(f"rouge: references_mode must be 'primary' or 'max', "
                          f"got {references_mode!r}")
     preds = _strings("predictions", predictions)
     refs = _reference_lists(references, len(preds))
@@ -575,19 +578,20 @@ def rouge(
 
 def _strings(name: str, values: Any) -> list[str]:
     if isinstance(values, (str, bytes)) or not isinstance(values, Sequence):
-        raise TypeError(f"rouge: {name} must be a list of strings, got {type(values).__name__}")
+        raise InputTypeError(f"rouge: {name} must be a list of strings, "
+                             f"got {type(values).__name__}")
     for i, v in enumerate(values):
         if not isinstance(v, str):
-            raise TypeError(f"rouge: {name}[{i}] must be a string, got {type(v).__name__}")
+            raise InputTypeError(f"rouge: {name}[{i}] must be a string, got {type(v).__name__}")
     return list(values)
 
 
 def _reference_lists(references: Any, n: int) -> list[list[str]]:
     if isinstance(references, (str, bytes)) or not isinstance(references, Sequence):
-        raise TypeError("rouge: references must be a list with one reference (or list of "
-                        f"references) per prediction, got {type(references).__name__}")
+        raise InputTypeError("rouge: references must be a list with one reference (or list of "
+                             f"references) per prediction, got {type(references).__name__}")
     if len(references) != n:
-        raise ValueError(f"rouge: references has {len(references)} entries but predictions "
+        raise InputError(f"rouge: references has {len(references)} entries but predictions "
                          f"has {n}; give one entry per question, in the same order")
     out = []
     for i, r in enumerate(references):
@@ -595,11 +599,11 @@ def _reference_lists(references: Any, n: int) -> list[list[str]]:
             out.append([r])
             continue
         if not isinstance(r, Sequence) or len(r) == 0:
-            raise ValueError(f"rouge: references[{i}] must be a string or a non-empty list "
+            raise InputError(f"rouge: references[{i}] must be a string or a non-empty list "
                              f"of strings, got {r!r}")
         for j, s in enumerate(r):
             if not isinstance(s, str):
-                raise TypeError(f"rouge: references[{i}][{j}] must be a string, "
-                                f"got {type(s).__name__}")
+                raise InputTypeError(f"rouge: references[{i}][{j}] must be a string, "
+                                     f"got {type(s).__name__}")
         out.append(list(r))
     return out
