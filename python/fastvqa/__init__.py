@@ -1,14 +1,20 @@
 # SPDX-License-Identifier: Apache-2.0
 """fastvqa: fast, exact building blocks for grounded video question answering.
 
-``import fastvqa`` needs only NumPy: torch, DALI and FAISS are imported on
-first use. Start with :func:`build_info` (or ``fastvqa info`` in a shell).
+``import fastvqa`` needs only NumPy and loads no subpackage: each of
+:mod:`~fastvqa.ops`, :mod:`~fastvqa.metrics`, :mod:`~fastvqa.data`,
+:mod:`~fastvqa.video`, :mod:`~fastvqa.retrieval`, :mod:`~fastvqa.evaluation`,
+:mod:`~fastvqa.nn` (torch) and :mod:`~fastvqa.errors` is imported on first
+access (``fastvqa.metrics.grounded_qa``), and torch, PyAV, DALI and FAISS only
+by what uses them. Start with :func:`build_info` (or ``fastvqa info`` in a shell).
 """
 
 from __future__ import annotations
 
 from fastvqa._ext import _C
-from fastvqa import ops
+from fastvqa._lazy import lazy_exports
+
+_SUBPACKAGES = ("data", "errors", "evaluation", "metrics", "nn", "ops", "retrieval", "video")
 
 __version__: str = _C.build_info()["version"]
 
@@ -66,4 +72,6 @@ def cuda_runs_on(capability: int, archs: list | None = None) -> str | None:
     return None
 
 
-__all__ = ["__version__", "build_info", "cuda_runs_on", "ops"]
+__getattr__, __dir__ = lazy_exports(__name__, submodules=_SUBPACKAGES)
+
+__all__ = ["__version__", "build_info", "cuda_runs_on", *_SUBPACKAGES]

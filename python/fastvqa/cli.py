@@ -255,6 +255,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="fastvqa", description="fast, exact tools for grounded video question answering"
     )
+    from fastvqa import __version__
+
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     info = sub.add_parser("info", help="show what this build contains and which backends exist")
     info.add_argument("--json", action="store_true", help="print machine-readable JSON")

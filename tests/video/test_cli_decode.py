@@ -198,10 +198,13 @@ def test_a_failure_while_decoding_leaves_nothing(h264_video, tmp_path, monkeypat
     def broken(paths, sampler, **kwargs):
         raise VideoError(paths[0], "decoder exploded")
 
-    monkeypatch.setattr(api, "read_batch", broken)
     import fastvqa.video as video_pkg
 
+    # The package first: its lazy ``read_batch`` resolves from ``api`` on first
+    # access, so patching ``api`` first would let the package cache (and the
+    # undo restore) the broken one.
     monkeypatch.setattr(video_pkg, "read_batch", broken)
+    monkeypatch.setattr(api, "read_batch", broken)
     assert main(["decode", str(h264_video.path), "--sampler", "uniform:2",
                  "--out", str(tmp_path / target)]) == 2
     assert _leftovers(tmp_path) == []

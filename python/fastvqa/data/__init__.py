@@ -7,11 +7,13 @@ the field. Loaders are imported on first use.
 
 from __future__ import annotations
 
-from fastvqa._lazy import lazy_getattr
-from fastvqa.data.errors import DataFormatError
-from fastvqa.data.record import QARecord, spans_to_csr
+from fastvqa._lazy import lazy_exports
 
+# public name -> submodule that defines it
 _LAZY = {
+    "DataFormatError": "errors",
+    "QARecord": "record",
+    "spans_to_csr": "record",
     "load_nextgqa": "nextgqa",
     "load_deveqa": "deveqa",
     "load_wildqa": "wildqa",
@@ -22,7 +24,6 @@ _LAZY = {
     "load_qvhighlights_submission": "moment",
 }
 
-__all__ = ["DataFormatError", "QARecord", "spans_to_csr", *_LAZY]
+__all__ = sorted(_LAZY)
 
-
-__getattr__ = lazy_getattr(__name__, _LAZY)
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY)

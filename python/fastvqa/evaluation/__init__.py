@@ -30,6 +30,7 @@ import importlib
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
+from fastvqa._lazy import lazy_exports
 from fastvqa.errors import InputError
 from fastvqa.metrics.result import MetricResult
 
@@ -129,3 +130,11 @@ def missing_warning(result: MetricResult, total: int, missing: int, *, what: str
     if missing:
         result.info.setdefault("warnings", []).append(
             f"{missing} of {total} {what} have no prediction; {policy}")
+
+
+# ``fastvqa.evaluation.nextgqa`` etc. import (and so register) on first access.
+__getattr__, __dir__ = lazy_exports(__name__, submodules=(*MODULES, "plots"))
+
+__all__ = ["BASELINES", "BENCHMARKS", "MODULES", "Baseline", "Benchmark", "CommandError",
+           "load_all", "missing_warning", "register_baseline", "register_benchmark",
+           "require_records", *MODULES, "plots"]

@@ -7,11 +7,11 @@ Submodules are imported on first use, so ``import fastvqa`` stays light.
 
 from __future__ import annotations
 
-from fastvqa._lazy import lazy_getattr
-from fastvqa.metrics.result import MetricResult
+from fastvqa._lazy import lazy_exports
 
 # public name -> submodule that defines it
 _LAZY = {
+    "MetricResult": "result",
     "grounded_qa": "grounding",
     "slice_by_duration": "grounding",
     "slice_by_event_count": "grounding",
@@ -27,7 +27,6 @@ _LAZY = {
     "recall_at_n": "moment",
 }
 
-__all__ = ["MetricResult", *_LAZY]
+__all__ = sorted(_LAZY)
 
-
-__getattr__ = lazy_getattr(__name__, _LAZY)
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY)

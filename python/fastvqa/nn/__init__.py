@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Small torch modules for temporal grounding heads (imports torch).
+"""Small torch modules for temporal grounding heads (torch, imported on first use).
 
 - :class:`SpanHead`: start/end logits, the span-extraction loss, decoding
   through :func:`fastvqa.ops.span_argmax` (WildQA's SE baseline).
@@ -17,10 +17,17 @@ compile under ``torch.compile(fullgraph=True)``.
 
 from __future__ import annotations
 
-from fastvqa.nn.attention_pool import AttentionPoolOutput, TemporalAttentionPool
-from fastvqa.nn.io_head import IOHead
-from fastvqa.nn.masking import lengths_to_mask
-from fastvqa.nn.span_head import SpanHead
+from fastvqa._lazy import lazy_exports
 
-__all__ = ["AttentionPoolOutput", "IOHead", "SpanHead", "TemporalAttentionPool",
-           "lengths_to_mask"]
+# public name -> submodule that defines it
+_LAZY = {
+    "AttentionPoolOutput": "attention_pool",
+    "TemporalAttentionPool": "attention_pool",
+    "IOHead": "io_head",
+    "lengths_to_mask": "masking",
+    "SpanHead": "span_head",
+}
+
+__all__ = sorted(_LAZY)
+
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY)

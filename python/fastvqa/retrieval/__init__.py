@@ -9,7 +9,7 @@ sentence-transformers load only when a class that needs them is used.
 
 from __future__ import annotations
 
-from fastvqa._lazy import lazy_getattr
+from fastvqa._lazy import lazy_exports
 
 _EXPORTS = {
     "Index": "index",
@@ -43,9 +43,4 @@ _EXPORTS = {
 
 __all__ = sorted(_EXPORTS)
 
-
-__getattr__ = lazy_getattr(__name__, _EXPORTS)
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -10,37 +10,35 @@
   CPU with PyAV or on the GPU with DALI; :class:`VideoDataset` (torch) shards
   them over DataLoader workers and ranks.
 
-PyAV, torch and DALI are imported only when used.
+Each name is imported on first use; PyAV, torch and DALI only when used.
 """
 
 from __future__ import annotations
 
-from fastvqa.video.api import Frames, read_batch, read_frames, resolve_backend
-from fastvqa.video.errors import VideoError
-from fastvqa.video.index import VideoIndex, display_rotation, probe
-from fastvqa.video.samplers import (
-    Clips,
-    Fps,
-    Hierarchical,
-    Outside,
-    Sampler,
-    SecondWindows,
-    Uniform,
-    Within,
-    from_spec,
-)
+from fastvqa._lazy import lazy_exports
 
-__all__ = [
-    "Clips", "Fps", "Frames", "Hierarchical", "Outside", "Sampler", "SecondWindows",
-    "Uniform", "VideoDataset", "VideoError", "VideoIndex", "Within", "display_rotation",
-    "from_spec", "probe",
-    "read_batch", "read_frames", "resolve_backend",
-]
+# public name -> submodule that defines it
+_LAZY = {
+    "Frames": "api",
+    "read_batch": "api",
+    "read_frames": "api",
+    "resolve_backend": "api",
+    "VideoDataset": "dataset",  # imports torch
+    "VideoError": "errors",
+    "VideoIndex": "index",
+    "display_rotation": "index",
+    "probe": "index",
+    "Clips": "samplers",
+    "Fps": "samplers",
+    "Hierarchical": "samplers",
+    "Outside": "samplers",
+    "Sampler": "samplers",
+    "SecondWindows": "samplers",
+    "Uniform": "samplers",
+    "Within": "samplers",
+    "from_spec": "samplers",
+}
 
+__all__ = sorted(_LAZY)
 
-def __getattr__(name):
-    if name == "VideoDataset":  # imports torch
-        from fastvqa.video.dataset import VideoDataset
-
-        return VideoDataset
-    raise AttributeError(f"module 'fastvqa.video' has no attribute {name!r}")
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY)
