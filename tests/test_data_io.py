@@ -294,3 +294,45 @@ def test_the_collector_is_paused_only_inside_the_block(tmp_path):
     with pytest.raises(DataFormatError, match="not valid JSON"):
         read_json(path)
     assert gc.isenabled()
+
+
+# A key the top-level object repeats: json.load (the official scripts) keeps
+# the last value at the first key's place. The stream parses runs of about
+# 1 MiB, so the two occurrences are put more than a run apart, and near.
+@pytest.mark.parametrize("filler", [0, 3000])
+def test_a_repeated_top_level_key_keeps_its_last_value_as_json_load(tmp_path, filler):
+    from fastvqa.data import load_activitynet_captions, load_deveqa
+
+    def record(qid, answer, span):
+        return {"qid": qid, "video_id": "v_a", "question": "what?", "options": ["x", "y", "z"],
+                "answer": answer, "gt_span": span, "duration": 60}
+
+    pad = "p" * 400  # ~0.5 KB a filler record: 3000 of them span over a run
+    mapping = {"k0": record("q0", 0, [1.0, 2.0])}
+    text = '{"k0": ' + json.dumps(mapping["k0"])
+    for i in range(filler):
+        rec = record(f"f{i}", 1, [0.0, 1.0])
+        rec["question"] = pad
+        text += f', "f{i}": ' + json.dumps(rec)
+    text += ', "k0": ' + json.dumps(record("q0", 2, [3.0, 4.0])) + "}"
+    path = tmp_path / "gt.json"
+    path.write_text(text)
+    expected = json.loads(text)  # the reference: one "k0", the last, first in order
+    recs = load_deveqa(path)
+    assert len(recs) == len(expected) == filler + 1
+    assert recs[0].question_id == "q0" and recs[0].answer == 2
+    assert recs[0].spans.tolist() == [[3.0, 4.0]]
+
+    video = {"duration": 10.0, "timestamps": [[0.0, 1.0]], "sentences": ["first"]}
+    last = {"duration": 10.0, "timestamps": [[2.0, 3.0]], "sentences": ["last"]}
+    text = '{"v_x": ' + json.dumps(video)
+    for i in range(filler):
+        text += f', "v_f{i}": ' + json.dumps({"duration": 5.0, "timestamps": [[0.0, 1.0]],
+                                              "sentences": [pad]})
+    text += ', "v_x": ' + json.dumps(last) + "}"
+    path = tmp_path / "anet.json"
+    path.write_text(text)
+    anet = load_activitynet_captions(path)
+    assert len(anet) == len(json.loads(text)) == filler + 1
+    assert anet[0].video_id == "v_x" and anet[0].question == "last"
+    assert anet[0].spans.tolist() == [[2.0, 3.0]]

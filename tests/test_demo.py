@@ -369,3 +369,21 @@ def test_interrupt_removes_the_partial_output(tmp_path, monkeypatch):
         main(["demo", "--out", str(out), "--videos", "1", "--duration", "5", "--backend", "pyav",
               "--no-progress"])
     assert not out.exists()
+
+
+def test_a_metric_refusing_the_demos_own_data_is_a_bug_not_a_user_error(monkeypatch):
+    """The demo builds every metric input itself: an InputError from a metric
+    there is a fastvqa bug and must not become the one-line exit-2 message."""
+    import fastvqa.metrics
+    from fastvqa.demo import pipeline
+    from fastvqa.errors import InputError
+
+    def refuse(*args, **kwargs):
+        raise InputError("iou_f1: boom")
+
+    monkeypatch.setattr(fastvqa.metrics, "iou_f1", refuse)
+    questions = [{"kind": "when", "id": "q0", "spans": [[1.0, 2.0]]}]
+    predictions = {"q0": {"spans": [[1.0, 2.5]]}}
+    with pytest.raises(RuntimeError, match="demo evaluation: iou_f1: boom") as info:
+        pipeline.evaluate(questions, predictions, duration=4.0)
+    assert not isinstance(info.value, ValueError)

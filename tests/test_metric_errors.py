@@ -7,7 +7,7 @@ its traceback. ``fastvqa eval`` used to wrap every metric call in
 ``except ValueError`` (sokbench, dvd: also ``TypeError``) and re-raise it as a
 user error, so a bug inside a metric came out as a one-line "error" about the
 user's file. Now the metrics raise InputError (still a ValueError; the type
-checks an :class:`~fastvqa.metrics._errors.InputTypeError`, still a
+checks an :class:`~fastvqa.errors.InputTypeError`, still a
 TypeError) for what the caller can fix, and the commands convert only that.
 """
 

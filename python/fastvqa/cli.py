@@ -313,9 +313,9 @@ def _is_user_error(err: BaseException) -> bool:
     missing, taken or not readable, or an ``ImportError`` naming the ``pip
     install`` that fixes it. Nothing else: a plain ``ValueError`` or
     ``TypeError`` is a bug, whichever command raised it."""
-    from fastvqa.errors import user_error_classes
+    from fastvqa.errors import InputError
 
-    user = (*user_error_classes(), FileNotFoundError, IsADirectoryError, NotADirectoryError,
+    user = (InputError, FileNotFoundError, IsADirectoryError, NotADirectoryError,
             FileExistsError, PermissionError)
     if isinstance(err, user):
         return True

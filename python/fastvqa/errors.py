@@ -12,8 +12,8 @@ that is taken. It is a ``ValueError``, so library callers that catch
 - :class:`fastvqa.video.VideoError`: a video that cannot be read;
 - :class:`fastvqa.retrieval.IndexFileError`: a damaged or foreign index file;
 - :class:`fastvqa.data.DataFormatError`: a file that does not hold what its
-  format requires (a ``ValueError`` defined beside the loaders; counted in
-  :data:`USER_ERRORS`).
+  format requires;
+- :class:`InputTypeError`: an argument of the wrong kind (also a ``TypeError``).
 
 :func:`fastvqa.cli.main` prints an error of this family as one line,
 ``fastvqa <command>: error: <message>``, and exits with status 2. Any other
@@ -31,10 +31,10 @@ class InputError(ValueError):
     line. See the module notes."""
 
 
-def user_error_classes() -> tuple:
-    """The classes that describe user input (the :class:`InputError` family
-    and the loaders' ``DataFormatError``), for ``except`` clauses and the
-    command line's one-line errors."""
-    from fastvqa.data.errors import DataFormatError
+class InputTypeError(InputError, TypeError):
+    """An argument of the wrong kind (a string where spans are expected, a
+    float prediction...): an :class:`InputError` that is also a
+    ``TypeError``, as the docstrings of the functions raising it promise."""
 
-    return (InputError, DataFormatError)
+
+__all__ = ["InputError", "InputTypeError"]

@@ -125,7 +125,10 @@ def _read_records(path: Path) -> Iterator[Iterator[tuple[Optional[str], Any]]]:
         if doc.kind is list:
             yield ((None, item) for _, item in doc)
         elif doc.kind is dict:
-            yield iter(doc)
+            # A key the object repeats keeps its last record at its first
+            # place, as json.load gives the official scripts (the stream may
+            # give a repeated key twice): the dict is the loaded file itself.
+            yield iter(dict(doc).items())
         else:
             raise DataFormatError(doc.path, "expected a list of question records (or "
                                   f"{{qid: record}}), got a {doc.kind.__name__}")

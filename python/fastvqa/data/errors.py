@@ -6,9 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Optional
 
+from fastvqa.errors import InputError
 
-class DataFormatError(ValueError):
-    """A file does not hold what its format requires.
+
+class DataFormatError(InputError):
+    """A file does not hold what its format requires (an
+    :class:`~fastvqa.errors.InputError`, so a ``ValueError``).
 
     The message names the file, the record (index or id) and the field, e.g.
     ``gsub_test.json: record '2440175990' (video): field 'duration': expected a

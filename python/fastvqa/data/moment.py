@@ -334,7 +334,9 @@ def load_activitynet_captions(path: PathLike, *, policy: str = "repair") -> Repa
         if doc.kind is not dict:
             raise DataFormatError(path, f"expected a JSON object {{video_id: {{...}}}} at the "
                                   f"top, got {doc.kind.__name__}")
-        records = _activitynet_records(doc, path, policy)
+        # A repeated video id keeps its last entry at its first place, as
+        # json.load does (the stream may give a repeated key twice).
+        records = _activitynet_records(dict(doc).items(), path, policy)
     if records.repairs:
         by_action: dict[str, int] = {}
         for r in records.repairs:

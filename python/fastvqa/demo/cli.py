@@ -102,13 +102,13 @@ class _Stages:
 
         bar = Progress(total, self.show and show_bar, desc=name, unit=unit)
         start = time.perf_counter()
-        from fastvqa.errors import user_error_classes
+        from fastvqa.errors import InputError
 
         try:
             yield bar
         except CommandError:
             raise
-        except (*user_error_classes(), OSError) as err:
+        except (InputError, OSError) as err:
             if os.environ.get("FASTVQA_DEBUG"):
                 raise
             raise CommandError(f"{name} failed: {type(err).__name__}: {err}") from err

@@ -280,6 +280,15 @@ def evaluate(questions: list, predictions: dict, duration: float) -> dict:
     multiple_choice_accuracy over first/what/which by kind}``; a kind with no
     questions is left out.
     """
+    from fastvqa.errors import InputError
+
+    try:
+        return _evaluate(questions, predictions, duration)
+    except InputError as err:  # the demo built these inputs itself: a bug, not the user's
+        raise RuntimeError(f"demo evaluation: {err}") from err
+
+
+def _evaluate(questions: list, predictions: dict, duration: float) -> dict:
     from fastvqa.data import spans_to_csr
     from fastvqa.metrics import grounded_qa, iou_f1, multiple_choice_accuracy
 

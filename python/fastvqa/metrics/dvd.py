@@ -16,7 +16,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from fastvqa.metrics._errors import InputError, InputTypeError
+from fastvqa.errors import InputError, InputTypeError
 from fastvqa.metrics.result import MetricResult
 
 #: The 40 answers, in the order of the official ``get_vocabulary`` (strings,

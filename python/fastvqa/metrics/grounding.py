@@ -24,7 +24,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from fastvqa import _arrays
-from fastvqa.metrics._errors import InputError, InputTypeError
+from fastvqa.errors import InputError, InputTypeError
 from fastvqa.metrics.result import MetricResult
 
 MODES = ("nextgqa", "deveqa-repo")

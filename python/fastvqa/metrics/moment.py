@@ -21,7 +21,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from fastvqa.metrics._errors import InputError, InputTypeError
+from fastvqa.errors import InputError, InputTypeError
 from fastvqa.metrics.result import MetricResult
 from fastvqa.ops import grounding_overlap, paired_temporal_iou
 

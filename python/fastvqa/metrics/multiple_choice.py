@@ -20,7 +20,7 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
-from fastvqa.metrics._errors import InputError, InputTypeError
+from fastvqa.errors import InputError, InputTypeError
 from fastvqa.metrics.dvd import BreakdownResult, align_predictions
 from fastvqa.metrics.result import MetricResult
 

@@ -12,7 +12,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from fastvqa.metrics._errors import InputError
+from fastvqa.errors import InputError
 
 
 class MetricResult(Mapping):

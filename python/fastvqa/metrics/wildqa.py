@@ -21,7 +21,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from fastvqa.metrics._errors import InputError, InputTypeError
+from fastvqa.errors import InputError, InputTypeError
 from fastvqa.metrics.result import MetricResult
 
 IOU_F1_MODES = ("wildqa-2022", "wildqa-2023", "clean")

@@ -150,11 +150,10 @@ def _plan(videos: list, names: list, sampler, args, is_list: bool) -> tuple:
     """Probe and sample every video and check its output before anything is
     written. Returns ``(ok, failed)``: ``[(video, name, bytes)]`` and
     ``[message]``. A single video that fails is a :class:`CommandError`."""
-    from fastvqa.errors import user_error_classes
+    from fastvqa.errors import InputError
     from fastvqa.video import VideoError, display_rotation, probe
     from fastvqa.video.api import available_memory, check_output_size
 
-    user_errors = user_error_classes()
     budget = available_memory()
     ok, failed = [], []
     for video, name in zip(videos, names):
@@ -164,7 +163,7 @@ def _plan(videos: list, names: list, sampler, args, is_list: bool) -> tuple:
             rotation = display_rotation(video, index.stream_index) if args.rotate else 0
             need = check_output_size(index, len(idx), size=args.size, crop=args.crop,
                                      budget=budget, rotation=rotation)
-        except user_errors as err:  # a bug (any other error) keeps its traceback
+        except InputError as err:  # a bug (any other error) keeps its traceback
             message = str(err) if isinstance(err, VideoError) else f"{video}: {err}"
             if not is_list:
                 raise CommandError(message) from None

@@ -18,6 +18,9 @@ namespace {
 // Below this much work (band cells), starting OpenMP threads costs more than it saves.
 constexpr int64_t kParallelWork = 1 << 15;
 
+template <typename T>
+bool sums_are_exact(double smallest, double total);  // below
+
 // One row as double and its outside sums (span_scores_math.h).
 struct RowBuffers {
   std::vector<double> xd, pre, suf, pre_s, suf_s;
@@ -37,6 +40,48 @@ struct RowBuffers {
                          suf_s.data(), cnt.data());
     } else if (contrast) {
       build_plain_sums(xd.data(), 1, length, pre.data(), suf.data());
+    }
+    return RowSums{pre.data(), suf.data(), pre_s.data(), suf_s.data(), cnt.data(), length,
+                   careful};
+  }
+
+  // build() for the forward pass: a plain row's xd, P (and Q for contrast) and
+  // whether its sums are exact (*exact, sums_are_exact) from one pass over x,
+  // the same sums build_plain_sums makes (a careful row as in build()).
+  template <typename T>
+  RowSums build_forward(const RowInput<T>& in, int64_t b, bool contrast, bool* exact) {
+    const int64_t length = in.length(b);
+    const T* x = in.x + b * in.x_s0;
+    const int64_t xs = in.x_s1;
+    double* v_out = xd.data();
+    double* p = pre.data();
+    bool special = false;
+    double total = 0.0, smallest = std::numeric_limits<double>::infinity();
+    p[0] = -0.0;
+    for (int64_t t = 0; t < length; ++t) {
+      const double v = static_cast<double>(x[t * xs]);
+      v_out[t] = v;
+      p[t + 1] = v + p[t];
+      const double a = std::fabs(v);
+      if (is_finite(v)) {
+        total += a;  // scan_row's total
+        if (a != 0.0 && a < smallest) smallest = a;
+      } else {
+        special = true;
+      }
+    }
+    const bool careful = special || !(total < kCarefulTotal);  // scan_row's rule
+    *exact = false;
+    if (careful) {
+      build_careful_sums(v_out, 1, length, p, suf.data(), pre_s.data(), suf_s.data(),
+                         cnt.data());
+    } else {
+      *exact = sums_are_exact<T>(smallest, total);
+      if (contrast) {
+        double* q = suf.data();
+        q[length] = -0.0;
+        for (int64_t t = length - 1; t >= 0; --t) q[t] = v_out[t] + q[t + 1];
+      }
     }
     return RowSums{pre.data(), suf.data(), pre_s.data(), suf_s.data(), cnt.data(), length,
                    careful};
@@ -109,7 +154,8 @@ FASTVQA_VECTOR_CLONES void plain_band_row(double xi, double* __restrict acc,
   }
 }
 
-// Whether every sum of a plain row's terms is exact in float64: each term is
+// Whether every sum of a plain row's terms is exact in float64, from the
+// row's smallest nonzero |x| and its sum of |x|: each term is
 // a multiple of q (a power of two dividing the smallest nonzero |x|, from
 // the mantissa width of the input type), and sum |x| < 2^53 q, so every
 // partial sum, and every difference or sum of two of them, is a multiple of
@@ -119,14 +165,8 @@ FASTVQA_VECTOR_CLONES void plain_band_row(double xi, double* __restrict acc,
 // rows (float32 values within ~25 binades of each other) qualify; a row with
 // a mask like finfo.min, or float64 values of mixed magnitudes, does not.
 template <typename T>
-bool sums_are_exact(const double* xd, int64_t length) {
+bool sums_are_exact(double smallest, double total) {
   constexpr int kMantissa = std::numeric_limits<T>::digits - 1;  // 23 or 52
-  double smallest = std::numeric_limits<double>::infinity(), total = 0.0;
-  for (int64_t t = 0; t < length; ++t) {
-    const double a = std::fabs(xd[t]);
-    total += a;
-    if (a != 0.0 && a < smallest) smallest = a;
-  }
   if (total == 0.0) return true;  // all zeros
   int exponent;
   std::frexp(smallest, &exponent);  // smallest in [2^(exponent-1), 2^exponent)
@@ -176,7 +216,8 @@ void forward_rows(const ForwardParams<T>& p) {
     double* acc = acc_buf.data;
 #pragma omp for schedule(static)
     for (int64_t b = 0; b < batch; ++b) {
-      const RowSums r = buf.build(p.in, b, R == Reduce::kContrast);
+      bool exact;
+      const RowSums r = buf.build_forward(p.in, b, R == Reduce::kContrast, &exact);
       const int64_t length = r.length;
       T* ob = p.out + b * steps * width;
       if (r.careful || width - 1 > std::numeric_limits<int>::max()) {
@@ -187,9 +228,7 @@ void forward_rows(const ForwardParams<T>& p) {
         continue;
       }
       std::fill(ob + length * width, ob + steps * width, neg_inf);  // padding rows
-      if (sums_are_exact<T>(buf.xd.data(), length)) {
-        if (R != Reduce::kContrast)  // build() made them for contrast only
-          build_plain_sums(buf.xd.data(), 1, length, buf.pre.data(), buf.suf.data());
+      if (exact) {
         for (int64_t i = 0; i < length; ++i) {
           T* o = ob + i * width;
           int64_t lo, hi;
