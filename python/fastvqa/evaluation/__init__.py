@@ -27,7 +27,9 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable, Optional
 
 from fastvqa._lazy import lazy_exports
@@ -117,6 +119,29 @@ def require_records(records: list, gt: Any, what: str = "questions") -> list:
     return records
 
 
+def refuse_self_retrieval(train_option: str, train: Any, gt_option: str, gt: Any) -> None:
+    """:class:`CommandError` when the ``train`` path a retrieval baseline
+    searches is the ``gt`` path it answers (the same file or folder, by
+    :func:`os.path.samefile`, links and ``..`` included) or a folder holding
+    it, or lies inside the ``gt`` folder: each test question would find itself
+    and score (close to) 100%. A path that does not exist is left to the
+    loader to report."""
+    a, b = Path(train).resolve(), Path(gt).resolve()
+    if not (a.exists() and b.exists()):
+        return
+    if os.path.samefile(a, b):
+        how = "is"
+    elif a.is_dir() and b.is_relative_to(a):
+        how = "holds"
+    elif b.is_dir() and a.is_relative_to(b):
+        how = "lies inside"
+    else:
+        return
+    raise CommandError(f"{train_option} {train} {how} {gt_option} {gt}: the {gt_option} "
+                       f"questions would retrieve themselves (a score near 100%); give "
+                       f"{train_option} a separate training split")
+
+
 def missing_warning(result: MetricResult, total: int, missing: int, *, what: str,
                     policy: str) -> None:
     """Adds to ``result.info["warnings"]`` that ``missing`` of ``total``
@@ -136,5 +161,5 @@ def missing_warning(result: MetricResult, total: int, missing: int, *, what: str
 __getattr__, __dir__ = lazy_exports(__name__, submodules=(*MODULES, "plots"))
 
 __all__ = ["BASELINES", "BENCHMARKS", "MODULES", "Baseline", "Benchmark", "CommandError",
-           "load_all", "missing_warning", "register_baseline", "register_benchmark",
-           "require_records", *MODULES, "plots"]
+           "load_all", "missing_warning", "refuse_self_retrieval", "register_baseline",
+           "register_benchmark", "require_records", *MODULES, "plots"]

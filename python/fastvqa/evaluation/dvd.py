@@ -53,7 +53,8 @@ import numpy as np
 from fastvqa.data.errors import DataFormatError
 from fastvqa.data.io import read_keyed_predictions
 from fastvqa.evaluation import (Baseline, Benchmark, CommandError, missing_warning,
-                                register_baseline, register_benchmark, require_records)
+                                refuse_self_retrieval, register_baseline, register_benchmark,
+                                require_records)
 from fastvqa.metrics.result import MetricResult
 
 
@@ -216,6 +217,7 @@ def _run_retrieval(args: argparse.Namespace) -> dict[str, str]:
     from fastvqa.data.dvd import load_dvd
     from fastvqa.retrieval import question_retrieval
 
+    refuse_self_retrieval("--train", args.train, "--gt", args.gt)
     train = load_dvd(args.train)
     if not train:
         raise CommandError(f"--train {args.train} holds no dialogue turns")

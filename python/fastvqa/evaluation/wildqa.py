@@ -28,8 +28,8 @@ import numpy as np
 from fastvqa._argtypes import int_at_least, unit_interval
 from fastvqa.data.errors import DataFormatError
 from fastvqa.data.io import input_file, stream_json
-from fastvqa.evaluation import (Baseline, Benchmark, CommandError, register_baseline,
-                                register_benchmark, require_records)
+from fastvqa.evaluation import (Baseline, Benchmark, CommandError, refuse_self_retrieval,
+                                register_baseline, register_benchmark, require_records)
 from fastvqa.evaluation.plots import save_png
 from fastvqa.metrics.result import MetricResult
 
@@ -306,14 +306,19 @@ def _train_arguments(parser: argparse.ArgumentParser) -> None:
                              "few-shot training split)")
 
 
-def _train_records(args: argparse.Namespace, gt: Path) -> list:
-    from fastvqa.data.wildqa import load_wildqa
-
+def _train_path(args: argparse.Namespace, gt: Path) -> Path:
     train = Path(args.train) if args.train else gt.parent / "dev.json"
     if not train.exists():
         raise FileNotFoundError(f"training split {train} does not exist (give --train FILE)")
     if train.is_dir():
         train = train / "dev.json"  # a WildQA data folder: its training (dev) split
+    return train
+
+
+def _train_records(args: argparse.Namespace, gt: Path) -> list:
+    from fastvqa.data.wildqa import load_wildqa
+
+    train = _train_path(args, gt)
     records = load_wildqa(train)
     if not records:
         raise DataFormatError(train, "holds no questions to draw answers from")
@@ -368,6 +373,9 @@ def _closest_answer(args: argparse.Namespace) -> list[str]:
     except (OSError, ValueError) as err:  # not found or not readable; no download is made
         raise CommandError(f"--model {args.model}: cannot load it ({err})") from None
     gt, records = _load_gt(args)
+    # The split files themselves: --train folder/ is its dev.json, and the
+    # default (dev.json beside --gt) is --gt itself for --split dev.
+    refuse_self_retrieval("--train", _train_path(args, gt), "--gt", gt)
     train = _train_records(args, gt)
     found = question_retrieval([r.question for r in train], [r.answer for r in train],
                                [r.question for r in records], encoder)
