@@ -12,6 +12,8 @@ from fastvqa._lazy import lazy_exports
 # public name -> submodule that defines it
 _LAZY = {
     "DataFormatError": "errors",
+    "INVALID_ANSWER": "answers",
+    "NO_ANSWER": "answers",
     "QARecord": "record",
     "spans_to_csr": "record",
     "load_nextgqa": "nextgqa",

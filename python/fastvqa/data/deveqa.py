@@ -25,6 +25,7 @@ from typing import Any, Iterator, Mapping, Optional, Union
 
 import numpy as np
 
+from fastvqa.data.answers import INVALID_ANSWER
 from fastvqa.data.errors import DataFormatError
 from fastvqa.data.io import iter_json_lines, read_json, stream_json
 from fastvqa.data.nextgqa import grounding_spans, is_number, parse_span
@@ -292,9 +293,6 @@ def _gold_spans(value: Any, path, where, field) -> np.ndarray:
 
 
 # ----------------------------------------------------------- prediction files
-
-#: ``pred`` answer value for "answered, but with no valid option letter".
-INVALID_ANSWER = -2
 
 
 def read_deveqa_predictions(path: PathLike) -> tuple[dict[str, Optional[tuple[float, float]]],

@@ -37,14 +37,13 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
+from fastvqa.data.answers import INVALID_ANSWER, NO_ANSWER
 from fastvqa.data.errors import DataFormatError
 from fastvqa.data.record import QARecord, spans_to_csr
 from fastvqa.evaluation import (Baseline, Benchmark, CommandError, missing_warning,
                                 register_baseline, register_benchmark, require_records)
 from fastvqa.metrics.result import MetricResult
 
-NO_ANSWER = -1
-INVALID_ANSWER = -2
 DEFAULT_BINS = {"nextgqa": "0,30,60,90,inf", "deveqa": "0,60,120,inf"}
 
 

@@ -24,13 +24,11 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from fastvqa import _arrays
+from fastvqa.data.answers import NO_ANSWER
 from fastvqa.errors import InputError, InputTypeError
 from fastvqa.metrics.result import MetricResult
 
 MODES = ("nextgqa", "deveqa-repo")
-
-#: ``pred_answers`` value for "no answer prediction for this question".
-NO_ANSWER = -1
 
 #: Acc@GQA counts a question when its answer is right and its IoP reaches this.
 GQA_IOP = 0.5
