@@ -10,7 +10,7 @@ through DLPack). torch is never imported here.
 from __future__ import annotations
 
 import sys
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -61,13 +61,14 @@ def numpy_float(x: Any, op: str, name: str) -> np.ndarray:
     )
 
 
-def numpy_common_float(op: str, **named: Any) -> tuple[list[np.ndarray], np.dtype]:
-    """Float arrays with one common dtype (float32 only when all inputs are)."""
+def numpy_common_float(op: str, **named: Any) -> list[np.ndarray]:
+    """The ``named`` inputs as float arrays of one common dtype (float32 only
+    when all inputs are, else float64), in the order given."""
     arrays = [numpy_float(x, op, name) for name, x in named.items()]
     dtype = np.result_type(*arrays)
     if dtype not in _FLOAT_DTYPES:  # e.g. longdouble
         raise TypeError(f"{op}: unsupported dtype {dtype}; use float32 or float64")
-    return [a if a.dtype == dtype else a.astype(dtype) for a in arrays], dtype
+    return [a if a.dtype == dtype else a.astype(dtype) for a in arrays]
 
 
 def numpy_index(x: Any, op: str, name: str) -> np.ndarray:
@@ -83,9 +84,3 @@ def numpy_index(x: Any, op: str, name: str) -> np.ndarray:
 def numpy_alloc(shape: tuple[int, ...], dtype: str) -> np.ndarray:
     return np.empty(shape, dtype=dtype)
 
-
-def result_dtype_name(dtype: np.dtype) -> str:
-    return np.dtype(dtype).name
-
-
-AllocFn = Callable[[tuple, str], Any]

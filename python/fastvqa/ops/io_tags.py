@@ -64,7 +64,7 @@ def io_to_spans(
         from fastvqa.ops import _torch_nms
 
         return _torch_nms.io_to_spans(probs, threshold, min_len, lengths)
-    (p,), _ = _arrays.numpy_common_float(op, probs=probs)
+    (p,) = _arrays.numpy_common_float(op, probs=probs)
     lens = None if lengths is None else _arrays.numpy_index(lengths, op, "lengths")
     return _C.io_to_spans(p, threshold, min_len, lens, 0, _arrays.numpy_alloc)
 
@@ -109,6 +109,6 @@ def io_to_start_end(probs: Any, *, lengths: Any = None) -> tuple[Any, Any]:
         from fastvqa.ops import _torch_nms
 
         return _torch_nms.io_to_start_end(probs, lengths)
-    (p,), _ = _arrays.numpy_common_float(op, probs=probs)
+    (p,) = _arrays.numpy_common_float(op, probs=probs)
     lens = None if lengths is None else _arrays.numpy_index(lengths, op, "lengths")
     return _C.io_to_start_end(p, lens, 0, _arrays.numpy_alloc)

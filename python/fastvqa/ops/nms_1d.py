@@ -113,7 +113,7 @@ def nms_1d(
         out = _torch_nms.nms_1d(spans, scores, offsets, iou_threshold, method, sigma,
                                 score_threshold)
     else:
-        (sp, sc), _ = _arrays.numpy_common_float(op, spans=spans, scores=scores)
+        sp, sc = _arrays.numpy_common_float(op, spans=spans, scores=scores)
         off = None if offsets is None else _arrays.numpy_index(offsets, op, "offsets")
         out = _C.nms_1d(sp, sc, off, iou_threshold, method, sigma, score_threshold, 0,
                         _arrays.numpy_alloc)

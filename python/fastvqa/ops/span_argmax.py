@@ -69,7 +69,7 @@ def span_argmax(
         from fastvqa.ops import _torch
 
         return _torch.span_argmax(start, end, max_len, min_len, topk, lengths)
-    (s, e), _ = _arrays.numpy_common_float(op, start=start, end=end)
+    s, e = _arrays.numpy_common_float(op, start=start, end=end)
     lens = None if lengths is None else _arrays.numpy_index(lengths, op, "lengths")
     spans, scores = _C.span_argmax(s, e, max_len, min_len, topk, lens, 0, _arrays.numpy_alloc)
     return spans, scores

@@ -89,7 +89,7 @@ def span_similarity(
         from fastvqa.ops import _torch_span_similarity as T
 
         return T.span_similarity(frames, query, spans, pool, 1, None, None, eps)
-    (f, q), _ = _arrays.numpy_common_float(op, frames=frames, query=query)
+    f, q = _arrays.numpy_common_float(op, frames=frames, query=query)
     s = _arrays.numpy_index(spans, op, "spans")
     return _C.span_similarity(f, q, s, pool, 1, None, None, eps, 0, _arrays.numpy_alloc)
 
@@ -137,7 +137,7 @@ def span_similarity_all(
         from fastvqa.ops import _torch_span_similarity as T
 
         return T.span_similarity(frames, query, None, pool, min_len, max_len, lengths, eps)
-    (f, q), _ = _arrays.numpy_common_float(op, frames=frames, query=query)
+    f, q = _arrays.numpy_common_float(op, frames=frames, query=query)
     lens = None if lengths is None else _arrays.numpy_index(lengths, op, "lengths")
     return _C.span_similarity(f, q, None, pool, min_len, max_len, lens, eps, 0,
                               _arrays.numpy_alloc)

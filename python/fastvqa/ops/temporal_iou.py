@@ -93,7 +93,7 @@ def _overlap(a: Any, b: Any, mode: str, paired: bool) -> Any:
         from fastvqa.ops import _torch
 
         return _torch.temporal_iou(a, b, mode, paired)
-    (a_np, b_np), _ = _arrays.numpy_common_float(op, a=a, b=b)
+    a_np, b_np = _arrays.numpy_common_float(op, a=a, b=b)
     return _C.temporal_iou(a_np, b_np, mode, paired, 0, _arrays.numpy_alloc)
 
 
@@ -144,7 +144,7 @@ def grounding_overlap(pred: Any, gt: Any, gt_offsets: Any) -> tuple[Any, Any]:
         from fastvqa.ops import _torch
 
         return _torch.grounding_overlap(pred, gt, gt_offsets)
-    (pred_np, gt_np), _ = _arrays.numpy_common_float(op, pred=pred, gt=gt)
+    pred_np, gt_np = _arrays.numpy_common_float(op, pred=pred, gt=gt)
     offsets = _arrays.numpy_index(gt_offsets, op, "gt_offsets")
     iou, iop = _C.grounding_overlap(pred_np, gt_np, offsets, 0, _arrays.numpy_alloc)
     return iou, iop
