@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import numpy as np
 import pytest
 
@@ -12,7 +14,7 @@ from fastvqa.video import (Clips, Fps, Hierarchical, Outside, SecondWindows, Uni
                            read_batch, read_frames)
 from fastvqa.video.pyav_backend import decode_pyav  # noqa: E402
 from tests.video.conftest import N_FRAMES, VIDEO_IDS  # noqa: E402
-from tests.video.fixtures import read_index  # noqa: E402
+from tests.video.fixtures import make_video, read_index, suffix, vfr_pts  # noqa: E402
 
 SAMPLERS = {
     "fps1": Fps(1),
@@ -70,6 +72,32 @@ def test_probe_matches_the_encoder(videos, video_id):
         assert index.keyframes.tolist() == list(range(N_FRAMES))
     elif spec.codec == "h264":  # x264 with scenecut off: exactly every gop frames
         assert index.keyframes.tolist() == list(range(0, N_FRAMES, spec.gop))
+
+
+@pytest.mark.parametrize("codec", ["h264", "mjpeg", "h264-ts"])
+@pytest.mark.parametrize("rate", [Fraction(10), Fraction(30000, 1001)], ids=["10", "ntsc"])
+def test_probe_reports_the_exact_rate(tmp_path, codec, rate):
+    """Before: fps 9.999999999999998 for a 10 fps MP4 (measured from float
+    timestamps in 1/10240 s), 29.9587 for 30000/1001 in Matroska's 1 ms
+    timestamps; now the container's rational rate, and fps is float(rate)."""
+    spec = make_video(tmp_path / f"v{suffix(codec)}", codec, n=12, fps=rate, gop=4)
+    index = probe(spec.path)
+    assert index.rate == rate and isinstance(index.rate, Fraction)
+    assert index.fps == (10.0 if rate == 10 else 29.97002997002997)
+    assert type(index.fps) is float
+
+
+def test_probe_rate_of_a_variable_frame_rate_file(tmp_path):
+    """A VFR file: rate is the average FFmpeg states (avg_frame_rate), exact,
+    not its r_frame_rate guess (2000 here)."""
+    import av
+
+    spec = make_video(tmp_path / "vfr.mp4", n=20, pts=vfr_pts(20))
+    index = probe(spec.path)
+    with av.open(str(spec.path)) as c:
+        want = c.streams.video[0].average_rate
+    assert 10 < want < 30 and want.denominator > 1  # a true average, not a round guess
+    assert index.rate == want and index.fps == float(want)
 
 
 @pytest.mark.parametrize("sampler_id", list(SAMPLERS))

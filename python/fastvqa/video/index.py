@@ -44,9 +44,12 @@ class VideoIndex:
         duration: seconds from the first frame's timestamp to the end of the
             last frame (its timestamp plus its duration; the median frame
             interval where the container gives none).
-        fps: average frame rate, ``(n - 1) / (last - first timestamp)``, or the
-            stream's declared rate for a one-frame file. Only informative:
-            samplers use ``timestamps``, never this rate.
+        fps: average frame rate in frames per second, ``float(rate)``
+            (exactly ``10.0`` for a 10 fps file, ``29.97002997002997`` for
+            NTSC's 30000/1001); where the container states no rate, the
+            measured ``(n - 1) / (last - first timestamp)`` (``0.0`` for a
+            one-frame file). Only informative: samplers use ``timestamps``,
+            never this rate.
         timestamps: ``float64 (n,)`` presentation time of every frame in
             seconds, in display order, as the container states it (the first
             need not be 0).
@@ -63,6 +66,12 @@ class VideoIndex:
             the container gives none). Seeks aim at a keyframe's dts: MPEG-TS
             and MPEG-PS seek by dts, and ``dts <= pts`` keeps a seek at or
             before the keyframe in every container.
+        rate: the stream's average frame rate in frames per second as the
+            exact rational the container gives (:class:`fractions.Fraction`:
+            ``Fraction(10)``, ``Fraction(30000, 1001)``): FFmpeg's average
+            rate (``avg_frame_rate``; for a variable frame rate file, its
+            frames over its duration), else its guessed rate; ``None`` when
+            the container states neither.
 
     Orientation: ``width``/``height`` and every decoded frame are in the
     *coded* orientation; a display matrix (rotation metadata, as phones
@@ -83,6 +92,7 @@ class VideoIndex:
     stream_index: int = 0
     decode_order: Optional[np.ndarray] = None
     dts: Optional[np.ndarray] = None
+    rate: Optional[Fraction] = None
 
     def __len__(self) -> int:
         return len(self.timestamps)
@@ -184,7 +194,9 @@ def _probe(av, spath: str, strict: bool, logs: list) -> VideoIndex:
             raise VideoError(spath, f"corrupt or truncated data: FFmpeg reports "
                                     f"'{errors[0]}'{more}")
         time_base = stream.time_base
-        rate = stream.average_rate or stream.base_rate
+        # Exact rationals (PyAV's Fractions; None, or 0/x, where unknown).
+        rate = stream.average_rate or stream.guessed_rate
+        rate = Fraction(rate) if rate is not None and rate > 0 else None
         width, height = codec_context.width, codec_context.height
         stream_index = int(stream.index)
         header_duration = None
@@ -222,10 +234,12 @@ def _probe(av, spath: str, strict: bool, logs: list) -> VideoIndex:
         if header_duration - duration > slack:
             raise VideoError(spath, f"truncated: frames end at {duration:.3f} s but the "
                                     f"container declares {header_duration:.3f} s")
-    if n > 1 and timestamps[-1] > timestamps[0]:
+    if rate is not None:
+        fps = float(rate)
+    elif n > 1 and timestamps[-1] > timestamps[0]:
         fps = (n - 1) / (timestamps[-1] - timestamps[0])
     else:
-        fps = float(rate) if rate else 0.0
+        fps = 0.0
     keyframes = np.flatnonzero(keyflags).astype(np.int64)
     if len(keyframes) == 0:
         raise VideoError(spath, "no keyframe in the video stream (cannot start decoding)")
@@ -233,7 +247,7 @@ def _probe(av, spath: str, strict: bool, logs: list) -> VideoIndex:
         path=spath, codec=codec, width=int(width), height=int(height), duration=duration,
         fps=float(fps), timestamps=timestamps, keyframes=keyframes,
         time_base=Fraction(time_base), pts=pts, stream_index=stream_index,
-        decode_order=order.astype(np.int64), dts=dts,
+        decode_order=order.astype(np.int64), dts=dts, rate=rate,
     )
 
 
