@@ -32,6 +32,8 @@ from pathlib import Path
 
 import numpy as np
 
+from fastvqa._arrays import numpy_alloc
+
 
 def load_extension(tag: str, path: Path):
     """The extension module at ``path``, under the package name ``tag`` (its
@@ -43,10 +45,6 @@ def load_extension(tag: str, path: Path):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
-
-
-def numpy_alloc(shape: tuple, dtype: str) -> np.ndarray:
-    return np.empty(shape, dtype=dtype)
 
 
 def cases(seed: int) -> dict:

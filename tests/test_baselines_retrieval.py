@@ -104,13 +104,17 @@ def test_dvd_q_retrieval_needs_train(dvd_split, tmp_path, capsys):
     assert not (tmp_path / "p.json").exists()
 
 
-def _refused_self_retrieval(capsys, argv, out):
+def _run_self_retrieval(capsys, argv, out):
+    """(exit status, stderr) of a baseline run writing ``out``."""
     capsys.readouterr()
-    assert main([*argv, "--out", str(out)]) == 2
-    err = capsys.readouterr().err.strip()
-    assert "\n" not in err and "Traceback" not in err
-    assert "would retrieve themselves" in err and "separate training split" in err, err
-    assert not out.exists()
+    rc = main([*argv, "--out", str(out)])
+    return rc, capsys.readouterr().err.strip()
+
+
+def _is_self_retrieval_refusal(rc, err, out) -> bool:
+    return (rc == 2 and "\n" not in err and "Traceback" not in err
+            and "would retrieve themselves" in err and "separate training split" in err
+            and not out.exists())
 
 
 def test_dvd_q_retrieval_refuses_train_that_is_gt(dvd_split, tmp_path, capsys):
@@ -119,19 +123,24 @@ def test_dvd_q_retrieval_refuses_train_that_is_gt(dvd_split, tmp_path, capsys):
     out = tmp_path / "p.json"
     base = ["baseline", "dvd", "q-retrieval", "--gt", str(test_path)]
     # The same file, by another spelling, and by a link.
-    _refused_self_retrieval(capsys, [*base, "--train", str(test_path)], out)
-    _refused_self_retrieval(capsys, [*base, "--train",
+    rc, err = _run_self_retrieval(capsys, [*base, "--train", str(test_path)], out)
+    assert _is_self_retrieval_refusal(rc, err, out), (rc, err)
+    rc, err = _run_self_retrieval(capsys, [*base, "--train",
                                      str(tmp_path / "x" / ".." / "test.json")], out)
+    assert _is_self_retrieval_refusal(rc, err, out), (rc, err)
     (tmp_path / "link.json").symlink_to(test_path)
-    _refused_self_retrieval(capsys, [*base, "--train", str(tmp_path / "link.json")], out)
+    rc, err = _run_self_retrieval(capsys, [*base, "--train", str(tmp_path / "link.json")], out)
+    assert _is_self_retrieval_refusal(rc, err, out), (rc, err)
     # The same folder, and a folder holding the --gt file.
     folder = tmp_path / "dialogues"
     folder.mkdir()
     (folder / "a.json").write_text(test_path.read_text())
-    _refused_self_retrieval(capsys, ["baseline", "dvd", "q-retrieval", "--gt", str(folder),
+    rc, err = _run_self_retrieval(capsys, ["baseline", "dvd", "q-retrieval", "--gt", str(folder),
                                      "--train", str(folder)], out)
-    _refused_self_retrieval(capsys, ["baseline", "dvd", "q-retrieval", "--gt",
+    assert _is_self_retrieval_refusal(rc, err, out), (rc, err)
+    rc, err = _run_self_retrieval(capsys, ["baseline", "dvd", "q-retrieval", "--gt",
                                      str(folder / "a.json"), "--train", str(folder)], out)
+    assert _is_self_retrieval_refusal(rc, err, out), (rc, err)
     # A separate training file still runs.
     assert main([*base, "--train", str(train_path), "--out", str(out)]) == 0
 
@@ -145,12 +154,15 @@ def test_wildqa_closest_refuses_train_that_is_gt(shared_data, tmp_path, capsys, 
     wq = shared_data / "wildqa"
     out = tmp_path / "p.json"
     base = ["baseline", "wildqa-qa", "closest"]
-    _refused_self_retrieval(capsys, [*base, "--gt", str(wq / "dev.json"),
+    rc, err = _run_self_retrieval(capsys, [*base, "--gt", str(wq / "dev.json"),
                                      "--train", str(wq / "dev.json")], out)
+    assert _is_self_retrieval_refusal(rc, err, out), (rc, err)
     # --train FOLDER is its dev.json; the default is dev.json beside --gt.
-    _refused_self_retrieval(capsys, [*base, "--gt", str(wq / "dev.json"), "--train", str(wq)],
-                            out)
-    _refused_self_retrieval(capsys, [*base, "--gt", str(wq), "--split", "dev"], out)
+    rc, err = _run_self_retrieval(capsys, [*base, "--gt", str(wq / "dev.json"),
+                                           "--train", str(wq)], out)
+    assert _is_self_retrieval_refusal(rc, err, out), (rc, err)
+    rc, err = _run_self_retrieval(capsys, [*base, "--gt", str(wq), "--split", "dev"], out)
+    assert _is_self_retrieval_refusal(rc, err, out), (rc, err)
 
 
 def test_wildqa_closest_against_brute_force(shared_data, tmp_path, capsys, monkeypatch):
