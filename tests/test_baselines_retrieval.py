@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""`fastvqa baseline dvd q-retrieval` and `wildqa-qa closest` on the real files,
+"""`fastvqa baseline dvd q-retrieval` and `wildqa qa closest` on the real files,
 scored by `fastvqa eval`, against independent brute-force references."""
 
 from __future__ import annotations
@@ -153,7 +153,7 @@ def test_wildqa_closest_refuses_train_that_is_gt(shared_data, tmp_path, capsys, 
     monkeypatch.setenv("FASTVQA_CACHE", str(tmp_path / "cache"))
     wq = shared_data / "wildqa"
     out = tmp_path / "p.json"
-    base = ["baseline", "wildqa-qa", "closest"]
+    base = ["baseline", "wildqa", "qa", "closest"]
     rc, err = _run_self_retrieval(capsys, [*base, "--gt", str(wq / "dev.json"),
                                      "--train", str(wq / "dev.json")], out)
     assert _is_self_retrieval_refusal(rc, err, out), (rc, err)
@@ -176,7 +176,7 @@ def test_wildqa_closest_against_brute_force(shared_data, tmp_path, capsys, monke
     monkeypatch.setenv("FASTVQA_CACHE", str(tmp_path / "cache"))
     dev, test = shared_data / "wildqa" / "dev.json", shared_data / "wildqa" / "test.json"
     out = tmp_path / "closest.json"
-    assert main(["baseline", "wildqa-qa", "closest", "--gt", str(test), "--train", str(dev),
+    assert main(["baseline", "wildqa", "qa", "closest", "--gt", str(test), "--train", str(dev),
                  "--out", str(out)]) == 0
     pred = json.loads(out.read_text())
 
@@ -201,7 +201,7 @@ def test_wildqa_closest_against_brute_force(shared_data, tmp_path, capsys, monke
     from fastvqa.metrics import rouge
 
     direct = rouge(pred, [r.extra["answers"] for r in gold])
-    metrics = _eval_metrics(capsys, "wildqa-qa", "--gt", str(test), "--pred", str(out))
+    metrics = _eval_metrics(capsys, "wildqa", "qa", "--gt", str(test), "--pred", str(out))
     for name in ("ROUGE-1", "ROUGE-2", "ROUGE-L"):
         assert metrics[name] == pytest.approx(direct[name], abs=1e-12)
 

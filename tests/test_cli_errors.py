@@ -84,7 +84,7 @@ def test_index_build_blank_model_is_one_line(texts, tmp_path, capsys):
 
 
 def test_distractors_bad_option_is_one_line(wildqa_gt, capsys):
-    assert main(["distractors", "wildqa", "--gt", str(wildqa_gt), "--tau", "2"]) == 2
+    assert main(["distractors", "--benchmark", "wildqa", "--gt", str(wildqa_gt), "--tau", "2"]) == 2
     one_line_error(capsys, "distractors", "--tau must lie in [0, 1], got 2.0")
 
 
@@ -148,7 +148,7 @@ def test_distractors_internal_value_error_propagates(wildqa_gt, tmp_path, monkey
 
     monkeypatch.setattr(retrieval_cli, "_load_records", _boom)
     with pytest.raises(ValueError, match="boom"):
-        main(["distractors", "wildqa", "--gt", str(wildqa_gt),
+        main(["distractors", "--benchmark", "wildqa", "--gt", str(wildqa_gt),
               "--out", str(tmp_path / "d.json")])
     assert not (tmp_path / "d.json").exists()
 

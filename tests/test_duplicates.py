@@ -257,7 +257,7 @@ def test_cli_duplicates(tmp_path, capsys):
     records.write_text(json.dumps([{"question": "q"}]))
     assert main(["duplicates", str(records)]) == 2
     err = capsys.readouterr().err
-    assert "expected a JSON list of strings" in err and "--format" in err
+    assert "expected a JSON list of strings" in err and "--benchmark" in err
 
 
 def test_cli_duplicates_reads_a_benchmark(shared_data, capsys):
@@ -266,7 +266,7 @@ def test_cli_duplicates_reads_a_benchmark(shared_data, capsys):
 
     dev = shared_data / "wildqa" / "dev.json"
     qs = [r.question for r in load_wildqa(dev)]
-    assert main(["duplicates", str(dev), "--format", "wildqa"]) == 0
+    assert main(["duplicates", str(dev), "--benchmark", "wildqa"]) == 0
     lines = dict(line.split() for line in capsys.readouterr().out.splitlines())
     assert lines == {"total": str(len(qs)), "unique_exact": str(len(set(qs))),
                      "unique_normalized": str(len({reference_normalize(q) for q in qs}))}

@@ -6,7 +6,25 @@ from __future__ import annotations
 
 import argparse
 import math
-from typing import Callable
+from typing import Callable, Iterable
+
+#: Every benchmark's one command-line name: ``fastvqa eval``, ``baseline``,
+#: ``distractors --benchmark`` and ``duplicates --benchmark`` all take these
+#: (each command the ones it supports, :func:`benchmark_choices`). A benchmark
+#: with several tasks (WildQA: evidence and QA) keeps its one name; the task
+#: is a further word (``fastvqa eval wildqa qa``).
+BENCHMARK_NAMES = ("deveqa", "dvd", "nextgqa", "qvhighlights", "sokbench", "wildqa")
+
+
+def benchmark_choices(names: Iterable[str]) -> tuple[str, ...]:
+    """``names`` in :data:`BENCHMARK_NAMES` order, for a command's
+    ``choices=``; ValueError (a fastvqa bug) on a name not in it."""
+    names = set(names)
+    unknown = sorted(names - set(BENCHMARK_NAMES))
+    if unknown:
+        raise ValueError(f"unknown benchmark name(s) {unknown}: add them to "
+                         "fastvqa._argtypes.BENCHMARK_NAMES")
+    return tuple(n for n in BENCHMARK_NAMES if n in names)
 
 
 def int_at_least(minimum: int) -> Callable[[str], int]:

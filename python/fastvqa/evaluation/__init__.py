@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional
 
+from fastvqa._argtypes import benchmark_choices
 from fastvqa._lazy import lazy_exports
 from fastvqa.errors import InputError
 from fastvqa.metrics.result import MetricResult
@@ -58,6 +59,7 @@ class CommandError(InputError):
 
 @dataclass
 class Benchmark:
+    #: One of :data:`fastvqa._argtypes.BENCHMARK_NAMES`.
     name: str
     help: str
     add_arguments: Callable[[argparse.ArgumentParser], None]
@@ -67,6 +69,14 @@ class Benchmark:
     default_mode: Optional[str] = None
     #: ``--gt`` help: what the loader accepts (a file, or also a folder).
     gt_help: str = "ground-truth file"
+    #: The task, for a benchmark evaluated in several ways (``fastvqa eval
+    #: wildqa qa``); None for one.
+    task: Optional[str] = None
+
+    @property
+    def key(self) -> str:
+        """The words after ``fastvqa eval``: ``"nextgqa"``, ``"wildqa qa"``."""
+        return self.name if self.task is None else f"{self.name} {self.task}"
 
 
 @dataclass
@@ -78,6 +88,13 @@ class Baseline:
     run: Callable[[argparse.Namespace], Any]
     #: ``--gt`` help; default: the benchmark's.
     gt_help: Optional[str] = None
+    #: The benchmark's task (:attr:`Benchmark.task`), where it has several.
+    task: Optional[str] = None
+
+    @property
+    def key(self) -> str:
+        """The benchmark's :attr:`Benchmark.key` (``"wildqa qa"``)."""
+        return self.benchmark if self.task is None else f"{self.benchmark} {self.task}"
 
 
 BENCHMARKS: dict[str, Benchmark] = {}
@@ -85,14 +102,16 @@ BASELINES: dict[tuple[str, str], Baseline] = {}
 
 
 def register_benchmark(benchmark: Benchmark) -> Benchmark:
-    if benchmark.name in BENCHMARKS:
-        raise ValueError(f"benchmark {benchmark.name!r} registered twice")
-    BENCHMARKS[benchmark.name] = benchmark
+    benchmark_choices((benchmark.name,))  # one of the names every command shares
+    if benchmark.key in BENCHMARKS:
+        raise ValueError(f"benchmark {benchmark.key!r} registered twice")
+    BENCHMARKS[benchmark.key] = benchmark
     return benchmark
 
 
 def register_baseline(baseline: Baseline) -> Baseline:
-    key = (baseline.benchmark, baseline.name)
+    benchmark_choices((baseline.benchmark,))
+    key = (baseline.key, baseline.name)
     if key in BASELINES:
         raise ValueError(f"baseline {key} registered twice")
     BASELINES[key] = baseline

@@ -1,13 +1,13 @@
 # SPDX-License-Identifier: Apache-2.0
-"""``fastvqa eval wildqa-evidence|wildqa-qa`` and the WildQA trivial baselines.
+"""``fastvqa eval wildqa evidence|qa`` and the WildQA trivial baselines.
 
 Prediction formats (both in the ground-truth file's question order, one entry
 per question):
 
-- ``wildqa-evidence``: a JSON list of span lists,
+- ``wildqa evidence``: a JSON list of span lists,
   ``[[[start, end], ...], [], ...]`` in seconds (an empty list predicts no
   evidence).
-- ``wildqa-qa``: a JSON list of answer strings.
+- ``wildqa qa``: a JSON list of answer strings.
 
 ``--gt`` is a split file (``test.json``, ``dev.json``, ``raw_*.json``) or the
 folder holding them, with ``--split`` naming the file (default ``test``).
@@ -410,7 +410,7 @@ def _random_spans(args: argparse.Namespace) -> list[list[list[float]]]:
 # --------------------------------------------------------------------------
 
 register_benchmark(Benchmark(
-    name="wildqa-evidence",
+    name="wildqa", task="evidence",
     help="WildQA video evidence selection: IoU-F1 (predictions: JSON list of [start, end] "
          "span lists, one per ground-truth question, in its order)",
     add_arguments=_evidence_arguments,
@@ -422,7 +422,7 @@ register_benchmark(Benchmark(
 ))
 
 register_benchmark(Benchmark(
-    name="wildqa-qa",
+    name="wildqa", task="qa",
     help="WildQA open-ended answers: ROUGE-1/2/L F (predictions: JSON list of answer "
          "strings, one per ground-truth question, in its order)",
     add_arguments=_qa_arguments,
@@ -432,26 +432,26 @@ register_benchmark(Benchmark(
 ))
 
 register_baseline(Baseline(
-    benchmark="wildqa-qa", name="common",
+    benchmark="wildqa", task="qa", name="common",
     help="always the most common Phase-1 answer of the training (dev) split ('Yes')",
     add_arguments=_train_arguments, run=_common_answer,
 ))
 
 register_baseline(Baseline(
-    benchmark="wildqa-qa", name="random",
+    benchmark="wildqa", task="qa", name="random",
     help="a random Phase-1 answer of the training (dev) split per question (seeded)",
     add_arguments=_train_arguments, run=_random_answer,
 ))
 
 register_baseline(Baseline(
-    benchmark="wildqa-qa", name="closest",
+    benchmark="wildqa", task="qa", name="closest",
     help="the Phase-1 answer of the training (dev) question nearest by sentence-embedding "
          "cosine (--model, default the offline MiniLM)",
     add_arguments=_closest_arguments, run=_closest_answer,
 ))
 
 register_baseline(Baseline(
-    benchmark="wildqa-evidence", name="random",
+    benchmark="wildqa", task="evidence", name="random",
     help="K random spans per question, endpoints uniform in [0, duration] (seeded)",
     add_arguments=_random_spans_arguments, run=_random_spans,
 ))

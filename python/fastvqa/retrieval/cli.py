@@ -30,6 +30,7 @@ import warnings
 from pathlib import Path
 from typing import Any, Iterator, Optional
 
+from fastvqa._argtypes import benchmark_choices
 from fastvqa._outputs import check_new
 from fastvqa.errors import InputError
 from fastvqa.evaluation import CommandError
@@ -318,10 +319,12 @@ def _search_checked(args: argparse.Namespace) -> int:
 
 # ------------------------------------------------------- benchmark loaders
 
-#: Benchmark -> its loader in fastvqa.data. ``fastvqa duplicates --format``
-#: reads any of them; ``fastvqa distractors`` those in DISTRACTOR_BENCHMARKS.
-LOADERS = {"dvd": "load_dvd", "wildqa": "load_wildqa", "sokbench": "load_sokbench",
-           "deveqa": "load_deveqa", "nextgqa": "load_nextgqa", "qvhighlights": "load_qvhighlights"}
+#: Benchmark (:data:`fastvqa._argtypes.BENCHMARK_NAMES`) -> its loader in
+#: fastvqa.data. ``fastvqa duplicates --benchmark`` reads any of them;
+#: ``fastvqa distractors --benchmark`` those in DISTRACTOR_BENCHMARKS.
+LOADERS = {"deveqa": "load_deveqa", "dvd": "load_dvd", "nextgqa": "load_nextgqa",
+           "qvhighlights": "load_qvhighlights", "sokbench": "load_sokbench",
+           "wildqa": "load_wildqa"}
 
 #: The splits a benchmark folder holds, where the benchmark fixes them
 #: (``--split``); other benchmarks take any file stem.
@@ -387,19 +390,22 @@ def _load(benchmark: str, path: Path, split: str = "test", **options) -> list:
 
 # --------------------------------------------------------------- distractors
 
-#: Benchmarks whose loaders ``fastvqa distractors`` reads, and what ``--gt`` is.
+#: Benchmarks whose loaders ``fastvqa distractors`` reads, and what ``--gt`` is
+#: (QVHighlights is left out: its queries have no answers to mine).
 DISTRACTOR_BENCHMARKS = {
-    "nextgqa": "a folder with <split>.csv and gsub_<split>.json",
     "deveqa": "a DeVE-QA annotation file (.json/.jsonl) or a folder with <split>.json[l]",
-    "wildqa": "a WildQA split file (.json) or the folder holding <split>.json",
     "dvd": "a DVD dialogue JSON file or folder",
+    "nextgqa": "a folder with <split>.csv and gsub_<split>.json",
     "sokbench": "a SOK-Bench question file (.json) or a folder of them",
+    "wildqa": "a WildQA split file (.json) or the folder holding <split>.json",
 }
 
 
 def add_distractor_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("benchmark", metavar="BENCHMARK",
-                   help="one of: " + ", ".join(DISTRACTOR_BENCHMARKS))
+    p.add_argument("--benchmark", required=True, metavar="NAME",
+                   choices=benchmark_choices(DISTRACTOR_BENCHMARKS),
+                   help="whose questions --gt holds: "
+                        + ", ".join(benchmark_choices(DISTRACTOR_BENCHMARKS)))
     p.add_argument("--gt", type=Path, required=True,
                    help="the benchmark's question file or folder (as for fastvqa eval)")
     p.add_argument("--bank", type=Path,
@@ -447,9 +453,6 @@ def _check_distractor_options(args: argparse.Namespace) -> None:
     """Every option of ``fastvqa distractors``, before any file is read."""
     import math
 
-    if args.benchmark not in DISTRACTOR_BENCHMARKS:
-        raise CommandError(f"unknown benchmark {args.benchmark!r}; choose one of "
-                           + ", ".join(DISTRACTOR_BENCHMARKS))
     check_new(args.out, "--out")
     if args.k < 1:
         raise CommandError(f"-k must be >= 1 (distractors per question), got {args.k}")
@@ -531,10 +534,12 @@ def _distractors_checked(args: argparse.Namespace) -> int:
 
 def add_duplicates_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("input", type=Path,
-                        help="questions: .txt (one per line) / .json list, or a benchmark "
-                             "file or folder read by its loader (--format)")
-    parser.add_argument("--format", choices=("texts", *LOADERS), default="texts",
-                        help="how to read INPUT (default texts)")
+                        help="questions: .txt (one per line) / .json list, or a benchmark's "
+                             "file or folder read by its loader (--benchmark)")
+    parser.add_argument("--benchmark", metavar="NAME", choices=benchmark_choices(LOADERS),
+                        help="read INPUT with this benchmark's loader, one of: "
+                             + ", ".join(benchmark_choices(LOADERS))
+                             + " (default: INPUT is a list of texts)")
     parser.add_argument("--split", default="test",
                         help="the split a benchmark folder's file is (nextgqa test|val; wildqa "
                              "test|dev|raw_test|raw_dev; deveqa, qvhighlights: the file's "
@@ -552,16 +557,16 @@ def add_duplicates_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _read_questions(args: argparse.Namespace) -> list[str]:
-    if args.format == "texts":
+    if args.benchmark is None:
         if args.input.is_dir():
             raise CommandError(f"{args.input} is a folder; a benchmark's folder is read by its "
-                               f"loader: name it with --format, one of: {', '.join(LOADERS)}")
+                               f"loader: name it with --benchmark, one of: {', '.join(LOADERS)}")
         try:
             return read_texts(args.input)
         except CommandError as err:
-            raise CommandError(f"{err} (a benchmark's file? name its loader with --format, "
+            raise CommandError(f"{err} (a benchmark's file? name it with --benchmark, "
                                f"one of: {', '.join(LOADERS)})") from None
-    return [r.question for r in _load(args.format, args.input, args.split)]
+    return [r.question for r in _load(args.benchmark, args.input, args.split)]
 
 
 def _check_duplicates_options(args: argparse.Namespace) -> None:
@@ -572,9 +577,9 @@ def _check_duplicates_options(args: argparse.Namespace) -> None:
                                            and 0.0 < args.threshold <= 1.0):
         raise CommandError(f"--threshold must lie in (0, 1] (cosine), got {args.threshold}")
     check_input(args.input)
-    if args.format != "texts":
-        check_split(args.format, args.split)
-        benchmark_files(args.format, args.input, args.split)
+    if args.benchmark is not None:
+        check_split(args.benchmark, args.split)
+        benchmark_files(args.benchmark, args.input, args.split)
     if args.groups_out is not None and args.groups_out.resolve() == args.input.resolve():
         raise CommandError(f"--groups-out {args.groups_out} is the input")
     if args.encoder == "sentence" and (args.threshold is not None
