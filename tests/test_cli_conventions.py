@@ -94,3 +94,46 @@ def test_an_unknown_name_lists_the_valid_ones(capsys, argv):
     assert "invalid choice" in line
     valid = [n for n in EXPECTED_NAMES if not (argv[0] == "distractors" and n == "qvhighlights")]
     assert all(repr(n) in line for n in valid), line
+
+
+# ------------------------------------------------------ every default shown
+
+def _defaulted_options(parser):
+    """Options with a default worth showing: not None, not SUPPRESS, not an
+    on/off flag (``nargs == 0``: off unless given)."""
+    return [a for a in parser._actions if a.option_strings and a.nargs != 0
+            and a.default is not None and a.default is not argparse.SUPPRESS]
+
+
+def _help_of(parser, action) -> str:
+    formatter = parser._get_formatter()
+    return " ".join(formatter._format_action(action).split())
+
+
+def test_every_command_uses_the_one_formatter():
+    from fastvqa.cli import HelpFormatter
+
+    for path, parser in walk():
+        assert parser.formatter_class is HelpFormatter, path
+
+
+def test_every_default_is_shown_once():
+    checked = 0
+    for path, parser in walk():
+        for action in _defaulted_options(parser):
+            text = _help_of(parser, action)
+            where = f"fastvqa {' '.join(path)} {action.option_strings[-1]}: {text}"
+            assert f"(default: {action.default})" in text, where
+            # No hand-written copy beside argparse's own.
+            assert text.count("default") == 1, where
+            checked += 1
+    assert checked > 50  # every eval/baseline/demo/distractors option with a default
+
+
+def test_help_shows_defaults_in_the_output(capsys):
+    with pytest.raises(SystemExit):
+        main(["distractors", "--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    for text in ("distractors per question (default: 3)", "(default: 0.8)",
+                 "(default: tfidf)"):
+        assert text in out

@@ -28,6 +28,28 @@ _BACKENDS = (
 )
 
 
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """The one help layout of every ``fastvqa`` command: each option's help
+    ends with its default, ``(default: X)``, written by argparse from the
+    option itself (never by hand). Left out where there is nothing to show: a
+    default of None (the help says what its absence means) and an on/off flag
+    (off by default)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        if action.default is None or action.nargs == 0:
+            return action.help or ""
+        return super()._get_help_string(action)
+
+
+class _Parser(argparse.ArgumentParser):
+    """An ArgumentParser with :class:`HelpFormatter`; ``add_subparsers`` makes
+    every subcommand's parser one too."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("formatter_class", HelpFormatter)
+        super().__init__(*args, **kwargs)
+
+
 def _importable(module: str) -> bool:
     try:
         return importlib.util.find_spec(module) is not None
@@ -250,10 +272,10 @@ def _add_eval_parser(sub, word: str, bench) -> None:
     p.add_argument("--gt", required=True, help=bench.gt_help)
     if bench.modes:
         p.add_argument("--mode", choices=bench.modes, default=bench.default_mode,
-                       help=f"evaluation rules (default: {bench.default_mode})")
+                       help="evaluation rules")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.add_argument("--decimals", type=_decimals, default=1,
-                   help="decimals in the table, 0 to 20 (default 1)")
+                   help="decimals in the table, 0 to 20")
     p.add_argument("--per-question", metavar="FILE",
                    help="write per-question results (.jsonl or .csv)")
     p.add_argument("--plot", metavar="FILE.png", help="draw a plot of the results")
@@ -270,7 +292,7 @@ def _add_baseline_parsers(sub, baselines: list, benchmarks: dict) -> None:
                        help=baseline.gt_help or (bench.gt_help if bench else "ground truth"))
         p.add_argument("--out", required=True, help="where to write the predictions (JSON)")
         p.add_argument("--seed", type=int_at_least(0), default=0,
-                       help="random seed, an integer >= 0 (default 0)")
+                       help="random seed, an integer >= 0")
         baseline.add_arguments(p)
         p.set_defaults(func=_cmd_baseline, task=baseline.task)
 
@@ -288,7 +310,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="fastvqa", description="fast, exact tools for grounded video question answering"
     )
     from fastvqa import __version__
@@ -328,8 +350,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     demo = sub.add_parser("demo", help="generate a synthetic grounded video-QA benchmark, "
                                        "run the pipeline on it and report the scores",
-                          description=_DEMO_DESCRIPTION,
-                          formatter_class=argparse.RawDescriptionHelpFormatter)
+                          description=_DEMO_DESCRIPTION)
     _add_demo_arguments(demo)
     demo.set_defaults(func=_cmd_demo)
     from fastvqa.retrieval.cli import add_duplicates_arguments

@@ -39,10 +39,10 @@ def _read_predictions(path: str) -> Any:
 
 def _add_eval_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--index-base", type=int, choices=(0, 1), default=0,
-                        help="how integers written in free text count options (default 0, as "
+                        help="how integers written in free text count options (0 as "
                              "right_choice; JSON integers are always 0-based indices)")
     parser.add_argument("--bleu-smoothing", choices=_SMOOTHING, default="none",
-                        help="NLTK smoothing for the BLEU fallback (default none: NLTK's plain "
+                        help="NLTK smoothing for the BLEU fallback (none: NLTK's plain "
                              "sentence BLEU-4)")
 
 

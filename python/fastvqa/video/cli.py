@@ -60,7 +60,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="npz, png or jpg (default: npz for FILE.npz, png for a folder with one "
                         "video, npz for a folder with a list)")
     p.add_argument("--backend", choices=("auto", "pyav", "dali"), default="auto",
-                   help="decoder (default auto: DALI on a GPU where present, else PyAV)")
+                   help="decoder (auto: DALI on a GPU where present, else PyAV)")
     p.add_argument("--workers", type=int_at_least(1), default=None,
                    help="decoding threads on the CPU")
     p.add_argument("--rotate", action="store_true",
