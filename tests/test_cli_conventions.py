@@ -137,3 +137,34 @@ def test_help_shows_defaults_in_the_output(capsys):
     for text in ("distractors per question (default: 3)", "(default: 0.8)",
                  "(default: tfidf)"):
         assert text in out
+
+
+# ------------------------------------------------------ --seed where random
+
+# Read from the code: the commands that draw random numbers (random.Random or
+# np.random.default_rng seeded by --seed). Every other baseline is
+# deterministic: full-video and centre-half are fixed spans, answer-prior,
+# qtype-frequent and common count answers (ties broken by order), q-retrieval
+# and closest take the nearest training question (ties: the earliest).
+RANDOM_COMMANDS = {
+    ("baseline", "deveqa", "random-answer"), ("baseline", "deveqa", "random-span"),
+    ("baseline", "nextgqa", "random-answer"), ("baseline", "nextgqa", "random-span"),
+    ("baseline", "dvd", "qtype-random"),
+    ("baseline", "qvhighlights", "random"),
+    ("baseline", "sokbench", "random-answer"),
+    ("baseline", "wildqa", "evidence", "random"), ("baseline", "wildqa", "qa", "random"),
+    ("demo",),  # the synthetic benchmark's scenes, questions and options
+    ("distractors",),  # the option shuffles of --options
+}
+
+
+def test_seed_exactly_where_something_is_random():
+    with_seed = {path for path, parser in walk()
+                 if any("--seed" in a.option_strings for a in parser._actions)}
+    assert with_seed == RANDOM_COMMANDS
+
+
+def test_a_deterministic_baseline_refuses_seed(tmp_path, capsys):
+    line = _argparse_error(capsys, ["baseline", "qvhighlights", "full-video", "--gt", "g",
+                                    "--out", str(tmp_path / "o.json"), "--seed", "1"])
+    assert "unrecognized arguments: --seed 1" in line

@@ -291,8 +291,9 @@ def _add_baseline_parsers(sub, baselines: list, benchmarks: dict) -> None:
         p.add_argument("--gt", required=True,
                        help=baseline.gt_help or (bench.gt_help if bench else "ground truth"))
         p.add_argument("--out", required=True, help="where to write the predictions (JSON)")
-        p.add_argument("--seed", type=int_at_least(0), default=0,
-                       help="random seed, an integer >= 0")
+        if baseline.seeded:
+            p.add_argument("--seed", type=int_at_least(0), default=0,
+                           help="random seed, an integer >= 0")
         baseline.add_arguments(p)
         p.set_defaults(func=_cmd_baseline, task=baseline.task)
 

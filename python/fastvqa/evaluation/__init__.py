@@ -19,8 +19,9 @@ the official script leaves them out) into ``result.info["warnings"]``, which
 the command line prints on stderr.
 
 The common options (``--pred``, ``--gt``, ``--mode``, ``--json``,
-``--per-question``, ``--plot`` for eval; ``--gt``, ``--out``, ``--seed`` for
-baselines) are added by the command line, not by the modules.
+``--per-question``, ``--plot`` for eval; ``--gt``, ``--out`` for baselines,
+and ``--seed`` for those registered ``seeded=True``) are added by the command
+line, not by the modules.
 """
 
 from __future__ import annotations
@@ -90,6 +91,9 @@ class Baseline:
     gt_help: Optional[str] = None
     #: The benchmark's task (:attr:`Benchmark.task`), where it has several.
     task: Optional[str] = None
+    #: Whether ``run`` draws random numbers: only then does the command line
+    #: give it ``--seed`` (``args.seed``).
+    seeded: bool = False
 
     @property
     def key(self) -> str:

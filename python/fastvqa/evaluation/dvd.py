@@ -245,7 +245,7 @@ register_baseline(Baseline("dvd", "answer-prior",
                            _add_train, _run_prior))
 register_baseline(Baseline("dvd", "qtype-random",
                            "a seeded random answer from each question sub-type's (or type's) "
-                           "answer set", _add_random_arguments, _run_random))
+                           "answer set", _add_random_arguments, _run_random, seeded=True))
 register_baseline(Baseline("dvd", "qtype-frequent",
                            "the most frequent answer of each question sub-type (or type) in "
                            "--train (default --gt)", _add_frequent_arguments, _run_frequent))

@@ -394,4 +394,5 @@ for _bench, _extra_args in (("nextgqa", _add_nextgqa_baseline_args),
                             ("deveqa", _add_deveqa_gt_args)):
     for _name, _help, _run in _BASELINES:
         register_baseline(Baseline(benchmark=_bench, name=_name, help=_help,
-                                   add_arguments=_extra_args, run=_run))
+                                   add_arguments=_extra_args, run=_run,
+                                   seeded=_run in (_random_span, _random_answer)))

@@ -104,4 +104,4 @@ register_benchmark(Benchmark(
 ))
 register_baseline(Baseline("sokbench", "random-answer",
                            "a seeded uniformly random option index (0-based) per question",
-                           _add_random_arguments, _run_random))
+                           _add_random_arguments, _run_random, seeded=True))

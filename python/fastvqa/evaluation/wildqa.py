@@ -440,7 +440,7 @@ register_baseline(Baseline(
 register_baseline(Baseline(
     benchmark="wildqa", task="qa", name="random",
     help="a random Phase-1 answer of the training (dev) split per question (seeded)",
-    add_arguments=_train_arguments, run=_random_answer,
+    add_arguments=_train_arguments, run=_random_answer, seeded=True,
 ))
 
 register_baseline(Baseline(
@@ -453,5 +453,5 @@ register_baseline(Baseline(
 register_baseline(Baseline(
     benchmark="wildqa", task="evidence", name="random",
     help="K random spans per question, endpoints uniform in [0, duration] (seeded)",
-    add_arguments=_random_spans_arguments, run=_random_spans,
+    add_arguments=_random_spans_arguments, run=_random_spans, seeded=True,
 ))
