@@ -168,3 +168,25 @@ def test_a_deterministic_baseline_refuses_seed(tmp_path, capsys):
     line = _argparse_error(capsys, ["baseline", "qvhighlights", "full-video", "--gt", "g",
                                     "--out", str(tmp_path / "o.json"), "--seed", "1"])
     assert "unrecognized arguments: --seed 1" in line
+
+
+# ------------------------------------------------------ --format: what is written
+
+def test_format_always_means_the_output_format():
+    """``--format`` names what a command writes (``decode``: npz, png, jpg),
+    never how an input is read: ``duplicates`` reads a benchmark's file with
+    ``--benchmark`` (0.1: ``--format``)."""
+    with_format = {}
+    for path, parser in walk():
+        for action in parser._actions:
+            if "--format" in action.option_strings:
+                with_format[path] = action
+    assert set(with_format) == {("decode",)}
+    action = with_format[("decode",)]
+    assert tuple(action.choices) == ("npz", "png", "jpg")
+    assert action.help.startswith("output format of --out")
+
+
+def test_duplicates_format_is_gone(capsys, tmp_path):
+    line = _argparse_error(capsys, ["duplicates", str(tmp_path / "q.txt"), "--format", "dvd"])
+    assert "unrecognized arguments: --format dvd" in line
