@@ -7,6 +7,7 @@ what a command writes, and numbers checked by the shared converters."""
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 import pytest
 
@@ -190,3 +191,47 @@ def test_format_always_means_the_output_format():
 def test_duplicates_format_is_gone(capsys, tmp_path):
     line = _argparse_error(capsys, ["duplicates", str(tmp_path / "q.txt"), "--format", "dvd"])
     assert "unrecognized arguments: --format dvd" in line
+
+
+# ------------------------------------------------------ numbers: shared converters
+
+def test_no_plain_int_or_float_option():
+    """Every numeric option goes through a converter of fastvqa._argtypes (or
+    a local one of the same kind), never a bare ``type=int``/``float`` that
+    takes 0, negatives or NaN where they mean nothing."""
+    for path, parser in walk():
+        for action in parser._actions:
+            assert action.type not in (int, float), (path, action.option_strings)
+
+
+def _p(name):
+    return str(Path("/nonexistent") / name)
+
+
+@pytest.mark.parametrize("argv, option, bad", [
+    (["index", "search", _p("ix"), "--query", "q"], "-k", "0"),
+    (["distractors", "--benchmark", "wildqa", "--gt", _p("g")], "-k", "0"),
+    (["distractors", "--benchmark", "wildqa", "--gt", _p("g")], "-k", "-3"),
+    (["distractors", "--benchmark", "wildqa", "--gt", _p("g")], "--neighbours", "0"),
+    (["distractors", "--benchmark", "wildqa", "--gt", _p("g")], "--options", "1"),
+    (["distractors", "--benchmark", "wildqa", "--gt", _p("g")], "--seed", "-1"),
+    (["distractors", "--benchmark", "wildqa", "--gt", _p("g")], "--tau", "nan"),
+    (["distractors", "--benchmark", "wildqa", "--gt", _p("g")], "--diversity", "1.5"),
+    (["duplicates", _p("q.txt")], "--threshold", "0"),
+    (["duplicates", _p("q.txt")], "--threshold", "inf"),
+    (["decode", _p("v.mp4"), "--sampler", "uniform:2", "--out", _p("o.npz")], "--workers", "0"),
+    (["eval", "qvhighlights", "--gt", _p("g"), "--pred", _p("p")], "--max-pred-windows", "-1"),
+    (["eval", "nextgqa", "--gt", _p("g"), "--pred", _p("p")], "--decimals", "21"),
+    (["eval", "sokbench", "--gt", _p("g"), "--pred", _p("p")], "--index-base", "2"),
+    (["eval", "wildqa", "evidence", "--gt", _p("g"), "--pred", _p("p")], "--pad-to-batch", "0"),
+    (["baseline", "wildqa", "evidence", "random", "--gt", _p("g"), "--out", _p("o")],
+     "--spans", "0"),
+    (["baseline", "sokbench", "random-answer", "--gt", _p("g"), "--out", _p("o")],
+     "--seed", "x"),
+    (["demo", "--out", _p("d")], "--videos", "0"),
+    (["demo", "--out", _p("d")], "--fps", "-1"),
+])
+def test_bad_numbers_are_one_line_naming_the_option(capsys, argv, option, bad):
+    line = _argparse_error(capsys, [*argv, option, bad])
+    assert f"argument {option}" in line or f"/{option}:" in line, line
+    assert bad in line, line

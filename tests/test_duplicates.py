@@ -251,8 +251,10 @@ def test_cli_duplicates(tmp_path, capsys):
     assert main(["duplicates", str(path), "--groups-out", str(out)]) == 2
     assert "refusing to overwrite" in capsys.readouterr().err
     assert out.read_text() == before
-    assert main(["duplicates", str(path), "--threshold", "1.5"]) == 2
-    assert "threshold" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exc:
+        main(["duplicates", str(path), "--threshold", "1.5"])
+    assert exc.value.code == 2
+    assert "argument --threshold: must lie in (0, 1], got 1.5" in capsys.readouterr().err
     records = tmp_path / "records.json"
     records.write_text(json.dumps([{"question": "q"}]))
     assert main(["duplicates", str(records)]) == 2

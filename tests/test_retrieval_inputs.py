@@ -362,11 +362,15 @@ def test_options_are_checked_before_any_work(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(fastvqa.data, "load_wildqa", never)
     blocker = tmp_path / "file"
     blocker.write_text("x")
+    for extra, needle in [(["--tau", "1.5"], "argument --tau: must lie in [0, 1]"),
+                          (["--tau", "nan"], "argument --tau: must lie in [0, 1]"),
+                          (["--diversity", "-0.1"], "argument --diversity: must lie in [0, 1]"),
+                          (["--neighbours", "0"], "argument --neighbours: expected an integer "
+                                                  ">= 1")]:
+        with pytest.raises(SystemExit) as exc:  # argparse's converters, before any file
+            main(["distractors", "--benchmark", "wildqa", "--gt", str(gt), *extra])
+        assert exc.value.code == 2 and needle in capsys.readouterr().err
     cases = [
-        (["--tau", "1.5"], "--tau must lie in [0, 1]"),
-        (["--tau", "nan"], "--tau must lie in [0, 1]"),
-        (["--diversity", "-0.1"], "--diversity must lie in [0, 1]"),
-        (["--neighbours", "0"], "--neighbours must be >= 1"),
         (["--out", str(blocker / "d.json")], f"{blocker} is not a folder"),
         (["--out", str(gt)], "refusing to overwrite"),
         (["--bank", str(tmp_path / "nope.json")], "no such file or folder"),
@@ -540,5 +544,7 @@ def test_huge_k_is_not_an_allocation(tmp_path, capsys):
     assert main(["distractors", "--benchmark", "wildqa", "--gt", str(gt), "-k", str(10**12)]) == 0
     got = json.loads(capsys.readouterr().out)
     assert all(len(v["distractors"]) <= 10 for v in got.values())  # --neighbours 10
-    assert main(["distractors", "--benchmark", "wildqa", "--gt", str(gt), "--seed", "-1"]) == 2
-    one_line_error(capsys, "--seed must be >= 0")
+    with pytest.raises(SystemExit) as exc:
+        main(["distractors", "--benchmark", "wildqa", "--gt", str(gt), "--seed", "-1"])
+    assert exc.value.code == 2
+    assert "argument --seed: expected an integer >= 0, got -1" in capsys.readouterr().err

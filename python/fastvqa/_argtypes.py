@@ -42,6 +42,19 @@ def int_at_least(minimum: int) -> Callable[[str], int]:
     return convert
 
 
+def int_in_range(low: int, high: int) -> Callable[[str], int]:
+    """An integer in ``[low, high]``."""
+    at_least = int_at_least(low)
+
+    def convert(text: str) -> int:
+        value = at_least(text)
+        if value > high:
+            raise argparse.ArgumentTypeError(f"expected an integer in [{low}, {high}], got {value}")
+        return value
+
+    return convert
+
+
 def _number(text: str) -> float:
     try:
         return float(text)
@@ -54,6 +67,14 @@ def positive_float(text: str) -> float:
     value = _number(text)
     if not (value > 0 and math.isfinite(value)):
         raise argparse.ArgumentTypeError(f"expected a finite number > 0, got {text}")
+    return value
+
+
+def unit_interval_positive(text: str) -> float:
+    """A number in (0, 1] (a cosine or IoU threshold that must keep something)."""
+    value = _number(text)
+    if not 0.0 < value <= 1.0:  # also rejects NaN
+        raise argparse.ArgumentTypeError(f"must lie in (0, 1], got {value}")
     return value
 
 

@@ -15,7 +15,7 @@ from typing import Optional, Sequence
 
 # Defined beside the registry so benchmark modules raise the very class caught
 # here, also when this file runs as __main__.
-from fastvqa._argtypes import int_at_least
+from fastvqa._argtypes import int_at_least, int_in_range
 from fastvqa.evaluation import CommandError
 
 # Optional backends, by the import name fastvqa would use and the extra that installs it.
@@ -215,15 +215,6 @@ def _cmd_baseline(args: argparse.Namespace) -> int:
     return 0
 
 
-def _decimals(text: str) -> int:
-    """``--decimals``: an integer in [0, 20] (more digits than a float64 holds
-    are noise)."""
-    value = int_at_least(0)(text)
-    if value > 20:
-        raise argparse.ArgumentTypeError(f"expected an integer in [0, 20], got {value}")
-    return value
-
-
 def _add_eval_commands(sub) -> None:
     from fastvqa._argtypes import benchmark_choices
     from fastvqa.evaluation import BASELINES, BENCHMARKS, load_all
@@ -274,7 +265,8 @@ def _add_eval_parser(sub, word: str, bench) -> None:
         p.add_argument("--mode", choices=bench.modes, default=bench.default_mode,
                        help="evaluation rules")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    p.add_argument("--decimals", type=_decimals, default=1,
+    # More digits than a float64 holds are noise.
+    p.add_argument("--decimals", type=int_in_range(0, 20), default=1,
                    help="decimals in the table, 0 to 20")
     p.add_argument("--per-question", metavar="FILE",
                    help="write per-question results (.jsonl or .csv)")

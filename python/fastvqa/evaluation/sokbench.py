@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from fastvqa._argtypes import int_in_range
 from fastvqa.data.errors import DataFormatError
 from fastvqa.data.io import read_keyed_predictions
 from fastvqa.evaluation import (Baseline, Benchmark, CommandError, missing_warning,
@@ -38,7 +39,7 @@ def _read_predictions(path: str) -> Any:
 
 
 def _add_eval_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--index-base", type=int, choices=(0, 1), default=0,
+    parser.add_argument("--index-base", type=int_in_range(0, 1), default=0, metavar="{0,1}",
                         help="how integers written in free text count options (0 as "
                              "right_choice; JSON integers are always 0-based indices)")
     parser.add_argument("--bleu-smoothing", choices=_SMOOTHING, default="none",

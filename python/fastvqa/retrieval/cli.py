@@ -30,7 +30,8 @@ import warnings
 from pathlib import Path
 from typing import Any, Iterator, Optional
 
-from fastvqa._argtypes import benchmark_choices
+from fastvqa._argtypes import (benchmark_choices, int_at_least, unit_interval,
+                               unit_interval_positive)
 from fastvqa._outputs import check_new
 from fastvqa.errors import InputError
 from fastvqa.evaluation import CommandError
@@ -143,7 +144,7 @@ def add_arguments(index_parser: argparse.ArgumentParser) -> None:
     s.add_argument("index", type=Path, help="folder written by 'fastvqa index build'")
     s.add_argument("--query", action="append", required=True,
                    help="query text (repeat for several)")
-    s.add_argument("-k", type=int, default=5, help="neighbours per query")
+    s.add_argument("-k", type=int_at_least(1), default=5, help="neighbours per query")
     s.add_argument("--json", action="store_true", help="print machine-readable JSON")
     s.set_defaults(func=_search)
 
@@ -277,8 +278,6 @@ def _search_checked(args: argparse.Namespace) -> int:
     from fastvqa.retrieval.encoders import zero_rows
 
     folder: Path = args.index
-    if args.k < 1:
-        raise CommandError(f"-k must be >= 1, got {args.k}")
     meta, texts, index = open_index_folder(folder)
     k = min(args.k, len(texts))  # more hits than texts do not exist (and -k 10**12 fits)
     if meta["encoder"] == "tfidf":
@@ -419,20 +418,21 @@ def add_distractor_arguments(p: argparse.ArgumentParser) -> None:
                         "test|dev|raw_test|raw_dev, deveqa <split>.json[l]")
     p.add_argument("--schema", choices=("auto", "devi", "release"), default="auto",
                    help="deveqa: layout of the records (auto: detected)")
-    p.add_argument("-k", "--k", type=int, default=3, help="distractors per question")
+    p.add_argument("-k", "--k", type=int_at_least(1), default=3,
+                   help="distractors per question")
     p.add_argument("--encoder", choices=ENCODERS, default="tfidf", help=ENCODER_HELP)
-    p.add_argument("--tau", type=float, default=0.8,
+    p.add_argument("--tau", type=unit_interval, default=0.8,
                    help="drop answers with cosine >= tau to the correct one or to each other")
-    p.add_argument("--diversity", type=float, default=0.5,
+    p.add_argument("--diversity", type=unit_interval, default=0.5,
                    help="MMR weight of redundancy against question similarity")
-    p.add_argument("--neighbours", type=int, default=10,
+    p.add_argument("--neighbours", type=int_at_least(1), default=10,
                    help="similar questions whose answers are candidates")
     p.add_argument("--question-key", choices=("full", "first3"), default="full",
                    help="index questions whole or by their first 3 words (DeVE-QA)")
-    p.add_argument("--options", type=int, metavar="N",
+    p.add_argument("--options", type=int_at_least(2), metavar="N",
                    help="also build N options per question (correct + N-1 mined distractors, "
                         "correct position balanced) and print the position balance")
-    p.add_argument("--seed", type=int, default=0, help="seed of the option shuffles (with --options)")
+    p.add_argument("--seed", type=int_at_least(0), default=0, help="seed of the option shuffles (with --options)")
     p.add_argument("--out", type=Path, help="write the JSON here (refuses to overwrite); "
                                             "default: print it")
     p.set_defaults(func=_distractors)
@@ -453,21 +453,10 @@ def correct_text(record) -> str:
 
 def _check_distractor_options(args: argparse.Namespace) -> None:
     """Every option of ``fastvqa distractors``, before any file is read."""
-    import math
-
     check_new(args.out, "--out")
-    if args.k < 1:
-        raise CommandError(f"-k must be >= 1 (distractors per question), got {args.k}")
     if args.options is not None and not 2 <= args.options <= args.k + 1:
         raise CommandError(f"--options must be in [2, k + 1 = {args.k + 1}] (the options are "
                            f"the correct answer and mined distractors), got {args.options}")
-    for name, value in (("--tau", args.tau), ("--diversity", args.diversity)):
-        if not (math.isfinite(value) and 0.0 <= value <= 1.0):
-            raise CommandError(f"{name} must lie in [0, 1], got {value}")
-    if args.neighbours < 1:
-        raise CommandError(f"--neighbours must be >= 1, got {args.neighbours}")
-    if args.seed < 0:
-        raise CommandError(f"--seed must be >= 0, got {args.seed}")
     check_split(args.benchmark, args.split)
     for option, path in (("--gt", args.gt), ("--bank", args.bank)):
         if path is not None:
@@ -546,7 +535,7 @@ def add_duplicates_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the split a benchmark folder's file is (nextgqa test|val; wildqa "
                              "test|dev|raw_test|raw_dev; deveqa, qvhighlights: the file's "
                              "split name)")
-    parser.add_argument("--threshold", type=float, default=None,
+    parser.add_argument("--threshold", type=unit_interval_positive, default=None,
                         help="also count near-duplicates: cosine >= T in (0, 1]")
     parser.add_argument("--encoder", choices=ENCODERS, default="tfidf",
                         help=ENCODER_HELP + " (with --threshold)")
@@ -573,12 +562,7 @@ def _read_questions(args: argparse.Namespace) -> list[str]:
 
 
 def _check_duplicates_options(args: argparse.Namespace) -> None:
-    import math
-
     check_new(args.groups_out, "--groups-out")
-    if args.threshold is not None and not (math.isfinite(args.threshold)
-                                           and 0.0 < args.threshold <= 1.0):
-        raise CommandError(f"--threshold must lie in (0, 1] (cosine), got {args.threshold}")
     check_input(args.input)
     if args.benchmark is not None:
         check_split(args.benchmark, args.split)
