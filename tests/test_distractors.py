@@ -504,3 +504,37 @@ def test_cli_errors(tmp_path, capsys):
         assert main(argv) == 2
         err = capsys.readouterr().err
         assert message in err and len(err.strip().splitlines()) == 1
+
+
+def test_bank_that_is_the_gt_excludes_each_question_itself(tmp_path, capsys):
+    """``--bank`` naming the ``--gt`` files (the same file, or its folder with
+    the same --split) is allowed and gives the default bank's result: the
+    miner never counts a question's own (question, answer) pair, so with
+    --neighbours 1 the one neighbour is another question, never itself (whose
+    answer is the correct one). Unlike a retrieval baseline's --train, nothing
+    is scored, so nothing is refused (issue 12's decision)."""
+    from fastvqa.cli import main
+
+    pytest.importorskip("sklearn")
+    records = [{"question": q, "answer": a, "evidences": [{"0": [1.0, 2.0]}],
+                "duration": 30.0, "video_id": f"v{i}"}
+               for i, (q, a) in enumerate([("what does the red dog chase", "a ball"),
+                                           ("what does the brown dog chase", "a cat"),
+                                           ("where does the old man walk", "the park"),
+                                           ("where does the young man walk", "the beach")])]
+    folder = tmp_path / "wildqa"
+    folder.mkdir()
+    gt = folder / "test.json"
+    gt.write_text(json.dumps(records))
+    base = ["distractors", "--benchmark", "wildqa", "--gt", str(gt), "-k", "1",
+            "--neighbours", "1"]
+    outputs = []
+    for bank in ([], ["--bank", str(gt)], ["--bank", str(folder)],
+                 ["--bank", str(folder / ".." / "wildqa" / "test.json")]):
+        assert main([*base, *bank]) == 0
+        outputs.append(json.loads(capsys.readouterr().out))
+    # By hand: each question's nearest other question is its pair.
+    expected = {"a ball": ["a cat"], "a cat": ["a ball"], "the park": ["the beach"],
+                "the beach": ["the park"]}
+    for got in outputs:
+        assert {v["answer"]: v["distractors"] for v in got.values()} == expected

@@ -412,7 +412,8 @@ def add_distractor_arguments(p: argparse.ArgumentParser) -> None:
                    help="the benchmark's question file or folder (as for fastvqa eval)")
     p.add_argument("--bank", type=Path,
                    help="another file/folder of the same benchmark to mine from "
-                        "(default: the --gt records, each question excluding itself)")
+                        "(default: the --gt records; a question never counts itself, so a "
+                        "--bank holding the --gt questions is allowed)")
     p.add_argument("--split", default="test",
                    help="which split a folder's file is: nextgqa test|val, wildqa "
                         "test|dev|raw_test|raw_dev, deveqa <split>.json[l]")
