@@ -4,12 +4,15 @@
 Each benchmark module (``fastvqa/evaluation/<module>.py``) registers, at
 import, the benchmarks it evaluates and the trivial baselines it can write:
 
-- :func:`register_benchmark`: a name (``"nextgqa"``), its own command-line
-  options, and ``evaluate(args) -> MetricResult``; optionally
-  ``plot(result, args, path)``.
-- :func:`register_baseline`: a (benchmark, name) pair, its options, and
+- :func:`register_benchmark`: a name (``"nextgqa"``, one of
+  :data:`fastvqa._argtypes.BENCHMARK_NAMES`, which every command shares), a
+  ``task`` where the benchmark is evaluated in several ways (``"wildqa"``,
+  ``"qa"``: ``fastvqa eval wildqa qa``), its own command-line options, and
+  ``evaluate(args) -> MetricResult``; optionally ``plot(result, args, path)``.
+- :func:`register_baseline`: a (benchmark[, task], name), its options,
   ``run(args) -> predictions`` (a JSON-ready object in the benchmark's own
-  prediction format, which ``fastvqa eval`` reads back).
+  prediction format, which ``fastvqa eval`` reads back), and ``seeded=True``
+  when ``run`` draws random numbers (only then is there a ``--seed``).
 
 ``evaluate`` checks every option before it scores (a bad ``--plot-video`` fails
 before the table), refuses a score over nothing (no ground truth, or no
