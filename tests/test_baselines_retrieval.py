@@ -1,9 +1,10 @@
 # SPDX-License-Identifier: Apache-2.0
-"""`fastvqa baseline dvd q-retrieval` and `wildqa-qa closest` on the real files,
+"""`fastvqa baseline dvd q-retrieval` and `wildqa qa closest` on the real files,
 scored by `fastvqa eval`, against independent brute-force references."""
 
 from __future__ import annotations
 
+import argparse
 import copy
 import json
 from collections import Counter
@@ -153,7 +154,7 @@ def test_wildqa_closest_refuses_train_that_is_gt(shared_data, tmp_path, capsys, 
     monkeypatch.setenv("FASTVQA_CACHE", str(tmp_path / "cache"))
     wq = shared_data / "wildqa"
     out = tmp_path / "p.json"
-    base = ["baseline", "wildqa-qa", "closest"]
+    base = ["baseline", "wildqa", "qa", "closest"]
     rc, err = _run_self_retrieval(capsys, [*base, "--gt", str(wq / "dev.json"),
                                      "--train", str(wq / "dev.json")], out)
     assert _is_self_retrieval_refusal(rc, err, out), (rc, err)
@@ -176,7 +177,7 @@ def test_wildqa_closest_against_brute_force(shared_data, tmp_path, capsys, monke
     monkeypatch.setenv("FASTVQA_CACHE", str(tmp_path / "cache"))
     dev, test = shared_data / "wildqa" / "dev.json", shared_data / "wildqa" / "test.json"
     out = tmp_path / "closest.json"
-    assert main(["baseline", "wildqa-qa", "closest", "--gt", str(test), "--train", str(dev),
+    assert main(["baseline", "wildqa", "qa", "closest", "--gt", str(test), "--train", str(dev),
                  "--out", str(out)]) == 0
     pred = json.loads(out.read_text())
 
@@ -201,7 +202,7 @@ def test_wildqa_closest_against_brute_force(shared_data, tmp_path, capsys, monke
     from fastvqa.metrics import rouge
 
     direct = rouge(pred, [r.extra["answers"] for r in gold])
-    metrics = _eval_metrics(capsys, "wildqa-qa", "--gt", str(test), "--pred", str(out))
+    metrics = _eval_metrics(capsys, "wildqa", "qa", "--gt", str(test), "--pred", str(out))
     for name in ("ROUGE-1", "ROUGE-2", "ROUGE-L"):
         assert metrics[name] == pytest.approx(direct[name], abs=1e-12)
 
@@ -242,3 +243,39 @@ def test_question_retrieval_with_repeated_questions(k):
                 continue
             copies = [i for i, t in enumerate(train_q) if t == train_q[row[0]]]
             assert list(row[:min(k, len(copies))]) == copies[:k]
+
+
+# Every baseline with a --train, read from the modules: the ones that look a
+# test question up in --train (q-retrieval, closest) refuse --train equal to
+# --gt; the ones that only count --train's answers (priors) take it, as their
+# default is the --gt itself (an oracle prior, documented in docs/evaluation.md).
+SEARCHING = {("dvd", "q-retrieval"), ("wildqa qa", "closest")}
+COUNTING = {("dvd", "answer-prior"), ("dvd", "qtype-frequent"), ("dvd", "qtype-random"),
+            ("wildqa qa", "common"), ("wildqa qa", "random")}
+
+
+def test_the_baselines_with_a_train_split():
+    from fastvqa.evaluation import BASELINES, load_all
+
+    load_all()
+    with_train = set()
+    for key, baseline in BASELINES.items():
+        parser = argparse.ArgumentParser()
+        baseline.add_arguments(parser)
+        if any("--train" in a.option_strings for a in parser._actions):
+            with_train.add(key)
+    assert with_train == SEARCHING | COUNTING
+
+
+@pytest.mark.parametrize("name", ["answer-prior", "qtype-frequent"])
+def test_dvd_priors_take_train_equal_to_gt(dvd_split, tmp_path, capsys, name):
+    """A prior counts answers, it looks nothing up: --train equal to --gt is
+    allowed and is the default (no --train) exactly."""
+    _, test_path, _ = dvd_split
+    outs = []
+    for extra in ([], ["--train", str(test_path)]):
+        out = tmp_path / f"{name}-{len(extra)}.json"
+        assert main(["baseline", "dvd", name, "--gt", str(test_path), "--out", str(out),
+                     *extra]) == 0
+        outs.append(json.loads(out.read_text()))
+    assert outs[0] == outs[1]

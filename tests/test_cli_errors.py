@@ -83,14 +83,30 @@ def test_index_build_blank_model_is_one_line(texts, tmp_path, capsys):
     assert not (tmp_path / "ix").exists()
 
 
+def argparse_error(capsys, command, *needles):
+    """argparse's own error: its usage, then one error line."""
+    err = capsys.readouterr().err
+    errors = [line for line in err.splitlines() if "error:" in line]
+    assert len(errors) == 1 and errors[0] == err.strip().splitlines()[-1], err
+    assert errors[0].startswith(f"fastvqa {command}: error: "), err
+    assert "Traceback" not in err
+    for needle in needles:
+        assert needle in errors[0], err
+    return errors[0]
+
+
 def test_distractors_bad_option_is_one_line(wildqa_gt, capsys):
-    assert main(["distractors", "wildqa", "--gt", str(wildqa_gt), "--tau", "2"]) == 2
-    one_line_error(capsys, "distractors", "--tau must lie in [0, 1], got 2.0")
+    with pytest.raises(SystemExit) as exc:
+        main(["distractors", "--benchmark", "wildqa", "--gt", str(wildqa_gt), "--tau", "2"])
+    assert exc.value.code == 2
+    argparse_error(capsys, "distractors", "argument --tau: must lie in [0, 1], got 2.0")
 
 
 def test_duplicates_bad_threshold_is_one_line(texts, capsys):
-    assert main(["duplicates", str(texts), "--threshold", "0"]) == 2
-    one_line_error(capsys, "duplicates", "--threshold must lie in (0, 1]")
+    with pytest.raises(SystemExit) as exc:
+        main(["duplicates", str(texts), "--threshold", "0"])
+    assert exc.value.code == 2
+    argparse_error(capsys, "duplicates", "argument --threshold: must lie in (0, 1], got 0.0")
 
 
 def test_demo_bad_option_is_one_line(tmp_path, capsys):
@@ -148,7 +164,7 @@ def test_distractors_internal_value_error_propagates(wildqa_gt, tmp_path, monkey
 
     monkeypatch.setattr(retrieval_cli, "_load_records", _boom)
     with pytest.raises(ValueError, match="boom"):
-        main(["distractors", "wildqa", "--gt", str(wildqa_gt),
+        main(["distractors", "--benchmark", "wildqa", "--gt", str(wildqa_gt),
               "--out", str(tmp_path / "d.json")])
     assert not (tmp_path / "d.json").exists()
 

@@ -444,8 +444,8 @@ def test_cli_nextgqa_real_files(shared_data, tmp_path, capsys):
     from fastvqa.data import load_nextgqa
 
     out = tmp_path / "d.json"
-    assert main(["distractors", "nextgqa", "--gt", str(shared_data / "nextgqa"), "--split", "val",
-                 "-k", "3", "--tau", "0.8", "--options", "4", "--seed", "1",
+    assert main(["distractors", "--benchmark", "nextgqa", "--gt", str(shared_data / "nextgqa"),
+                 "--split", "val", "-k", "3", "--tau", "0.8", "--options", "4", "--seed", "1",
                  "--out", str(out)]) == 0
     err = capsys.readouterr().err
     assert "correct position:" in err
@@ -467,7 +467,7 @@ def test_cli_nextgqa_real_files(shared_data, tmp_path, capsys):
     assert len(positions) > 0.9 * len(records) and counts.max() - counts.min() <= 1
     # Never overwrite.
     before = out.read_text()
-    assert main(["distractors", "nextgqa", "--gt", str(shared_data / "nextgqa"),
+    assert main(["distractors", "--benchmark", "nextgqa", "--gt", str(shared_data / "nextgqa"),
                  "--out", str(out)]) == 2
     assert "refusing to overwrite" in capsys.readouterr().err
     assert out.read_text() == before
@@ -478,7 +478,7 @@ def test_cli_wildqa_with_bank(shared_data, capsys):
     from fastvqa.data import load_wildqa
 
     wq = shared_data / "wildqa"
-    assert main(["distractors", "wildqa", "--gt", str(wq / "test.json"), "--bank",
+    assert main(["distractors", "--benchmark", "wildqa", "--gt", str(wq / "test.json"), "--bank",
                  str(wq / "dev.json"), "-k", "2", "--question-key", "first3"]) == 0
     got = json.loads(capsys.readouterr().out)
     test = load_wildqa(wq / "test.json")
@@ -495,13 +495,46 @@ def test_cli_errors(tmp_path, capsys):
 
     empty = tmp_path / "empty.json"
     empty.write_text("[]")
-    cases = [(["distractors", "foo", "--gt", str(empty)], "unknown benchmark 'foo'"),
-             (["distractors", "wildqa", "--gt", str(tmp_path / "nope.json")], "no such file"),
-             (["distractors", "sokbench", "--gt", str(empty)], "no sokbench records"),
-             (["distractors", "sokbench", "--gt", str(empty), "-k", "2", "--options", "4"],
-              "--options must be"),
-             (["distractors", "sokbench", "--gt", str(empty), "-k", "0"], "-k must be >= 1")]
+    dis = ["distractors", "--benchmark"]
+    cases = [([*dis, "wildqa", "--gt", str(tmp_path / "nope.json")], "no such file"),
+             ([*dis, "sokbench", "--gt", str(empty)], "no sokbench records"),
+             ([*dis, "sokbench", "--gt", str(empty), "-k", "2", "--options", "4"],
+              "--options must be")]
     for argv, message in cases:
         assert main(argv) == 2
         err = capsys.readouterr().err
         assert message in err and len(err.strip().splitlines()) == 1
+
+
+def test_bank_that_is_the_gt_excludes_each_question_itself(tmp_path, capsys):
+    """``--bank`` naming the ``--gt`` files (the same file, or its folder with
+    the same --split) is allowed and gives the default bank's result: the
+    miner never counts a question's own (question, answer) pair, so with
+    --neighbours 1 the one neighbour is another question, never itself (whose
+    answer is the correct one). Unlike a retrieval baseline's --train, nothing
+    is scored, so nothing is refused (issue 12's decision)."""
+    from fastvqa.cli import main
+
+    pytest.importorskip("sklearn")
+    records = [{"question": q, "answer": a, "evidences": [{"0": [1.0, 2.0]}],
+                "duration": 30.0, "video_id": f"v{i}"}
+               for i, (q, a) in enumerate([("what does the red dog chase", "a ball"),
+                                           ("what does the brown dog chase", "a cat"),
+                                           ("where does the old man walk", "the park"),
+                                           ("where does the young man walk", "the beach")])]
+    folder = tmp_path / "wildqa"
+    folder.mkdir()
+    gt = folder / "test.json"
+    gt.write_text(json.dumps(records))
+    base = ["distractors", "--benchmark", "wildqa", "--gt", str(gt), "-k", "1",
+            "--neighbours", "1"]
+    outputs = []
+    for bank in ([], ["--bank", str(gt)], ["--bank", str(folder)],
+                 ["--bank", str(folder / ".." / "wildqa" / "test.json")]):
+        assert main([*base, *bank]) == 0
+        outputs.append(json.loads(capsys.readouterr().out))
+    # By hand: each question's nearest other question is its pair.
+    expected = {"a ball": ["a cat"], "a cat": ["a ball"], "the park": ["the beach"],
+                "the beach": ["the park"]}
+    for got in outputs:
+        assert {v["answer"]: v["distractors"] for v in got.values()} == expected

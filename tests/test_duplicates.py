@@ -251,13 +251,15 @@ def test_cli_duplicates(tmp_path, capsys):
     assert main(["duplicates", str(path), "--groups-out", str(out)]) == 2
     assert "refusing to overwrite" in capsys.readouterr().err
     assert out.read_text() == before
-    assert main(["duplicates", str(path), "--threshold", "1.5"]) == 2
-    assert "threshold" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exc:
+        main(["duplicates", str(path), "--threshold", "1.5"])
+    assert exc.value.code == 2
+    assert "argument --threshold: must lie in (0, 1], got 1.5" in capsys.readouterr().err
     records = tmp_path / "records.json"
     records.write_text(json.dumps([{"question": "q"}]))
     assert main(["duplicates", str(records)]) == 2
     err = capsys.readouterr().err
-    assert "expected a JSON list of strings" in err and "--format" in err
+    assert "expected a JSON list of strings" in err and "--benchmark" in err
 
 
 def test_cli_duplicates_reads_a_benchmark(shared_data, capsys):
@@ -266,7 +268,7 @@ def test_cli_duplicates_reads_a_benchmark(shared_data, capsys):
 
     dev = shared_data / "wildqa" / "dev.json"
     qs = [r.question for r in load_wildqa(dev)]
-    assert main(["duplicates", str(dev), "--format", "wildqa"]) == 0
+    assert main(["duplicates", str(dev), "--benchmark", "wildqa"]) == 0
     lines = dict(line.split() for line in capsys.readouterr().out.splitlines())
     assert lines == {"total": str(len(qs)), "unique_exact": str(len(set(qs))),
                      "unique_normalized": str(len({reference_normalize(q) for q in qs}))}

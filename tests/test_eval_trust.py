@@ -185,18 +185,18 @@ def test_partial_coverage_keeps_the_official_score_and_says_so(files, capsys):
 
 
 @pytest.mark.parametrize("bench, gt", [
-    ("nextgqa", {}), ("deveqa", []), ("wildqa-qa", []), ("sokbench", {}), ("dvd", []),
+    ("nextgqa", {}), ("deveqa", []), ("wildqa qa", []), ("sokbench", {}), ("dvd", []),
 ])
 def test_empty_ground_truth_is_an_error(tmp_path, capsys, bench, gt):
     gt_path = tmp_path / "gt.json"
     gt_path.write_text(json.dumps(gt))
-    pred = write(tmp_path / "p.json", [] if bench == "wildqa-qa" else {"x": [0, 1]})
-    line = error(capsys, "eval", bench, "--gt", str(gt_path), "--pred", pred)
+    pred = write(tmp_path / "p.json", [] if bench == "wildqa qa" else {"x": [0, 1]})
+    line = error(capsys, "eval", *bench.split(), "--gt", str(gt_path), "--pred", pred)
     assert "holds no" in line and "nothing to score" in line
-    baseline = {"nextgqa": "full-video", "deveqa": "full-video", "wildqa-qa": "common",
+    baseline = {"nextgqa": "full-video", "deveqa": "full-video", "wildqa qa": "common",
                 "sokbench": "random-answer", "dvd": "answer-prior"}[bench]
     out = tmp_path / "out.json"
-    line = error(capsys, "baseline", bench, baseline, "--gt", str(gt_path), "--out", str(out))
+    line = error(capsys, "baseline", *bench.split(), baseline, "--gt", str(gt_path), "--out", str(out))
     assert "nothing to score" in line and not out.exists()
 
 
@@ -427,7 +427,7 @@ def test_sokbench_folder_works_for_eval_and_baseline(files, capsys):
 
 def test_wildqa_train_folder(files, capsys):
     out = files["tmp"] / "common.json"
-    assert main(["baseline", "wildqa-qa", "common", "--gt", str(files["wildqa"]),
+    assert main(["baseline", "wildqa", "qa", "common", "--gt", str(files["wildqa"]),
                  "--train", str(files["wildqa"]), "--out", str(out)]) == 0
     assert json.loads(out.read_text()) == ["Yes", "Yes"]
 
@@ -463,8 +463,8 @@ BASELINES = [
     ("nextgqa", "random-span", []), ("nextgqa", "random-answer", []),
     ("deveqa", "full-video", []), ("deveqa", "centre-half", []),
     ("deveqa", "random-span", []), ("deveqa", "random-answer", []),
-    ("wildqa-qa", "common", []), ("wildqa-qa", "random", []),
-    ("wildqa-evidence", "random", []),
+    ("wildqa qa", "common", []), ("wildqa qa", "random", []),
+    ("wildqa evidence", "random", []),
     ("sokbench", "random-answer", []),
     ("qvhighlights", "full-video", []), ("qvhighlights", "centre-half", []),
     ("qvhighlights", "random", []),
@@ -476,10 +476,10 @@ def _gt_for(files, bench):
 
 
 def _round_trip(files, capsys, bench, name, extra, gt):
-    out = files["tmp"] / f"{bench}-{name}.json"
+    out = files["tmp"] / f"{bench.replace(' ', '-')}-{name}.json"
     capsys.readouterr()
-    assert main(["baseline", bench, name, "--gt", gt, "--out", str(out), *extra]) == 0
-    argv = ["eval", bench, "--gt", gt]
+    assert main(["baseline", *bench.split(), name, "--gt", gt, "--out", str(out), *extra]) == 0
+    argv = ["eval", *bench.split(), "--gt", gt]
     if name == "random-answer" and bench in ("nextgqa", "deveqa"):
         # a QA file: grounded with the full video, answers from the baseline
         spans = files["tmp"] / f"{bench}-spans.json"
@@ -495,13 +495,13 @@ def _round_trip(files, capsys, bench, name, extra, gt):
 @pytest.mark.parametrize("bench, name, extra", BASELINES)
 def test_every_baseline_output_is_read_back_by_eval(files, capsys, bench, name, extra):
     got = _round_trip(files, capsys, bench, name, extra, _gt_for(files, bench))
-    n = {"nextgqa": 3, "deveqa": 2, "wildqa-qa": 2, "wildqa-evidence": 2, "sokbench": 2,
+    n = {"nextgqa": 3, "deveqa": 2, "wildqa qa": 2, "wildqa evidence": 2, "sokbench": 2,
          "qvhighlights": 2}[bench]
     assert got["info"]["evaluated"] == n
     if (bench, name) == ("nextgqa", "full-video"):
         # [0, 20] vs [0, 10]: IoU .5; vs [10, 20]: .5; [0, 40] vs [0, 40]: 1
         assert got["metrics"]["mIoU"] == pytest.approx(100 * 2 / 3)
-    if (bench, name) == ("wildqa-qa", "common"):  # "Yes" vs "Yes" and vs "A tractor."
+    if (bench, name) == ("wildqa qa", "common"):  # "Yes" vs "Yes" and vs "A tractor."
         assert got["metrics"]["ROUGE-1"] == pytest.approx(50.0)
 
 
@@ -509,7 +509,7 @@ def test_wildqa_closest_baseline_round_trip(files, capsys):
     pytest.importorskip("sentence_transformers")
     pytest.importorskip("faiss")
     try:
-        got = _round_trip(files, capsys, "wildqa-qa", "closest", [], str(files["wildqa"]))
+        got = _round_trip(files, capsys, "wildqa qa", "closest", [], str(files["wildqa"]))
     except OSError as err:  # the packaged model is not installed here
         pytest.skip(f"sentence encoder unavailable: {err}")
     assert got["info"]["evaluated"] == 2
@@ -563,7 +563,7 @@ def test_baseline_option_errors_are_one_line(files, capsys):
         main(["baseline", "sokbench", "random-answer", "--gt", str(files["sokbench"]),
               "--out", str(files["tmp"] / "o.json"), "--seed", "-1"])
     assert exc.value.code == 2 and "--seed: expected an integer >= 0" in capsys.readouterr().err
-    line = error(capsys, "baseline", "wildqa-qa", "closest", "--gt", str(files["wildqa"]),
+    line = error(capsys, "baseline", "wildqa", "qa", "closest", "--gt", str(files["wildqa"]),
                  "--out", str(files["tmp"] / "o.json"), "--model", str(files["tmp"] / "nope"))
     assert "no such model folder" in line and not (files["tmp"] / "o.json").exists()
 
@@ -573,7 +573,7 @@ def test_wildqa_closest_model_not_on_disk_is_refused_first(files, capsys):
     need the network: one line naming --model, before the files are read."""
     pytest.importorskip("sentence_transformers")
     capsys.readouterr()
-    assert main(["baseline", "wildqa-qa", "closest", "--gt", str(files["tmp"] / "absent"),
+    assert main(["baseline", "wildqa", "qa", "closest", "--gt", str(files["tmp"] / "absent"),
                  "--model", "no-such-org-xyz/no-such-model", "--out",
                  str(files["tmp"] / "closest.json")]) == 2
     err = capsys.readouterr().err

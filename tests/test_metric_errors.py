@@ -361,7 +361,7 @@ def test_eval_wildqa_evidence_repeated_threshold_is_one_line(tmp_path, capsys):
     _write(gt / "test.json", [{**record, "question": f"q{i}", "video_id": f"vid{i}"}
                               for i in range(2)])
     pred = _write(tmp_path / "wp.json", [[[0, 10]], [[5, 20]]])
-    line = _one_line_error(capsys, ["eval", "wildqa-evidence", "--gt", str(gt), "--pred", pred,
+    line = _one_line_error(capsys, ["eval", "wildqa", "evidence", "--gt", str(gt), "--pred", pred,
                                     "--thresholds", "0.3,0.3"])
     assert "0.3" in line
 

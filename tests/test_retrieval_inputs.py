@@ -321,20 +321,21 @@ def test_distractors_and_duplicates_read_benchmark_folders(tmp_path, capsys):
     (wq / "test.json").write_text(json.dumps(wildqa_records(6)))
     (wq / "dev.json").write_text(json.dumps(wildqa_records(4, 100)))
     out = tmp_path / "d.json"
-    assert main(["distractors", "wildqa", "--gt", str(wq), "-k", "1", "--out", str(out)]) == 0
+    assert main(["distractors", "--benchmark", "wildqa", "--gt", str(wq), "-k", "1",
+                 "--out", str(out)]) == 0
     got = json.loads(out.read_text())
     assert len(got) == 6
     capsys.readouterr()
-    assert main(["distractors", "wildqa", "--gt", str(wq), "--split", "dev", "--bank", str(wq),
-                 "-k", "1"]) == 0
+    assert main(["distractors", "--benchmark", "wildqa", "--gt", str(wq), "--split", "dev",
+                 "--bank", str(wq), "-k", "1"]) == 0
     assert len(json.loads(capsys.readouterr().out)) == 4
-    assert main(["duplicates", str(wq), "--format", "wildqa", "--split", "dev", "--json"]) == 0
+    assert main(["duplicates", str(wq), "--benchmark", "wildqa", "--split", "dev", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["total"] == 4
     # A split the folder does not hold: one line naming what it holds.
     (wq / "test.json").unlink()
-    assert main(["duplicates", str(wq), "--format", "wildqa"]) == 2
+    assert main(["duplicates", str(wq), "--benchmark", "wildqa"]) == 2
     one_line_error(capsys, "must hold <split>.json", "found dev.json", "--split")
-    assert main(["duplicates", str(wq), "--format", "wildqa", "--split", "val"]) == 2
+    assert main(["duplicates", str(wq), "--benchmark", "wildqa", "--split", "val"]) == 2
     one_line_error(capsys, "--split for wildqa must be one of test, dev")
     # SOK-Bench: a folder of question files.
     sok = tmp_path / "sok"
@@ -344,7 +345,7 @@ def test_distractors_and_duplicates_read_benchmark_folders(tmp_path, capsys):
             "video": f"vid{i}", "question": f"what does person {i} hold",
             "answer": {"direct": "a cup", "choices": ["a cup", "a pen", "a hat", "a box"],
                        "right_choice": 0}}))
-    assert main(["duplicates", str(sok), "--format", "sokbench", "--json"]) == 0
+    assert main(["duplicates", str(sok), "--benchmark", "sokbench", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["total"] == 2
 
 
@@ -361,22 +362,26 @@ def test_options_are_checked_before_any_work(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(fastvqa.data, "load_wildqa", never)
     blocker = tmp_path / "file"
     blocker.write_text("x")
+    for extra, needle in [(["--tau", "1.5"], "argument --tau: must lie in [0, 1]"),
+                          (["--tau", "nan"], "argument --tau: must lie in [0, 1]"),
+                          (["--diversity", "-0.1"], "argument --diversity: must lie in [0, 1]"),
+                          (["--neighbours", "0"], "argument --neighbours: expected an integer "
+                                                  ">= 1")]:
+        with pytest.raises(SystemExit) as exc:  # argparse's converters, before any file
+            main(["distractors", "--benchmark", "wildqa", "--gt", str(gt), *extra])
+        assert exc.value.code == 2 and needle in capsys.readouterr().err
     cases = [
-        (["--tau", "1.5"], "--tau must lie in [0, 1]"),
-        (["--tau", "nan"], "--tau must lie in [0, 1]"),
-        (["--diversity", "-0.1"], "--diversity must lie in [0, 1]"),
-        (["--neighbours", "0"], "--neighbours must be >= 1"),
         (["--out", str(blocker / "d.json")], f"{blocker} is not a folder"),
         (["--out", str(gt)], "refusing to overwrite"),
         (["--bank", str(tmp_path / "nope.json")], "no such file or folder"),
         (["--split", "../x"], "--split for wildqa must be one of"),
     ]
     for extra, needle in cases:
-        assert main(["distractors", "wildqa", "--gt", str(gt), *extra]) == 2, extra
+        assert main(["distractors", "--benchmark", "wildqa", "--gt", str(gt), *extra]) == 2, extra
         one_line_error(capsys, needle)
-    assert main(["duplicates", str(tmp_path), "--format", "texts"]) == 2
-    one_line_error(capsys, "is a folder", "--format")
-    assert main(["duplicates", str(gt), "--format", "wildqa", "--groups-out",
+    assert main(["duplicates", str(tmp_path)]) == 2
+    one_line_error(capsys, "is a folder", "--benchmark")
+    assert main(["duplicates", str(gt), "--benchmark", "wildqa", "--groups-out",
                  str(blocker / "g.json")]) == 2
     one_line_error(capsys, "is not a folder")
     assert main(["index", "build", "--texts", str(tmp_path), "--out", str(tmp_path / "i")]) == 2
@@ -460,9 +465,11 @@ def test_progress_bar_on_a_terminal_only():
 def test_distractor_mining_shows_progress_on_a_terminal(tmp_path):
     gt = tmp_path / "test.json"
     gt.write_text(json.dumps(wildqa_records(30)))
-    rc, err = run_cli(["distractors", "wildqa", "--gt", str(gt), "-k", "1"], True, tmp_path)
+    rc, err = run_cli(["distractors", "--benchmark", "wildqa", "--gt", str(gt), "-k", "1"], True,
+                      tmp_path)
     assert rc == 0 and "mining distractors" in err and "30/30" in err
-    rc, err = run_cli(["distractors", "wildqa", "--gt", str(gt), "-k", "1"], False, tmp_path)
+    rc, err = run_cli(["distractors", "--benchmark", "wildqa", "--gt", str(gt), "-k", "1"], False,
+                      tmp_path)
     assert rc == 0 and "mining distractors" not in err
     assert_quiet(err)
 
@@ -534,8 +541,10 @@ def test_huge_k_is_not_an_allocation(tmp_path, capsys):
     assert len(json.loads(capsys.readouterr().out)[0]["hits"]) == len(TEXTS)
     gt = tmp_path / "test.json"
     gt.write_text(json.dumps(wildqa_records(5)))
-    assert main(["distractors", "wildqa", "--gt", str(gt), "-k", str(10**12)]) == 0
+    assert main(["distractors", "--benchmark", "wildqa", "--gt", str(gt), "-k", str(10**12)]) == 0
     got = json.loads(capsys.readouterr().out)
     assert all(len(v["distractors"]) <= 10 for v in got.values())  # --neighbours 10
-    assert main(["distractors", "wildqa", "--gt", str(gt), "--seed", "-1"]) == 2
-    one_line_error(capsys, "--seed must be >= 0")
+    with pytest.raises(SystemExit) as exc:
+        main(["distractors", "--benchmark", "wildqa", "--gt", str(gt), "--seed", "-1"])
+    assert exc.value.code == 2
+    assert "argument --seed: expected an integer >= 0, got -1" in capsys.readouterr().err

@@ -6,7 +6,25 @@ from __future__ import annotations
 
 import argparse
 import math
-from typing import Callable
+from typing import Callable, Iterable
+
+#: Every benchmark's one command-line name: ``fastvqa eval``, ``baseline``,
+#: ``distractors --benchmark`` and ``duplicates --benchmark`` all take these
+#: (each command the ones it supports, :func:`benchmark_choices`). A benchmark
+#: with several tasks (WildQA: evidence and QA) keeps its one name; the task
+#: is a further word (``fastvqa eval wildqa qa``).
+BENCHMARK_NAMES = ("deveqa", "dvd", "nextgqa", "qvhighlights", "sokbench", "wildqa")
+
+
+def benchmark_choices(names: Iterable[str]) -> tuple[str, ...]:
+    """``names`` in :data:`BENCHMARK_NAMES` order, for a command's
+    ``choices=``; ValueError (a fastvqa bug) on a name not in it."""
+    names = set(names)
+    unknown = sorted(names - set(BENCHMARK_NAMES))
+    if unknown:
+        raise ValueError(f"unknown benchmark name(s) {unknown}: add them to "
+                         "fastvqa._argtypes.BENCHMARK_NAMES")
+    return tuple(n for n in BENCHMARK_NAMES if n in names)
 
 
 def int_at_least(minimum: int) -> Callable[[str], int]:
@@ -24,6 +42,19 @@ def int_at_least(minimum: int) -> Callable[[str], int]:
     return convert
 
 
+def int_in_range(low: int, high: int) -> Callable[[str], int]:
+    """An integer in ``[low, high]``."""
+    at_least = int_at_least(low)
+
+    def convert(text: str) -> int:
+        value = at_least(text)
+        if value > high:
+            raise argparse.ArgumentTypeError(f"expected an integer in [{low}, {high}], got {value}")
+        return value
+
+    return convert
+
+
 def _number(text: str) -> float:
     try:
         return float(text)
@@ -36,6 +67,14 @@ def positive_float(text: str) -> float:
     value = _number(text)
     if not (value > 0 and math.isfinite(value)):
         raise argparse.ArgumentTypeError(f"expected a finite number > 0, got {text}")
+    return value
+
+
+def unit_interval_positive(text: str) -> float:
+    """A number in (0, 1] (a cosine or IoU threshold that must keep something)."""
+    value = _number(text)
+    if not 0.0 < value <= 1.0:  # also rejects NaN
+        raise argparse.ArgumentTypeError(f"must lie in (0, 1], got {value}")
     return value
 
 

@@ -15,7 +15,7 @@ from typing import Optional, Sequence
 
 # Defined beside the registry so benchmark modules raise the very class caught
 # here, also when this file runs as __main__.
-from fastvqa._argtypes import int_at_least
+from fastvqa._argtypes import int_at_least, int_in_range
 from fastvqa.evaluation import CommandError
 
 # Optional backends, by the import name fastvqa would use and the extra that installs it.
@@ -26,6 +26,28 @@ _BACKENDS = (
     ("PyAV", "av", "fastvqa[video]"),
     ("sentence-transformers", "sentence_transformers", "fastvqa[text]"),
 )
+
+
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """The one help layout of every ``fastvqa`` command: each option's help
+    ends with its default, ``(default: X)``, written by argparse from the
+    option itself (never by hand). Left out where there is nothing to show: a
+    default of None (the help says what its absence means) and an on/off flag
+    (off by default)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        if action.default is None or action.nargs == 0:
+            return action.help or ""
+        return super()._get_help_string(action)
+
+
+class _Parser(argparse.ArgumentParser):
+    """An ArgumentParser with :class:`HelpFormatter`; ``add_subparsers`` makes
+    every subcommand's parser one too."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("formatter_class", HelpFormatter)
+        super().__init__(*args, **kwargs)
 
 
 def _importable(module: str) -> bool:
@@ -140,11 +162,16 @@ def _print_warnings(result, command: str) -> None:
         print(f"fastvqa {command}: warning: {text}", file=sys.stderr)
 
 
+def _key(args: argparse.Namespace) -> str:
+    """The registry key of ``eval``/``baseline``'s benchmark (and task)."""
+    return args.benchmark if args.task is None else f"{args.benchmark} {args.task}"
+
+
 def _cmd_eval(args: argparse.Namespace) -> int:
     from fastvqa._outputs import OutputFiles
     from fastvqa.evaluation import BENCHMARKS
 
-    bench = BENCHMARKS[args.benchmark]
+    bench = BENCHMARKS[_key(args)]
     # Every check before any work: the outputs (nothing the user has is
     # overwritten, no two outputs share a file), then the options.
     outputs = OutputFiles()
@@ -179,64 +206,88 @@ def _cmd_baseline(args: argparse.Namespace) -> int:
 
     outputs = OutputFiles()
     out = outputs.add(args.out, "--out")
-    predictions = BASELINES[(args.benchmark, args.baseline)].run(args)
+    predictions = BASELINES[(_key(args), args.baseline)].run(args)
     with outputs:
         with outputs.temp(out).open("x") as f:
             json.dump(predictions, f)
         outputs.commit()
-    print(f"wrote {args.benchmark} baseline '{args.baseline}' predictions to {out}", file=sys.stderr)
+    print(f"wrote {_key(args)} baseline '{args.baseline}' predictions to {out}", file=sys.stderr)
     return 0
 
 
-def _decimals(text: str) -> int:
-    """``--decimals``: an integer in [0, 20] (more digits than a float64 holds
-    are noise)."""
-    value = int_at_least(0)(text)
-    if value > 20:
-        raise argparse.ArgumentTypeError(f"expected an integer in [0, 20], got {value}")
-    return value
-
-
 def _add_eval_commands(sub) -> None:
+    from fastvqa._argtypes import benchmark_choices
     from fastvqa.evaluation import BASELINES, BENCHMARKS, load_all
 
     load_all()
     ev = sub.add_parser("eval", help="evaluate predictions with a benchmark's official rules")
     ev_sub = ev.add_subparsers(dest="benchmark", metavar="BENCHMARK", required=True)
-    for name, bench in sorted(BENCHMARKS.items()):
-        p = ev_sub.add_parser(name, help=bench.help, description=bench.help)
-        p.add_argument("--pred", required=True, help="prediction file")
-        p.add_argument("--gt", required=True, help=bench.gt_help)
-        if bench.modes:
-            p.add_argument("--mode", choices=bench.modes, default=bench.default_mode,
-                           help=f"evaluation rules (default: {bench.default_mode})")
-        p.add_argument("--json", action="store_true", help="print JSON instead of a table")
-        p.add_argument("--decimals", type=_decimals, default=1,
-                       help="decimals in the table, 0 to 20 (default 1)")
-        p.add_argument("--per-question", metavar="FILE",
-                       help="write per-question results (.jsonl or .csv)")
-        p.add_argument("--plot", metavar="FILE.png", help="draw a plot of the results")
-        bench.add_arguments(p)
-        p.set_defaults(func=_cmd_eval)
+    by_name: dict[str, list] = {}
+    for bench in BENCHMARKS.values():
+        by_name.setdefault(bench.name, []).append(bench)
+    for name in benchmark_choices(by_name):
+        entries = by_name[name]
+        if entries[0].task is None:
+            _add_eval_parser(ev_sub, name, entries[0])
+            continue
+        tasks_text = ", ".join(sorted(b.task for b in entries))
+        tp = ev_sub.add_parser(name, help=f"{name}, by task: {tasks_text}",
+                               description=f"Evaluate one task of {name}: {tasks_text}.")
+        tasks = tp.add_subparsers(dest="task", metavar="TASK", required=True)
+        for bench in sorted(entries, key=lambda b: b.task):
+            _add_eval_parser(tasks, bench.task, bench)
 
     bl = sub.add_parser("baseline", help="write a trivial baseline's predictions")
     bl_sub = bl.add_subparsers(dest="benchmark", metavar="BENCHMARK", required=True)
-    by_bench: dict[str, list] = {}
-    for (bench_name, _), baseline in sorted(BASELINES.items()):
-        by_bench.setdefault(bench_name, []).append(baseline)
-    for bench_name, baselines in by_bench.items():
-        bp = bl_sub.add_parser(bench_name, help=f"baselines for {bench_name}")
-        names = bp.add_subparsers(dest="baseline", metavar="NAME", required=True)
-        for baseline in baselines:
-            p = names.add_parser(baseline.name, help=baseline.help, description=baseline.help)
-            bench = BENCHMARKS.get(baseline.benchmark)
-            p.add_argument("--gt", required=True,
-                           help=baseline.gt_help or (bench.gt_help if bench else "ground truth"))
-            p.add_argument("--out", required=True, help="where to write the predictions (JSON)")
+    tree: dict[str, dict[Optional[str], list]] = {}
+    for (_, _), baseline in sorted(BASELINES.items()):
+        tree.setdefault(baseline.benchmark, {}).setdefault(baseline.task, []).append(baseline)
+    for name in benchmark_choices(tree):
+        by_task = tree[name]
+        bp = bl_sub.add_parser(name, help=f"baselines for {name}")
+        if None in by_task:
+            names = bp.add_subparsers(dest="baseline", metavar="NAME", required=True)
+            _add_baseline_parsers(names, by_task[None], BENCHMARKS)
+            continue
+        tasks = bp.add_subparsers(dest="task", metavar="TASK", required=True)
+        for task in sorted(by_task):
+            tp = tasks.add_parser(task, help=f"baselines for {name} {task}")
+            names = tp.add_subparsers(dest="baseline", metavar="NAME", required=True)
+            _add_baseline_parsers(names, by_task[task], BENCHMARKS)
+
+
+def _add_eval_parser(sub, word: str, bench) -> None:
+    """``fastvqa eval <word>``'s parser, for the registered ``bench``."""
+    p = sub.add_parser(word, help=bench.help, description=bench.help)
+    p.add_argument("--pred", required=True, help="prediction file")
+    p.add_argument("--gt", required=True, help=bench.gt_help)
+    if bench.modes:
+        p.add_argument("--mode", choices=bench.modes, default=bench.default_mode,
+                       help="evaluation rules")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    # More digits than a float64 holds are noise.
+    p.add_argument("--decimals", type=int_in_range(0, 20), default=1,
+                   help="decimals in the table, 0 to 20")
+    p.add_argument("--per-question", metavar="FILE",
+                   help="write per-question results (.jsonl or .csv)")
+    p.add_argument("--plot", metavar="FILE.png", help="draw a plot of the results")
+    bench.add_arguments(p)
+    p.set_defaults(func=_cmd_eval, task=bench.task)
+
+
+def _add_baseline_parsers(sub, baselines: list, benchmarks: dict) -> None:
+    """One ``fastvqa baseline ... <name>`` parser per baseline."""
+    for baseline in baselines:
+        p = sub.add_parser(baseline.name, help=baseline.help, description=baseline.help)
+        bench = benchmarks.get(baseline.key)
+        p.add_argument("--gt", required=True,
+                       help=baseline.gt_help or (bench.gt_help if bench else "ground truth"))
+        p.add_argument("--out", required=True, help="where to write the predictions (JSON)")
+        if baseline.seeded:
             p.add_argument("--seed", type=int_at_least(0), default=0,
-                           help="random seed, an integer >= 0 (default 0)")
-            baseline.add_arguments(p)
-            p.set_defaults(func=_cmd_baseline)
+                           help="random seed, an integer >= 0")
+        baseline.add_arguments(p)
+        p.set_defaults(func=_cmd_baseline, task=baseline.task)
 
 
 def _cmd_decode(args: argparse.Namespace) -> int:
@@ -252,7 +303,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="fastvqa", description="fast, exact tools for grounded video question answering"
     )
     from fastvqa import __version__
@@ -292,8 +343,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     demo = sub.add_parser("demo", help="generate a synthetic grounded video-QA benchmark, "
                                        "run the pipeline on it and report the scores",
-                          description=_DEMO_DESCRIPTION,
-                          formatter_class=argparse.RawDescriptionHelpFormatter)
+                          description=_DEMO_DESCRIPTION)
     _add_demo_arguments(demo)
     demo.set_defaults(func=_cmd_demo)
     from fastvqa.retrieval.cli import add_duplicates_arguments

@@ -37,22 +37,22 @@ SEED = (0, 2**63 - 1)
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--videos", type=int_at_least(1), default=12,
-                   help=f"number of synthetic videos, {VIDEOS[0]} to {VIDEOS[1]} (default 12)")
+                   help=f"number of synthetic videos, {VIDEOS[0]} to {VIDEOS[1]}")
     p.add_argument("--duration", type=positive_float, default=20.0,
                    help=f"seconds per video, {DURATION[0]:g} to {DURATION[1]:g} and a multiple "
-                        "of 0.5 (default 20)")
+                        "of 0.5")
     p.add_argument("--fps", type=positive_float, default=5.0,
                    help=f"decoding rate in frames per second, {FPS[0]:g} to {FPS[1]:g} (the "
-                        "videos are 10 fps; default 5)")
+                        "videos are 10 fps)")
     p.add_argument("--backend", choices=("auto", "pyav", "dali"), default="auto",
                    help="decoder: pyav (CPU), dali (NVDEC on a GPU) or auto (DALI when it "
-                        "and a GPU are usable, else PyAV; default)")
+                        "and a GPU are usable, else PyAV)")
     p.add_argument("--out", metavar="DIR",
                    help="output folder, kept (must not exist or be empty); default: a new "
                         "temporary folder, also kept, whose path is printed")
     p.add_argument("--seed", type=int_at_least(0), default=0,
                    help=f"seed of the benchmark (scenes, questions, options), 0 to 2**63 - 1; "
-                        "the same seed gives the same annotations (default 0)")
+                        "the same seed gives the same annotations")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
 
 

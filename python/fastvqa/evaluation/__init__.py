@@ -4,12 +4,15 @@
 Each benchmark module (``fastvqa/evaluation/<module>.py``) registers, at
 import, the benchmarks it evaluates and the trivial baselines it can write:
 
-- :func:`register_benchmark`: a name (``"nextgqa"``), its own command-line
-  options, and ``evaluate(args) -> MetricResult``; optionally
-  ``plot(result, args, path)``.
-- :func:`register_baseline`: a (benchmark, name) pair, its options, and
+- :func:`register_benchmark`: a name (``"nextgqa"``, one of
+  :data:`fastvqa._argtypes.BENCHMARK_NAMES`, which every command shares), a
+  ``task`` where the benchmark is evaluated in several ways (``"wildqa"``,
+  ``"qa"``: ``fastvqa eval wildqa qa``), its own command-line options, and
+  ``evaluate(args) -> MetricResult``; optionally ``plot(result, args, path)``.
+- :func:`register_baseline`: a (benchmark[, task], name), its options,
   ``run(args) -> predictions`` (a JSON-ready object in the benchmark's own
-  prediction format, which ``fastvqa eval`` reads back).
+  prediction format, which ``fastvqa eval`` reads back), and ``seeded=True``
+  when ``run`` draws random numbers (only then is there a ``--seed``).
 
 ``evaluate`` checks every option before it scores (a bad ``--plot-video`` fails
 before the table), refuses a score over nothing (no ground truth, or no
@@ -19,8 +22,9 @@ the official script leaves them out) into ``result.info["warnings"]``, which
 the command line prints on stderr.
 
 The common options (``--pred``, ``--gt``, ``--mode``, ``--json``,
-``--per-question``, ``--plot`` for eval; ``--gt``, ``--out``, ``--seed`` for
-baselines) are added by the command line, not by the modules.
+``--per-question``, ``--plot`` for eval; ``--gt``, ``--out`` for baselines,
+and ``--seed`` for those registered ``seeded=True``) are added by the command
+line, not by the modules.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional
 
+from fastvqa._argtypes import benchmark_choices
 from fastvqa._lazy import lazy_exports
 from fastvqa.errors import InputError
 from fastvqa.metrics.result import MetricResult
@@ -58,6 +63,7 @@ class CommandError(InputError):
 
 @dataclass
 class Benchmark:
+    #: One of :data:`fastvqa._argtypes.BENCHMARK_NAMES`.
     name: str
     help: str
     add_arguments: Callable[[argparse.ArgumentParser], None]
@@ -67,6 +73,14 @@ class Benchmark:
     default_mode: Optional[str] = None
     #: ``--gt`` help: what the loader accepts (a file, or also a folder).
     gt_help: str = "ground-truth file"
+    #: The task, for a benchmark evaluated in several ways (``fastvqa eval
+    #: wildqa qa``); None for one.
+    task: Optional[str] = None
+
+    @property
+    def key(self) -> str:
+        """The words after ``fastvqa eval``: ``"nextgqa"``, ``"wildqa qa"``."""
+        return self.name if self.task is None else f"{self.name} {self.task}"
 
 
 @dataclass
@@ -78,6 +92,16 @@ class Baseline:
     run: Callable[[argparse.Namespace], Any]
     #: ``--gt`` help; default: the benchmark's.
     gt_help: Optional[str] = None
+    #: The benchmark's task (:attr:`Benchmark.task`), where it has several.
+    task: Optional[str] = None
+    #: Whether ``run`` draws random numbers: only then does the command line
+    #: give it ``--seed`` (``args.seed``).
+    seeded: bool = False
+
+    @property
+    def key(self) -> str:
+        """The benchmark's :attr:`Benchmark.key` (``"wildqa qa"``)."""
+        return self.benchmark if self.task is None else f"{self.benchmark} {self.task}"
 
 
 BENCHMARKS: dict[str, Benchmark] = {}
@@ -85,14 +109,16 @@ BASELINES: dict[tuple[str, str], Baseline] = {}
 
 
 def register_benchmark(benchmark: Benchmark) -> Benchmark:
-    if benchmark.name in BENCHMARKS:
-        raise ValueError(f"benchmark {benchmark.name!r} registered twice")
-    BENCHMARKS[benchmark.name] = benchmark
+    benchmark_choices((benchmark.name,))  # one of the names every command shares
+    if benchmark.key in BENCHMARKS:
+        raise ValueError(f"benchmark {benchmark.key!r} registered twice")
+    BENCHMARKS[benchmark.key] = benchmark
     return benchmark
 
 
 def register_baseline(baseline: Baseline) -> Baseline:
-    key = (baseline.benchmark, baseline.name)
+    benchmark_choices((baseline.benchmark,))
+    key = (baseline.key, baseline.name)
     if key in BASELINES:
         raise ValueError(f"baseline {key} registered twice")
     BASELINES[key] = baseline

@@ -136,7 +136,7 @@ def _add_train(parser: argparse.ArgumentParser) -> None:
 
 def _add_by(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--by", choices=("subtype", "type"), default="subtype",
-                        help="question granularity (default: subtype, as the official "
+                        help="question granularity (subtype as the official "
                              "answer_by_question_type)")
 
 
@@ -149,8 +149,8 @@ def _run_prior(args: argparse.Namespace) -> dict[str, str]:
 def _add_random_arguments(parser: argparse.ArgumentParser) -> None:
     _add_by(parser)
     parser.add_argument("--answer-set", choices=("analytic", "observed"), default="analytic",
-                        help="answers to draw from: the group's answer sub-space (analytic, "
-                             "default) or the distinct answers the group has in --train")
+                        help="answers to draw from: the group's answer sub-space (analytic) "
+                             "or the distinct answers the group has in --train")
     _add_train(parser)
 
 
@@ -245,7 +245,7 @@ register_baseline(Baseline("dvd", "answer-prior",
                            _add_train, _run_prior))
 register_baseline(Baseline("dvd", "qtype-random",
                            "a seeded random answer from each question sub-type's (or type's) "
-                           "answer set", _add_random_arguments, _run_random))
+                           "answer set", _add_random_arguments, _run_random, seeded=True))
 register_baseline(Baseline("dvd", "qtype-frequent",
                            "the most frequent answer of each question sub-type (or type) in "
                            "--train (default --gt)", _add_frequent_arguments, _run_frequent))

@@ -62,18 +62,18 @@ def _add_common(p: argparse.ArgumentParser, bench: str) -> None:
                         "of the summary")
     p.add_argument("--length-bins", metavar="EDGES", default=DEFAULT_BINS[bench],
                    help="video-length bin edges in seconds for the plot "
-                        f"(default {DEFAULT_BINS[bench]}; bins are [a, b))")
+                        "(bins are [a, b))")
 
 
 def _add_nextgqa_args(p: argparse.ArgumentParser) -> None:
     _add_common(p, "nextgqa")
     p.add_argument("--split", choices=("test", "val"), default="test",
-                   help="which gsub_<split>.json / <split>.csv of the --gt folder (default test)")
+                   help="which gsub_<split>.json / <split>.csv of the --gt folder")
 
 
 def _add_deveqa_gt_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--schema", choices=("auto", "devi", "release"), default="auto",
-                   help="layout of the --gt records (default: detected)")
+                   help="layout of the --gt records (auto: detected)")
     p.add_argument("--durations", metavar="FILE",
                    help="JSON {video_id: seconds} for records without a duration")
 
@@ -85,7 +85,7 @@ def _add_deveqa_args(p: argparse.ArgumentParser) -> None:
 
 def _add_nextgqa_baseline_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--split", choices=("test", "val"), default="test",
-                   help="which split of the --gt folder (default test)")
+                   help="which split of the --gt folder")
 
 
 # ------------------------------------------------------------------- loading
@@ -394,4 +394,5 @@ for _bench, _extra_args in (("nextgqa", _add_nextgqa_baseline_args),
                             ("deveqa", _add_deveqa_gt_args)):
     for _name, _help, _run in _BASELINES:
         register_baseline(Baseline(benchmark=_bench, name=_name, help=_help,
-                                   add_arguments=_extra_args, run=_run))
+                                   add_arguments=_extra_args, run=_run,
+                                   seeded=_run in (_random_span, _random_answer)))

@@ -190,4 +190,4 @@ register_baseline(Baseline(NAME, "centre-half", "one window [duration/4, 3*durat
                            _no_options, _centre_half))
 register_baseline(Baseline(NAME, "random",
                            "one uniformly random window per query (seeded by --seed)",
-                           _no_options, _random_span))
+                           _no_options, _random_span, seeded=True))

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from fastvqa._argtypes import int_in_range
 from fastvqa.data.errors import DataFormatError
 from fastvqa.data.io import read_keyed_predictions
 from fastvqa.evaluation import (Baseline, Benchmark, CommandError, missing_warning,
@@ -38,11 +39,11 @@ def _read_predictions(path: str) -> Any:
 
 
 def _add_eval_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--index-base", type=int, choices=(0, 1), default=0,
-                        help="how integers written in free text count options (default 0, as "
+    parser.add_argument("--index-base", type=int_in_range(0, 1), default=0, metavar="{0,1}",
+                        help="how integers written in free text count options (0 as "
                              "right_choice; JSON integers are always 0-based indices)")
     parser.add_argument("--bleu-smoothing", choices=_SMOOTHING, default="none",
-                        help="NLTK smoothing for the BLEU fallback (default none: NLTK's plain "
+                        help="NLTK smoothing for the BLEU fallback (none: NLTK's plain "
                              "sentence BLEU-4)")
 
 
@@ -104,4 +105,4 @@ register_benchmark(Benchmark(
 ))
 register_baseline(Baseline("sokbench", "random-answer",
                            "a seeded uniformly random option index (0-based) per question",
-                           _add_random_arguments, _run_random))
+                           _add_random_arguments, _run_random, seeded=True))

