@@ -192,7 +192,7 @@ def _score(records: list[QARecord], spans: dict[str, Any], answers: Optional[dic
     from fastvqa.errors import InputError
 
     try:
-        result = grounded_qa(pred, gt, offsets, pred_answers=pred_answers,
+        result = grounded_qa(pred, (gt, offsets), pred_answers=pred_answers,
                              gt_answers=gt_answers, mode=mode, durations=durations,
                              normalized=normalized, keys=[rec.key for rec in records])
     except InputError as err:  # e.g. several gold segments under --mode deveqa-repo

@@ -2,6 +2,18 @@
 """Benchmark-exact metrics. Each function returns a :class:`MetricResult`
 whose keys are the names the benchmark prints.
 
+One calling convention, as torchmetrics' functional API:
+``fn(preds, target, *, options)``. ``preds`` is what the model produced, one
+entry per question or query; ``target`` is the ground truth of the same
+questions; everything else (options, and per-question extras such as
+``pred_answers``/``gt_answers``, ``durations``, ``keys``, ``alternatives``,
+``question_types``) is a keyword. For :func:`grounded_qa`, ``target`` is the
+CSR pair ``(gt_spans, gt_offsets)`` or a list of per-question ``(k_i, 2)``
+arrays; for :func:`dvd_accuracy` and :func:`multiple_choice_accuracy` the
+``QARecord`` list (or, for the latter, the pair ``(options, answers)``); for
+the others a sequence (or, for the moment metrics, a mapping) aligned with
+``preds``. docs/metrics.md has the table.
+
 Submodules are imported on first use, so ``import fastvqa`` stays light.
 """
 

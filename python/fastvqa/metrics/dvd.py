@@ -157,7 +157,7 @@ def align_predictions(predictions: Any, records: Sequence, fn: str, *,
                              if records else f"{fn}: predictions given but no records")
         return out, {"unknown_keys": len(keys - matched)}
     if isinstance(predictions, (str, bytes)) or not isinstance(predictions, (Sequence, np.ndarray)):
-        raise InputTypeError(f"{fn}: predictions must be a mapping key -> answer or a sequence in "
+        raise InputTypeError(f"{fn}: preds must be a mapping key -> answer or a sequence in "
                              f"record order, got {type(predictions).__name__}")
     if len(predictions) != len(records):
         raise InputError(f"{fn}: {len(predictions)} predictions for {len(records)} records "
@@ -181,12 +181,12 @@ def _group_accuracy(correct: np.ndarray, labels: Sequence, order: Sequence
              int(totals[where[label]])) for label in ordered]
 
 
-def dvd_accuracy(predictions: Any, records: Sequence, *, effective_or_only: bool = True
+def dvd_accuracy(preds: Any, target: Sequence, *, effective_or_only: bool = True
                  ) -> MetricResult:
     """Exact-match accuracy over DVD's 40 answers, with the paper's breakdowns.
 
     Args:
-        predictions: a mapping ``record.key`` -> answer (question ids alone
+        preds: a mapping ``record.key`` -> answer (question ids alone
             repeat across videos, so they are not accepted), or a sequence with
             one answer per record in record order.
             An answer is compared as the official code does, ``str(pred) ==
@@ -194,7 +194,7 @@ def dvd_accuracy(predictions: Any, records: Sequence, *, effective_or_only: bool
             strings are case-sensitive and not normalised (``"true"`` and
             ``"rotating,flying"`` are outside the answer space). None, or a
             record absent from the mapping, is a missing prediction.
-        records: :class:`QARecord` list from :func:`fastvqa.data.load_dvd`
+        target: the :class:`QARecord` list from :func:`fastvqa.data.load_dvd`
             (answers as strings; the breakdowns read ``record.extra``).
         effective_or_only: for the object-reference-distance breakdown, leave
             out references that could be resolved from the video alone, as
@@ -223,12 +223,12 @@ def dvd_accuracy(predictions: Any, records: Sequence, *, effective_or_only: bool
           was answered correctly the value is NaN (a rate over no turns; the
           official helper prints 0 there), with count 0, shown ``n/a (n=0)``;
           ``info["transfer"]`` gives the counts. A transfer turn whose previous
-          turn is not among ``records`` is left out (counted).
+          turn is not among ``target`` is left out (counted).
         - ``"Acc/turn=<n>"``: by turn position 1-10 (Fig. 9 left).
         - ``"Acc/or_distance=<d>"``: by long-term object-reference turn
           distance (0 = no long-term reference; Fig. 9 right).
 
-        A breakdown appears only for groups present in ``records``; it is left
+        A breakdown appears only for groups present in ``target``; it is left
         out (and named in ``info["breakdowns_omitted"]``) when some record
         lacks the ``extra`` field it needs. ``per_question`` columns: ``key``,
         ``prediction`` (string or None), ``answer``, ``correct``,
@@ -243,8 +243,8 @@ def dvd_accuracy(predictions: Any, records: Sequence, *, effective_or_only: bool
             mapping none of whose keys names a record; both
             :class:`fastvqa.errors.InputError`.
     """
-    records = list(records)
-    raw, align_info = align_predictions(predictions, records, "dvd_accuracy")
+    records = list(target)
+    raw, align_info = align_predictions(preds, records, "dvd_accuracy")
     preds = [_answer_string(p, r.key) for p, r in zip(raw, records)]
     answers = [str(r.answer) for r in records]
     n = len(records)

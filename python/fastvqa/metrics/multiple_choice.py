@@ -149,8 +149,8 @@ def _gold(records_or_pair: Any) -> tuple[list, list[list[str]], list[int], Optio
 
 
 def multiple_choice_accuracy(
-    outputs: Any,
-    gold: Any,
+    preds: Any,
+    target: Any,
     *,
     question_types: Optional[Sequence] = None,
     index_base: int = 0,
@@ -162,7 +162,7 @@ def multiple_choice_accuracy(
     """Multiple-choice accuracy (percent) with SOK-Bench's free-text rule.
 
     Args:
-        outputs: one model output per question: a mapping (``record.key`` or
+        preds: one model output per question: a mapping (``record.key`` or
             ``record.question_id`` -> output; records only) or a sequence in
             question order. An output is:
 
@@ -173,7 +173,7 @@ def multiple_choice_accuracy(
               written in the text); when none is found, the option with the
               highest BLEU against the output is taken (SOK-Bench §4.1);
             - ``None`` (or absent from the mapping): missing, scored wrong.
-        gold: :class:`QARecord` list (``options``; ``answer`` = correct 0-based
+        target: :class:`QARecord` list (``options``; ``answer`` = correct 0-based
             index; ``extra["question_type"]`` used for the breakdown when every
             record has one), or a pair ``(options, answers)``: option lists and
             correct 0-based indices.
@@ -221,16 +221,16 @@ def multiple_choice_accuracy(
     fn = "multiple_choice_accuracy"
     if index_base not in (0, 1):
         raise InputError(f"{fn}: index_base must be 0 or 1, got {index_base!r}")
-    records, options, answers, record_types = _gold(gold)
+    records, options, answers, record_types = _gold(target)
     n = len(options)
     if records is not None:
-        raw, align_info = align_predictions(outputs, records, fn, by_question_id=True)
+        raw, align_info = align_predictions(preds, records, fn, by_question_id=True)
         keys = [r.key for r in records]
     else:
-        if isinstance(outputs, Mapping):
+        if isinstance(preds, Mapping):
             raise InputTypeError(f"{fn}: a mapping of outputs needs records (to know the keys); "
                                  "give a sequence in question order with (options, answers)")
-        raw, align_info = align_predictions(outputs, [None] * n, fn)
+        raw, align_info = align_predictions(preds, [None] * n, fn)
         keys = [str(i) for i in range(n)]
     types = list(question_types) if question_types is not None else record_types
     if types is not None and len(types) != n:

@@ -47,7 +47,7 @@ def _span_rows(name: str, rows: Any, n: Optional[int] = None) -> list[np.ndarray
         )
     if n is not None and len(rows) != n:
         raise InputError(
-            f"iou_f1: {name} has {len(rows)} entries but predictions has {n}; "
+            f"iou_f1: {name} has {len(rows)} entries but preds has {n}; "
             "give one entry per question, in the same order"
         )
     return [_span_array(f"{name}[{i}]", row) for i, row in enumerate(rows)]
@@ -234,8 +234,8 @@ def _float32_running_mean(values: np.ndarray) -> float:
 
 
 def iou_f1(
-    predictions: Sequence[Any],
-    golds: Sequence[Any],
+    preds: Sequence[Any],
+    target: Sequence[Any],
     *,
     mode: str = "wildqa-2022",
     threshold: float = 0.5,
@@ -246,11 +246,11 @@ def iou_f1(
     """WildQA video-evidence-selection IoU-F1 (macro mean of per-question F1).
 
     Args:
-        predictions: N entries, one per question: a list (or ``(k, 2)``
+        preds: N entries, one per question: a list (or ``(k, 2)``
             array) of predicted ``[start, end]`` spans in seconds; ``k`` may be
             0 (no evidence predicted). Reversed spans (end < start) are empty
             and match nothing.
-        golds: N entries, the primary (Phase-1, field ``evidences``) gold spans
+        target: N entries, the primary (Phase-1, field ``evidences``) gold spans
             of each question, ``(m, 2)`` seconds, as the annotation file holds
             them (fastvqa's loader gives them as ``QARecord.spans``).
         mode: ``"wildqa-2022"`` (default: the rules that produced the COLING
@@ -333,9 +333,9 @@ def iou_f1(
         raise InputError(f"iou_f1: mode must be one of {', '.join(IOU_F1_MODES)}; got {mode!r}")
     main_t = _check_threshold("threshold", threshold)
     extra_t = [_check_threshold(f"thresholds[{i}]", t) for i, t in enumerate(thresholds or ())]
-    preds = _span_rows("predictions", predictions)
+    preds = _span_rows("preds", preds)
     n = len(preds)
-    gold_rows = _span_rows("golds", golds, n)
+    gold_rows = _span_rows("target", target, n)
     if alternatives is not None and mode == "wildqa-2022":
         raise InputError("iou_f1: mode 'wildqa-2022' scores the primary gold only (as the paper "
                          "did); pass alternatives with mode 'wildqa-2023' or 'clean'")
@@ -426,7 +426,7 @@ def _alternative_sets(alternatives: Any, n: int) -> list[list[np.ndarray]]:
                              f"lists per question), got {type(alternatives).__name__}")
     if len(alternatives) != n:
         raise InputError(f"iou_f1: alternatives has {len(alternatives)} entries but "
-                         f"predictions has {n}; give one entry per question")
+                         f"preds has {n}; give one entry per question")
     out = []
     for i, sets in enumerate(alternatives):
         if isinstance(sets, (str, bytes, dict)) or not isinstance(sets, (Sequence, np.ndarray)):
@@ -497,8 +497,8 @@ def normalize_answer(answer: str) -> str:
 
 
 def rouge(
-    predictions: Sequence[str],
-    references: Sequence[Any],
+    preds: Sequence[str],
+    target: Sequence[Any],
     *,
     references_mode: str = "primary",
     use_stemmer: bool = False,
@@ -506,8 +506,8 @@ def rouge(
     """WildQA answer ROUGE-1, ROUGE-2 and ROUGE-L F-measure, macro-averaged.
 
     Args:
-        predictions: N predicted answer strings.
-        references: N entries, each a reference string or a non-empty list of
+        preds: N predicted answer strings.
+        target: N entries, each a reference string or a non-empty list of
             reference strings whose first item is the primary (Phase-1) answer
             (fastvqa's loader gives ``[answer] + alter_answers`` as
             ``QARecord.extra["answers"]``).
@@ -544,8 +544,8 @@ def rouge(
     if references_mode not in REFERENCE_MODES:
         raise InputError(f"rouge: references_mode must be 'primary' or 'max', "
                          f"got {references_mode!r}")
-    preds = _strings("predictions", predictions)
-    refs = _reference_lists(references, len(preds))
+    preds = _strings("preds", preds)
+    refs = _reference_lists(target, len(preds))
     try:
         from rouge_score import rouge_scorer
     except ImportError as err:
@@ -588,10 +588,10 @@ def _strings(name: str, values: Any) -> list[str]:
 
 def _reference_lists(references: Any, n: int) -> list[list[str]]:
     if isinstance(references, (str, bytes)) or not isinstance(references, Sequence):
-        raise InputTypeError("rouge: references must be a list with one reference (or list of "
+        raise InputTypeError("rouge: target must be a list with one reference (or list of "
                              f"references) per prediction, got {type(references).__name__}")
     if len(references) != n:
-        raise InputError(f"rouge: references has {len(references)} entries but predictions "
+        raise InputError(f"rouge: target has {len(references)} entries but preds "
                          f"has {n}; give one entry per question, in the same order")
     out = []
     for i, r in enumerate(references):
@@ -599,11 +599,11 @@ def _reference_lists(references: Any, n: int) -> list[list[str]]:
             out.append([r])
             continue
         if not isinstance(r, Sequence) or len(r) == 0:
-            raise InputError(f"rouge: references[{i}] must be a string or a non-empty list "
+            raise InputError(f"rouge: target[{i}] must be a string or a non-empty list "
                              f"of strings, got {r!r}")
         for j, s in enumerate(r):
             if not isinstance(s, str):
-                raise InputTypeError(f"rouge: references[{i}][{j}] must be a string, "
+                raise InputTypeError(f"rouge: target[{i}][{j}] must be a string, "
                                      f"got {type(s).__name__}")
         out.append(list(r))
     return out
