@@ -85,6 +85,7 @@ def _evaluate(args: argparse.Namespace) -> MetricResult:
     try:
         result = dvd_accuracy(predictions, records,
                               effective_or_only=not args.all_or_references)
+        result.benchmark = "dvd"
     except InputError as err:  # the metric's checks of the user's data; not its bugs
         raise DataFormatError(args.pred, str(err)) from None
     missing_warning(result, len(records), result.info["missing"], what="turns",

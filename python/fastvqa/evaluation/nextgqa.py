@@ -224,7 +224,8 @@ def _score(records: list[QARecord], spans: dict[str, Any], answers: Optional[dic
         # The official script takes the gold answer from the QA file; say when it
         # disagrees with the annotation file, without changing the rule.
         info["qa_answers_differing_from_gt"] = disagree
-    out = MetricResult(benchmark, dict(result.metrics), result.per_question, info)
+    out = MetricResult(result.metric, dict(result.metrics), result.per_question, info,
+                       benchmark=benchmark)
     policy = ("the official eval_ground.py skips them: the grounding scores are over the "
               f"{info['evaluated']} predicted questions" if mode == "nextgqa"
               else "they count as zero, as in the DeVE-QA repository's evaluation")

@@ -189,6 +189,7 @@ def _evaluate_evidence(args: argparse.Namespace) -> MetricResult:
     result = iou_f1(spans, [r.spans for r in records], mode=args.mode,
                     threshold=args.threshold, thresholds=args.thresholds,
                     alternatives=alternatives, pad_to_batch=args.pad_to_batch)
+    result.benchmark = "wildqa-evidence"
     _add_record_columns(result, records)
     result.info.update(gt=str(gt), pred=str(pred), evidence_filter=args.evidence_filter)
     return result
@@ -231,6 +232,7 @@ def _evaluate_qa(args: argparse.Namespace) -> MetricResult:
     pred, data = _read_predictions(args.pred, len(records), gt, _answer_prediction)
     result = rouge(data, [r.extra["answers"] for r in records],
                    references_mode=args.references, use_stemmer=args.stemmer)
+    result.benchmark = "wildqa-qa"
     _add_record_columns(result, records)
     result.info.update(gt=str(gt), pred=str(pred))
     return result

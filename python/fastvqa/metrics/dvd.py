@@ -93,7 +93,7 @@ class BreakdownResult(MetricResult):
 
     def format_table(self, decimals: int = 1) -> str:
         width = max((len(n) for n in self.metrics), default=0)
-        lines = [self.benchmark]
+        lines = [self.title]
         if isinstance(decimals, bool) or not isinstance(decimals, int) or decimals < 0:
             raise InputError(f"format_table: decimals must be an integer >= 0, got {decimals!r}")
         for name, value in self.metrics.items():
@@ -201,7 +201,7 @@ def dvd_accuracy(preds: Any, target: Sequence, *, effective_or_only: bool = True
             the paper does (Fig. 9; the notebook's ``effective_or_only``).
 
     Returns:
-        A :class:`MetricResult` (benchmark ``"dvd"``), percentages 0-100:
+        A :class:`MetricResult` (metric ``"dvd_accuracy"``), percentages 0-100:
 
         - ``"Acc"``: accuracy over all records. Missing predictions and
           predictions outside the 40-answer space count as wrong (counted in
@@ -349,4 +349,4 @@ def dvd_accuracy(preds: Any, target: Sequence, *, effective_or_only: bool = True
         "rule": "exact match str(pred) == str(gt) over the 40 DVD answers "
                 "(dvd_codebase/data/analysis_utils.py)",
     }
-    return BreakdownResult("dvd", metrics, per_question, info)
+    return BreakdownResult("dvd_accuracy", metrics, per_question, info)

@@ -557,7 +557,8 @@ def _slice(result, values, edges, closed, labels, op, what) -> dict[str, MetricR
             "evaluated": int(np.count_nonzero(pq["evaluated"])),
             "thresholds": list(thresholds),
         }
-        out[label] = MetricResult(result.benchmark, _summarise(pq, thresholds), pq, info)
+        out[label] = MetricResult(result.metric, _summarise(pq, thresholds), pq, info,
+                                  benchmark=result.benchmark)
     return out
 
 

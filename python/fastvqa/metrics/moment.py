@@ -400,7 +400,7 @@ def moment_retrieval(
             the shared ids only, as ``match_number=False`` does.
 
     Returns:
-        :class:`MetricResult` ``"qvhighlights"`` with, in percent at full
+        :class:`MetricResult` ``"moment_retrieval"`` with, in percent at full
         precision (the official script rounds to 2 decimals):
 
         - ``"R1@0.5"``, ``"R1@0.7"``: share of queries whose **first** window
@@ -515,7 +515,7 @@ def moment_retrieval(
         "buckets": bucket_info,
         "note": "the official script prints these rounded to 2 decimals",
     }
-    return MetricResult("qvhighlights", metrics, per_question, info)
+    return MetricResult("moment_retrieval", metrics, per_question, info)
 
 
 # ----------------------------------------------------------------------------

@@ -157,7 +157,6 @@ def multiple_choice_accuracy(
     bleu_weights: Sequence[float] = (0.25, 0.25, 0.25, 0.25),
     bleu_smoothing: Optional[str] = None,
     tokenize: Optional[Callable[[str], list[str]]] = None,
-    benchmark: str = "multiple-choice",
 ) -> MetricResult:
     """Multiple-choice accuracy (percent) with SOK-Bench's free-text rule.
 
@@ -190,7 +189,6 @@ def multiple_choice_accuracy(
             higher order has no match, so lower-order overlap still ranks options.
         tokenize: text -> tokens for BLEU (default: ``str.split``, no
             lower-casing or punctuation splitting).
-        benchmark: the name the result carries.
 
     Ties in BLEU (e.g. an output sharing no word with any option, all scores 0)
     go to the first (lowest-index) of the tied options; ties are counted in
@@ -325,4 +323,4 @@ def multiple_choice_accuracy(
         "bleu_tie": tie,
         "question_type": list(types) if types is not None else [None] * n,
     }
-    return BreakdownResult(benchmark, metrics, per_question, info)
+    return BreakdownResult("multiple_choice_accuracy", metrics, per_question, info)

@@ -24,7 +24,13 @@ class MetricResult(Mapping):
     0-100). Rounding happens only in :meth:`format_table`.
 
     Attributes:
-        benchmark: what was evaluated, e.g. ``"nextgqa"``.
+        metric: the metric function that computed it, always its name in
+            :mod:`fastvqa.metrics` (``"grounded_qa"``, ``"iou_f1"``,
+            ``"rouge"``, ``"dvd_accuracy"``, ``"multiple_choice_accuracy"``,
+            ``"moment_retrieval"``, ``"recall_at_n"``).
+        benchmark: the benchmark evaluated (``"nextgqa"``, ``"wildqa-qa"``...,
+            the names of ``fastvqa eval``), set by :mod:`fastvqa.evaluation`;
+            None for a direct metric call.
         metrics: ordered name -> value.
         per_question: column name -> array (or list) with one entry per
             evaluated item, e.g. ``{"key": [...], "IoU": array, "IoP": array}``.
@@ -34,11 +40,14 @@ class MetricResult(Mapping):
 
     def __init__(
         self,
-        benchmark: str,
+        metric: str,
         metrics: dict[str, float],
         per_question: dict[str, Any] | None = None,
         info: dict[str, Any] | None = None,
+        *,
+        benchmark: str | None = None,
     ):
+        self.metric = metric
         self.benchmark = benchmark
         self.metrics = {k: float(v) for k, v in metrics.items()}
         self.per_question = dict(per_question or {})
@@ -50,7 +59,7 @@ class MetricResult(Mapping):
             return self.metrics[name]
         except KeyError:
             raise KeyError(
-                f"{self.benchmark}: no metric {name!r}; available: {', '.join(self.metrics)}"
+                f"{self.title}: no metric {name!r}; available: {', '.join(self.metrics)}"
             ) from None
 
     def __iter__(self) -> Iterator[str]:
@@ -61,12 +70,19 @@ class MetricResult(Mapping):
 
     def __repr__(self) -> str:
         shown = ", ".join(f"{k}={v:.4g}" for k, v in self.metrics.items())
-        return f"MetricResult({self.benchmark}: {shown})"
+        return f"{type(self).__name__}({self.title}: {shown})"
+
+    @property
+    def title(self) -> str:
+        """The table's heading: the benchmark when set, else the metric's name."""
+        return self.benchmark or self.metric
 
     # Output -------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready: benchmark, metrics (full precision; NaN as null), info."""
+        """JSON-ready: metric, benchmark, metrics (full precision; NaN as
+        null), info."""
         return {
+            "metric": self.metric,
             "benchmark": self.benchmark,
             "metrics": {k: _json_float(v) for k, v in self.metrics.items()},
             "info": _jsonable(self.info),
@@ -83,7 +99,7 @@ class MetricResult(Mapping):
         widths = [max(len(n), len(v)) for n, v in zip(names, values)]
         head = "  ".join(n.rjust(w) for n, w in zip(names, widths))
         row = "  ".join(v.rjust(w) for v, w in zip(values, widths))
-        lines = [f"{self.benchmark}", head, row]
+        lines = [self.title, head, row]
         for key in ("mode", "evaluated", "missing"):
             if key in self.info:
                 lines.append(f"{key}: {self.info[key]}")

@@ -280,7 +280,7 @@ def iou_f1(
             ``None`` (default): no padding.
 
     Returns:
-        :class:`MetricResult` ``"wildqa-evidence"`` with ``"IoU-F1"`` = 100 x
+        :class:`MetricResult` ``"iou_f1"`` with ``"IoU-F1"`` = 100 x
         the mean per-question F1 at ``threshold`` (the paper's percent scale;
         ``nan`` when N = 0) and, with ``thresholds``, ``"IoU-F1@<t>"``.
         ``per_question`` columns: ``index``, ``F1`` (0-1, at ``threshold``),
@@ -411,7 +411,7 @@ def iou_f1(
         "pad_to_batch": pad_to_batch,
         "scale": "IoU-F1 in percent (0-100); per-question F1 on 0-1",
     }
-    return MetricResult("wildqa-evidence", metrics, per_question, info)
+    return MetricResult("iou_f1", metrics, per_question, info)
 
 
 def _mean(values: np.ndarray) -> float:
@@ -522,7 +522,7 @@ def rouge(
             (rouge-score's option). Off in the official model evaluation.
 
     Returns:
-        :class:`MetricResult` ``"wildqa-qa"`` with ``"ROUGE-1"``,
+        :class:`MetricResult` ``"rouge"`` with ``"ROUGE-1"``,
         ``"ROUGE-2"``, ``"ROUGE-L"`` = 100 x the mean per-question F-measure
         (the paper's percent scale; ``nan`` when N = 0); ``per_question``
         columns ``index`` and the three F-measures on 0-1.
@@ -573,7 +573,7 @@ def rouge(
         "normalisation": "lower-case, strip string.punctuation, drop a/an/the",
         "scale": "ROUGE in percent (0-100); per-question F on 0-1",
     }
-    return MetricResult("wildqa-qa", metrics, per_question, info)
+    return MetricResult("rouge", metrics, per_question, info)
 
 
 def _strings(name: str, values: Any) -> list[str]:
