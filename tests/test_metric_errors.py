@@ -88,7 +88,7 @@ METRIC = {
     "nextgqa": ("fastvqa.metrics.grounding", "grounded_qa"),
     "qvhighlights": ("fastvqa.metrics", "moment_retrieval"),
     "sokbench": ("fastvqa.metrics.multiple_choice", "multiple_choice_accuracy"),
-    "dvd": ("fastvqa.metrics.dvd", "dvd_accuracy"),
+    "dvd": ("fastvqa.metrics.dialogue", "dvd_accuracy"),
 }
 
 BENCHES = sorted(METRIC)
@@ -137,7 +137,7 @@ DEEPER = {
     "nextgqa": ("fastvqa.metrics.grounding", "_nextgqa_overlap"),
     "qvhighlights": ("fastvqa.metrics.moment", "_qvh_core"),
     "sokbench": ("fastvqa.metrics.multiple_choice", "align_predictions"),
-    "dvd": ("fastvqa.metrics.dvd", "_answer_string"),
+    "dvd": ("fastvqa.metrics.dialogue", "_answer_string"),
 }
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from fastvqa.data import QARecord
 from fastvqa.metrics import MetricResult, dvd_accuracy
-from fastvqa.metrics.dvd import ANSWER_SUBSPACES, DVD_ANSWERS, answer_subspace
+from fastvqa.metrics.dialogue import ANSWER_SUBSPACES, DVD_ANSWERS, answer_subspace
 from tests.reference.dvd import dvd_reference
 
 

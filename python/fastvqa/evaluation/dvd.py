@@ -74,7 +74,7 @@ def _add_eval_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _evaluate(args: argparse.Namespace) -> MetricResult:
     from fastvqa.data.dvd import load_dvd
-    from fastvqa.metrics.dvd import dvd_accuracy
+    from fastvqa.metrics.dialogue import dvd_accuracy
 
     records = require_records(load_dvd(args.gt), args.gt, "dialogue turns")
     predictions = _read_predictions(args.pred)
@@ -116,7 +116,7 @@ def _train_and_gt(args: argparse.Namespace) -> tuple[list, list]:
 
 
 def _most_frequent(answers: list[str]) -> str:
-    from fastvqa.metrics.dvd import DVD_ANSWERS
+    from fastvqa.metrics.dialogue import DVD_ANSWERS
 
     counts = Counter(answers)
     rank = {a: i for i, a in enumerate(DVD_ANSWERS)}
@@ -157,7 +157,7 @@ def _add_random_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _run_random(args: argparse.Namespace) -> dict[str, str]:
     from fastvqa.data.dvd import load_dvd
-    from fastvqa.metrics.dvd import DVD_ANSWERS, answer_subspace
+    from fastvqa.metrics.dialogue import DVD_ANSWERS, answer_subspace
 
     field = _group_field(args)
     observed: dict[str, list[str]] = {}

@@ -176,7 +176,7 @@ def _evidence_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _evaluate_evidence(args: argparse.Namespace) -> MetricResult:
-    from fastvqa.metrics.wildqa import iou_f1
+    from fastvqa.metrics.evidence import iou_f1
 
     if args.pad_to_batch is not None and args.mode != "wildqa-2022":
         raise CommandError("--pad-to-batch reproduces a wildqa-2022 artefact; "
@@ -226,7 +226,7 @@ def _qa_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _evaluate_qa(args: argparse.Namespace) -> MetricResult:
-    from fastvqa.metrics.wildqa import rouge
+    from fastvqa.metrics.open_answers import rouge
 
     gt, records = _load_gt(args)
     pred, data = _read_predictions(args.pred, len(records), gt, _answer_prediction)

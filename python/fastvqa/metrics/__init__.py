@@ -14,6 +14,10 @@ arrays; for :func:`dvd_accuracy` and :func:`multiple_choice_accuracy` the
 the others a sequence (or, for the moment metrics, a mapping) aligned with
 ``preds``. docs/metrics.md has the table.
 
+Submodules are named by task: ``grounding`` (grounded QA), ``evidence``
+(evidence selection), ``open_answers`` (open-ended answers), ``dialogue``
+(video dialogue QA), ``multiple_choice``, ``moment`` (moment retrieval);
+``result`` holds the result types, ``_align`` the shared record alignment.
 Submodules are imported on first use, so ``import fastvqa`` stays light.
 """
 
@@ -24,15 +28,16 @@ from fastvqa._lazy import lazy_exports
 # public name -> submodule that defines it
 _LAZY = {
     "MetricResult": "result",
+    "BreakdownResult": "result",
     "grounded_qa": "grounding",
     "slice_by_duration": "grounding",
     "slice_by_event_count": "grounding",
-    "iou_f1": "wildqa",
-    "rouge": "wildqa",
-    "normalize_answer": "wildqa",
-    "dvd_accuracy": "dvd",
-    "DVD_ANSWERS": "dvd",
-    "answer_subspace": "dvd",
+    "iou_f1": "evidence",
+    "rouge": "open_answers",
+    "normalize_answer": "open_answers",
+    "dvd_accuracy": "dialogue",
+    "DVD_ANSWERS": "dialogue",
+    "answer_subspace": "dialogue",
     "multiple_choice_accuracy": "multiple_choice",
     "parse_option_index": "multiple_choice",
     "moment_retrieval": "moment",

@@ -21,8 +21,8 @@ from typing import Any, Callable, Optional
 import numpy as np
 
 from fastvqa.errors import InputError, InputTypeError
-from fastvqa.metrics.dvd import BreakdownResult, align_predictions
-from fastvqa.metrics.result import MetricResult
+from fastvqa.metrics._align import align_predictions
+from fastvqa.metrics.result import BreakdownResult, MetricResult
 
 _LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 _INT64 = np.iinfo(np.int64)

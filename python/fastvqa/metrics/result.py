@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The value every metric function returns."""
+"""The value every metric function returns: :class:`MetricResult`, and
+:class:`BreakdownResult` for results with many breakdown entries."""
 
 from __future__ import annotations
 
@@ -151,6 +152,44 @@ class MetricResult(Mapping):
                 for row in rows:
                     f.write(json.dumps(row) + "\n")
         return path
+
+
+class BreakdownResult(MetricResult):
+    """A :class:`MetricResult` whose readable table lists one metric per line
+    with its item count (``info["counts"]``): a result with dozens of
+    breakdown entries does not fit a two-row table. Used by the DVD and
+    multiple-choice metrics."""
+
+    def format_table(self, decimals: int = 1) -> str:
+        width = max((len(n) for n in self.metrics), default=0)
+        lines = [self.title]
+        if isinstance(decimals, bool) or not isinstance(decimals, int) or decimals < 0:
+            raise InputError(f"format_table: decimals must be an integer >= 0, got {decimals!r}")
+        for name, value in self.metrics.items():
+            count = self.count(name)
+            if math.isnan(value):  # a group over nothing: never a number
+                shown = "n/a (n=0)" if count == 0 else "n/a"
+                lines.append(f"{name:<{width}}  {shown:>{decimals + 5}}"
+                             + (f"  (n={count})" if count else ""))
+                continue
+            shown = f"{value:.{decimals}f}"
+            lines.append(f"{name:<{width}}  {shown:>{decimals + 5}}"
+                         + (f"  (n={count})" if count is not None else ""))
+        for key in ("mode", "evaluated", "missing"):
+            if key in self.info:
+                lines.append(f"{key}: {self.info[key]}")
+        # Counts that qualify the numbers, shown only when they are not zero.
+        for key in ("out_of_answer_space", "unknown_keys", "bleu_fallbacks", "bleu_ties",
+                    "out_of_range"):
+            if self.info.get(key):
+                lines.append(f"{key}: {self.info[key]}")
+        return "\n".join(lines)
+
+
+def mean_or_nan(values: np.ndarray) -> float:
+    """The float64 mean of a 1-D array; NaN for an empty one (a mean over
+    nothing is not a number)."""
+    return float(np.mean(values, dtype=np.float64)) if values.size else float("nan")
 
 
 def format_value(value: float, decimals: int, count: int | None = None) -> str:

@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
-"""DVD (video-grounded dialogue) accuracy with the paper's breakdowns.
+"""Video dialogue QA: exact-match accuracy over a closed answer set (DVD), with
+the paper's breakdowns.
 
 DVD (Le et al., ACL 2021) is turn-level retrieval over a fixed set of 40
 answers; the metric is exact-match accuracy. The official repository has no
@@ -11,13 +12,14 @@ transferability helpers this module reproduces.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any, Optional
 
 import numpy as np
 
 from fastvqa.errors import InputError, InputTypeError
-from fastvqa.metrics.result import MetricResult
+from fastvqa.metrics._align import align_predictions
+from fastvqa.metrics.result import BreakdownResult, MetricResult
 
 #: The 40 answers, in the order of the official ``get_vocabulary`` (strings,
 #: sorted as strings; action sets comma-joined alphabetically; ``"spl"`` is the
@@ -85,38 +87,6 @@ def answer_subspace(group: str) -> tuple[str, ...]:
     return tuple(a for a in DVD_ANSWERS if a in members)
 
 
-class BreakdownResult(MetricResult):
-    """A :class:`MetricResult` whose readable table lists one metric per line
-    with its item count (``info["counts"]``): a result with dozens of
-    breakdown entries does not fit a two-row table. Used by the DVD and
-    multiple-choice metrics."""
-
-    def format_table(self, decimals: int = 1) -> str:
-        width = max((len(n) for n in self.metrics), default=0)
-        lines = [self.title]
-        if isinstance(decimals, bool) or not isinstance(decimals, int) or decimals < 0:
-            raise InputError(f"format_table: decimals must be an integer >= 0, got {decimals!r}")
-        for name, value in self.metrics.items():
-            count = self.count(name)
-            if math.isnan(value):  # a group over nothing: never a number
-                shown = "n/a (n=0)" if count == 0 else "n/a"
-                lines.append(f"{name:<{width}}  {shown:>{decimals + 5}}"
-                             + (f"  (n={count})" if count else ""))
-                continue
-            shown = f"{value:.{decimals}f}"
-            lines.append(f"{name:<{width}}  {shown:>{decimals + 5}}"
-                         + (f"  (n={count})" if count is not None else ""))
-        for key in ("mode", "evaluated", "missing"):
-            if key in self.info:
-                lines.append(f"{key}: {self.info[key]}")
-        # Counts that qualify the numbers, shown only when they are not zero.
-        for key in ("out_of_answer_space", "unknown_keys", "bleu_fallbacks", "bleu_ties",
-                    "out_of_range"):
-            if self.info.get(key):
-                lines.append(f"{key}: {self.info[key]}")
-        return "\n".join(lines)
-
-
 def _answer_string(value: Any, where: str) -> Optional[str]:
     """A prediction -> the string the official code compares (``str(pred)``);
     None stays None (no prediction)."""
@@ -128,41 +98,6 @@ def _answer_string(value: Any, where: str) -> Optional[str]:
         return str(value)
     raise InputTypeError(f"dvd_accuracy: prediction for {where} must be a string, number or "
                          f"boolean (compared as str(value)), got {type(value).__name__}")
-
-
-def align_predictions(predictions: Any, records: Sequence, fn: str, *,
-                      by_question_id: bool = False) -> tuple[list, dict]:
-    """Predictions (a mapping keyed by ``record.key``, or also by
-    ``record.question_id`` when ``by_question_id``, or a sequence in record
-    order) -> one entry per record (None: missing), plus counts
-    ``{"unknown_keys": n}``. Raises :class:`fastvqa.errors.InputError` (a
-    ValueError) for a sequence of the wrong length or a non-empty mapping none
-    of whose keys names a record, and one that is also a TypeError for
-    predictions that are neither."""
-    if isinstance(predictions, Mapping):
-        keys = {str(k) for k in predictions}
-        out, matched = [], set()
-        for r in records:
-            for k in ((r.key, r.question_id) if by_question_id else (r.key,)):
-                if k in predictions:
-                    out.append(predictions[k])
-                    matched.add(k)
-                    break
-            else:
-                out.append(None)
-        if keys and not matched:
-            example = next(iter(keys))
-            raise InputError(f"{fn}: no prediction key matches a ground-truth record (e.g. "
-                             f"{example!r}; records are keyed like {records[0].key!r})"
-                             if records else f"{fn}: predictions given but no records")
-        return out, {"unknown_keys": len(keys - matched)}
-    if isinstance(predictions, (str, bytes)) or not isinstance(predictions, (Sequence, np.ndarray)):
-        raise InputTypeError(f"{fn}: preds must be a mapping key -> answer or a sequence in "
-                             f"record order, got {type(predictions).__name__}")
-    if len(predictions) != len(records):
-        raise InputError(f"{fn}: {len(predictions)} predictions for {len(records)} records "
-                         "(a sequence must hold one prediction per record, in record order)")
-    return list(predictions), {"unknown_keys": 0}
 
 
 def _group_accuracy(correct: np.ndarray, labels: Sequence, order: Sequence
