@@ -14,6 +14,14 @@ arrays; for :func:`dvd_accuracy` and :func:`multiple_choice_accuracy` the
 the others a sequence (or, for the moment metrics, a mapping) aligned with
 ``preds``. docs/metrics.md has the table.
 
+Each function has a stateful class for training loops (torchmetrics style,
+without torch): :class:`GroundedQA`, :class:`IoUF1`, :class:`Rouge`,
+:class:`DVDAccuracy`, :class:`MultipleChoiceAccuracy`,
+:class:`MomentRetrieval`, :class:`RecallAtN`, all :class:`Metric`:
+``update(preds, target)`` per batch, ``compute()``, ``reset()``,
+``merge(other)``, ``sync()`` across ``torch.distributed`` ranks; ``compute()``
+equals the one-shot function exactly.
+
 Submodules are named by task: ``grounding`` (grounded QA), ``evidence``
 (evidence selection), ``open_answers`` (open-ended answers), ``dialogue``
 (video dialogue QA), ``multiple_choice``, ``moment`` (moment retrieval);
@@ -29,6 +37,14 @@ from fastvqa._lazy import lazy_exports
 _LAZY = {
     "MetricResult": "result",
     "BreakdownResult": "result",
+    "Metric": "base",
+    "GroundedQA": "grounding",
+    "IoUF1": "evidence",
+    "Rouge": "open_answers",
+    "DVDAccuracy": "dialogue",
+    "MultipleChoiceAccuracy": "multiple_choice",
+    "MomentRetrieval": "moment",
+    "RecallAtN": "moment",
     "grounded_qa": "grounding",
     "slice_by_duration": "grounding",
     "slice_by_event_count": "grounding",

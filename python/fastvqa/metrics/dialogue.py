@@ -19,6 +19,7 @@ import numpy as np
 
 from fastvqa.errors import InputError, InputTypeError
 from fastvqa.metrics._align import align_predictions
+from fastvqa.metrics.base import Metric
 from fastvqa.metrics.result import BreakdownResult, MetricResult
 
 #: The 40 answers, in the order of the official ``get_vocabulary`` (strings,
@@ -285,3 +286,15 @@ def dvd_accuracy(preds: Any, target: Sequence, *, effective_or_only: bool = True
                 "(dvd_codebase/data/analysis_utils.py)",
     }
     return BreakdownResult("dvd_accuracy", metrics, per_question, info)
+
+
+class DVDAccuracy(Metric):
+    """:func:`dvd_accuracy` over batches: ``DVDAccuracy(effective_or_only=...)``,
+    then ``update(preds, target)`` per batch (``preds`` a mapping keyed by
+    ``record.key`` or a sequence in the batch's record order, the same kind in
+    every batch; ``target`` the batch's records). ``compute()`` equals
+    ``dvd_accuracy`` on all batches concatenated, so a transfer turn whose
+    previous turn came in another batch is still counted. See
+    :class:`fastvqa.metrics.Metric`."""
+
+    function = "dvd_accuracy"

@@ -21,6 +21,7 @@ from typing import Any, Optional
 import numpy as np
 
 from fastvqa.errors import InputError, InputTypeError
+from fastvqa.metrics.base import Metric
 from fastvqa.metrics.result import MetricResult, mean_or_nan
 
 IOU_F1_MODES = ("wildqa-2022", "wildqa-2023", "clean")
@@ -464,3 +465,14 @@ def _first_max_per_question(f1: np.ndarray, inst_q: np.ndarray, n: int) -> np.nd
     order = np.lexsort((np.arange(f1.shape[0]), -f1.astype(np.float64), inst_q))
     first = np.searchsorted(inst_q[order], np.arange(n))
     return order[first]
+
+
+class IoUF1(Metric):
+    """:func:`iou_f1` over batches: ``IoUF1(mode=..., threshold=...,
+    thresholds=..., pad_to_batch=...)``, then ``update(preds, target,
+    alternatives=...)`` per batch; ``compute()`` equals ``iou_f1`` on all
+    batches concatenated (``pad_to_batch`` counts questions across batches,
+    as the one-shot call does). See :class:`fastvqa.metrics.Metric`."""
+
+    function = "iou_f1"
+    per_item = ("alternatives",)

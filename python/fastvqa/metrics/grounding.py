@@ -26,6 +26,7 @@ import numpy as np
 from fastvqa import _arrays
 from fastvqa.data.answers import NO_ANSWER
 from fastvqa.errors import InputError, InputTypeError
+from fastvqa.metrics.base import Metric
 from fastvqa.metrics.result import MetricResult
 
 MODES = ("nextgqa", "deveqa-repo")
@@ -565,3 +566,38 @@ def _slice(result, values, edges, closed, labels, op, what) -> dict[str, MetricR
 def _bin_label(lo: float, hi: float, closed: str) -> str:
     left, right = ("[", ")") if closed == "left" else ("(", "]")
     return f"{left}{lo:g}, {hi:g}{right}"
+
+
+class GroundedQA(Metric):
+    """:func:`grounded_qa` over batches: ``GroundedQA(mode=..., thresholds=...,
+    normalized=...)``, then ``update(preds, target, pred_answers=...,
+    gt_answers=..., durations=..., keys=...)`` per batch (each batch's
+    ``target`` as the function takes it: the ``(gt_spans, gt_offsets)`` pair
+    of that batch or its list of ``(k_i, 2)`` rows). Each batch is checked
+    when it is added; ``compute()`` equals ``grounded_qa`` on all batches
+    concatenated. See :class:`fastvqa.metrics.Metric`."""
+
+    function = "grounded_qa"
+    per_item = ("pred_answers", "gt_answers", "durations", "keys")
+
+    def _batch(self, preds: Any, target: Any, per_item: dict[str, Any]) -> dict[str, Any]:
+        pred = _spans(preds, "preds")
+        n = pred.shape[0]
+        gt_spans, gt_offsets = _target_csr(target, n)
+        gt = _spans(gt_spans, "gt_spans")
+        out: dict[str, Any] = {"preds": pred.copy(),
+                               "target": (gt.copy(), _offsets(gt_offsets, n, gt.shape[0]).copy())}
+        for name, value in per_item.items():
+            out[name] = ([str(k) for k in value] if name == "keys"
+                         else np.array(_to_numpy(value, name)))
+        return out
+
+    def _join(self, name: str, values: list[Any]) -> Any:
+        if name != "target":
+            return super()._join(name, values)
+        spans = [v[0] for v in values]
+        # Each batch's offsets, shifted by the spans of the batches before it.
+        shift = np.cumsum([0] + [s.shape[0] for s in spans[:-1]])
+        offsets = np.concatenate([np.zeros(1, dtype=np.int64)]
+                                 + [v[1][1:] + s for v, s in zip(values, shift)])
+        return np.concatenate(spans, axis=0), offsets.astype(np.int64)

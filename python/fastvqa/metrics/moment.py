@@ -22,6 +22,7 @@ from typing import Any, Optional
 import numpy as np
 
 from fastvqa.errors import InputError, InputTypeError
+from fastvqa.metrics.base import Metric
 from fastvqa.metrics.result import MetricResult
 from fastvqa.ops import grounding_overlap, paired_temporal_iou
 
@@ -689,3 +690,24 @@ def recall_at_n(
         "iou_thresholds": ms,
     }
     return MetricResult("recall_at_n", metrics, per_question, info)
+
+
+class MomentRetrieval(Metric):
+    """:func:`moment_retrieval` over batches: ``MomentRetrieval(max_pred_windows=...,
+    length_buckets=..., match_number=...)``, then ``update(preds, target)``
+    per batch (mappings by query id, or sequences, the same kind in every
+    batch; a query id given twice is an error). ``compute()`` equals
+    ``moment_retrieval`` on all batches concatenated (mAP is not a sum over
+    batches: the state is the windows themselves). See
+    :class:`fastvqa.metrics.Metric`."""
+
+    function = "moment_retrieval"
+
+
+class RecallAtN(Metric):
+    """:func:`recall_at_n` over batches: ``RecallAtN(n=..., iou_thresholds=...,
+    rule=..., ...)``, then ``update(preds, target)`` per batch; ``compute()``
+    equals ``recall_at_n`` on all batches concatenated. See
+    :class:`fastvqa.metrics.Metric`."""
+
+    function = "recall_at_n"

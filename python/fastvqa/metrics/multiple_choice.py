@@ -22,6 +22,7 @@ import numpy as np
 
 from fastvqa.errors import InputError, InputTypeError
 from fastvqa.metrics._align import align_predictions
+from fastvqa.metrics.base import Metric
 from fastvqa.metrics.result import BreakdownResult, MetricResult
 
 _LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -324,3 +325,15 @@ def multiple_choice_accuracy(
         "question_type": list(types) if types is not None else [None] * n,
     }
     return BreakdownResult("multiple_choice_accuracy", metrics, per_question, info)
+
+
+class MultipleChoiceAccuracy(Metric):
+    """:func:`multiple_choice_accuracy` over batches:
+    ``MultipleChoiceAccuracy(index_base=..., bleu_weights=..., ...)``, then
+    ``update(preds, target, question_types=...)`` per batch (``target`` the
+    batch's records or its ``(options, answers)`` pair, the same kind in every
+    batch). ``compute()`` equals ``multiple_choice_accuracy`` on all batches
+    concatenated. See :class:`fastvqa.metrics.Metric`."""
+
+    function = "multiple_choice_accuracy"
+    per_item = ("question_types",)

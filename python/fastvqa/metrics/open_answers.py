@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from fastvqa.errors import InputError, InputTypeError
+from fastvqa.metrics.base import Metric
 from fastvqa.metrics.result import MetricResult, mean_or_nan
 
 REFERENCE_MODES = ("primary", "max")
@@ -158,3 +159,12 @@ def _reference_lists(references: Any, n: int) -> list[list[str]]:
                                      f"got {type(s).__name__}")
         out.append(list(r))
     return out
+
+
+class Rouge(Metric):
+    """:func:`rouge` over batches: ``Rouge(references_mode=...,
+    use_stemmer=...)``, then ``update(preds, target)`` per batch;
+    ``compute()`` equals ``rouge`` on all batches concatenated. See
+    :class:`fastvqa.metrics.Metric`."""
+
+    function = "rouge"
