@@ -304,6 +304,14 @@ def test_sync_without_a_process_group_is_a_copy():
     same(synced.compute(), one_shot(CASES["recall_at_n"]()))
 
 
+def test_classes_are_exported_lazily():
+    names = {"Metric", *CLASSES.values()}
+    assert names <= set(M.__all__) and names <= set(dir(M))
+    for name in CLASSES.values():
+        assert issubclass(getattr(M, name), M.Metric)
+        assert getattr(M, name).function in CLASSES
+
+
 def test_import_does_not_import_torch():
     import subprocess
     import sys

@@ -42,6 +42,9 @@ class Metric:
     concatenated in update order (mappings merged, a key given twice is an
     error); with no batch it raises :class:`fastvqa.errors.InputError` (a
     score of nothing is not defined).
+    The function's checks run on the concatenated inputs in ``compute()``
+    (a subclass may check each batch in :meth:`_batch`, as
+    :class:`~fastvqa.metrics.GroundedQA` does).
 
     Subclasses set ``function`` (the name in :mod:`fastvqa.metrics`) and
     ``per_item``; a subclass whose inputs need more than generic joining
