@@ -153,7 +153,7 @@ def to_official(data: dict):
 
 
 def run_fastvqa(d: dict):
-    return grounded_qa(d["pred"], d["gt"], d["offsets"], pred_answers=d["pred_answers"],
+    return grounded_qa(d["pred"], (d["gt"], d["offsets"]), pred_answers=d["pred_answers"],
                        gt_answers=d["gt_answers"])
 
 

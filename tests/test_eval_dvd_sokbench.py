@@ -56,7 +56,7 @@ def test_dvd_qtype_frequent_round_trip(dvd_file, tmp_path, capsys):
 
 def test_dvd_qtype_random_is_seeded_and_stays_in_each_answer_space(dvd_file, tmp_path, capsys):
     from fastvqa.data import load_dvd
-    from fastvqa.metrics.dvd import answer_subspace
+    from fastvqa.metrics.dialogue import answer_subspace
 
     records = {r.key: r for r in load_dvd(dvd_file)}
     _, a = _baseline(tmp_path, "dvd", "qtype-random", "--gt", dvd_file, "--seed", "3", name="a")

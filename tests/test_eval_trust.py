@@ -226,7 +226,7 @@ def _transfer_records():
 
 
 def test_empty_breakdown_group_is_na_not_zero(tmp_path):
-    from fastvqa.metrics.dvd import dvd_accuracy
+    from fastvqa.metrics.dialogue import dvd_accuracy
 
     records = _transfer_records()
     result = dvd_accuracy({"v_0_0": "2", "v_0_1": "1", "v_1_0": "2", "v_1_1": "1"}, records)

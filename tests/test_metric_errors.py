@@ -88,7 +88,7 @@ METRIC = {
     "nextgqa": ("fastvqa.metrics.grounding", "grounded_qa"),
     "qvhighlights": ("fastvqa.metrics", "moment_retrieval"),
     "sokbench": ("fastvqa.metrics.multiple_choice", "multiple_choice_accuracy"),
-    "dvd": ("fastvqa.metrics.dvd", "dvd_accuracy"),
+    "dvd": ("fastvqa.metrics.dialogue", "dvd_accuracy"),
 }
 
 BENCHES = sorted(METRIC)
@@ -137,7 +137,7 @@ DEEPER = {
     "nextgqa": ("fastvqa.metrics.grounding", "_nextgqa_overlap"),
     "qvhighlights": ("fastvqa.metrics.moment", "_qvh_core"),
     "sokbench": ("fastvqa.metrics.multiple_choice", "align_predictions"),
-    "dvd": ("fastvqa.metrics.dvd", "_answer_string"),
+    "dvd": ("fastvqa.metrics.dialogue", "_answer_string"),
 }
 
 
@@ -203,7 +203,7 @@ def test_dvd_wrong_length_list_is_one_line(tmp_path, capsys):
 def _grounding_several_segments():
     from fastvqa.metrics import grounded_qa
 
-    grounded_qa([[0.0, 1.0]], [[0.0, 1.0], [2.0, 3.0]], np.array([0, 2]), mode="deveqa-repo")
+    grounded_qa([[0.0, 1.0]], ([[0.0, 1.0], [2.0, 3.0]], np.array([0, 2])), mode="deveqa-repo")
 
 
 def _moment_reversed_window():
@@ -255,8 +255,8 @@ def _result_fmt(tmp_path):
 @pytest.mark.parametrize("call, message", [
     (_grounding_several_segments, "one gold span per question"),
     (_moment_reversed_window, "has end < start"),
-    (_moment_recall_mismatch, "predictions has 1 queries but ground_truth has 2"),
-    (_wildqa_lengths, "golds has 2 entries but predictions has 1"),
+    (_moment_recall_mismatch, "preds has 1 queries but target has 2"),
+    (_wildqa_lengths, "target has 2 entries but preds has 1"),
     (_wildqa_rouge_mode, "references_mode must be 'primary' or 'max'"),
     (_multiple_choice_answer, r"answer must be an option index in \[0, 2\), got 2"),
     (_dvd_length, "2 predictions for 1 records"),
@@ -273,7 +273,7 @@ def test_bad_data_is_an_input_error(call, message, tmp_path):
 def _grounding_text_spans():
     from fastvqa.metrics import grounded_qa
 
-    grounded_qa([["a", "b"]], [[0.0, 1.0]], np.array([0, 1]))
+    grounded_qa([["a", "b"]], ([[0.0, 1.0]], np.array([0, 1])))
 
 
 def _moment_mixed_containers():
@@ -303,9 +303,9 @@ def _dvd_dict_prediction():
 
 
 @pytest.mark.parametrize("call, message", [
-    (_grounding_text_spans, "pred_spans must hold numbers"),
+    (_grounding_text_spans, "preds must hold numbers"),
     (_moment_mixed_containers, "must both be mappings"),
-    (_wildqa_string_spans, r"predictions\[0\] must be a list of \[start, end\] spans"),
+    (_wildqa_string_spans, r"preds\[0\] must be a list of \[start, end\] spans"),
     (_multiple_choice_float_output, "must be an option index"),
     (_dvd_dict_prediction, "prediction for v_0 must be a string, number or boolean"),
 ])
@@ -324,15 +324,15 @@ def test_normalized_question_without_prediction_needs_no_duration():
     # intersection 2, hull 18, prediction length 16.
     from fastvqa.metrics import grounded_qa
 
-    result = grounded_qa([[np.nan, np.nan], [0.1, 0.5]], [[0.0, 10.0], [2.0, 6.0]],
-                         np.array([0, 1, 2]), durations=[np.nan, 40.0], normalized=True)
+    result = grounded_qa([[np.nan, np.nan], [0.1, 0.5]], ([[0.0, 10.0], [2.0, 6.0]],
+                         np.array([0, 1, 2])), durations=[np.nan, 40.0], normalized=True)
     assert result["mIoU"] == pytest.approx(100 * 2 / 18, rel=1e-12)
     assert result["mIoP"] == pytest.approx(100 * 2 / 16, rel=1e-12)
     assert result.info["evaluated"] == 1 and result.info["missing"] == 1
     # A question with a prediction still needs a duration.
     with pytest.raises(InputError, match="durations must be finite and >= 0, got nan at "
                                          "question 1"):
-        grounded_qa([[0.1, 0.5], [0.1, 0.5]], [[0.0, 10.0], [2.0, 6.0]], np.array([0, 1, 2]),
+        grounded_qa([[0.1, 0.5], [0.1, 0.5]], ([[0.0, 10.0], [2.0, 6.0]], np.array([0, 1, 2])),
                     durations=[20.0, np.nan], normalized=True)
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from fastvqa.data import QARecord
 from fastvqa.metrics import MetricResult, dvd_accuracy
-from fastvqa.metrics.dvd import ANSWER_SUBSPACES, DVD_ANSWERS, answer_subspace
+from fastvqa.metrics.dialogue import ANSWER_SUBSPACES, DVD_ANSWERS, answer_subspace
 from tests.reference.dvd import dvd_reference
 
 
@@ -43,7 +43,7 @@ def _hand_case():
 def test_hand_computed_accuracy_and_breakdowns():
     records, preds = _hand_case()
     r = dvd_accuracy(preds, records)
-    assert isinstance(r, MetricResult) and r.benchmark == "dvd"
+    assert isinstance(r, MetricResult) and r.metric == "dvd_accuracy" and r.benchmark is None
     expected = {
         "Acc": 50.0,
         "Acc/type=attribute_query": 0.0,
@@ -194,7 +194,7 @@ def test_table_lists_one_metric_per_line():
     records, preds = _hand_case()
     table = dvd_accuracy(preds, records).format_table(decimals=2)
     lines = table.splitlines()
-    assert lines[0] == "dvd"
+    assert lines[0] == "dvd_accuracy"
     assert lines[1].split() == ["Acc", "50.00", "(n=6)"]
     assert any(line.split()[:2] == ["Acc/type=object_count", "66.67"] for line in lines)
     assert "missing: 1" in lines and "out_of_answer_space: 1" in lines

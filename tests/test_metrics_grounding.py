@@ -28,7 +28,7 @@ ORDER = ["mIoP", "IoP@0.3", "IoP@0.5", "mIoU", "IoU@0.3", "IoU@0.5"]
 
 def run(preds, golds, **kw) -> MetricResult:
     flat, offsets = spans_to_csr(golds)
-    return grounded_qa(np.asarray(preds, dtype=np.float64).reshape(-1, 2), flat, offsets, **kw)
+    return grounded_qa(np.asarray(preds, dtype=np.float64).reshape(-1, 2), (flat, offsets), **kw)
 
 
 def line(result, with_gqa=True) -> list[float]:
@@ -155,7 +155,7 @@ def test_metric_order_and_keys():
 
 
 def test_empty_and_all_missing_give_nan():
-    r = grounded_qa(np.zeros((0, 2)), np.zeros((0, 2)), np.zeros(1, dtype=np.int64))
+    r = grounded_qa(np.zeros((0, 2)), (np.zeros((0, 2)), np.zeros(1, dtype=np.int64)))
     assert all(math.isnan(v) for v in r.values())
     r = run([NAN2], [[[0, 1]]])
     assert all(math.isnan(v) for v in r.values()) and r.info["evaluated"] == 0
@@ -171,7 +171,7 @@ def test_inputs_not_modified():
     preds = np.array([[0.1, 0.3]])
     flat, offsets = spans_to_csr([[[3.3, 9.9]]])
     before = (preds.copy(), flat.copy(), offsets.copy())
-    grounded_qa(preds, flat, offsets, durations=np.array([33.0]), normalized=True)
+    grounded_qa(preds, (flat, offsets), durations=np.array([33.0]), normalized=True)
     for a, b in zip((preds, flat, offsets), before):
         assert np.array_equal(a, b)
 
@@ -270,7 +270,7 @@ def test_nextgqa_matches_official_loop(cases, normalized):
                  for g, p, ga, pa, d in cases]
     gt, pred, qa = _to_official(cases)
     preds, flat, offsets, pa, ga, dur = _to_arrays(cases, gt)
-    r = grounded_qa(preds, flat, offsets, pred_answers=pa, gt_answers=ga, durations=dur,
+    r = grounded_qa(preds, (flat, offsets), pred_answers=pa, gt_answers=ga, durations=dur,
                     normalized=normalized)
     ref = eval_ground(gt, pred, qa, gs=normalized)
     for name, want in ref["metrics"].items():
@@ -304,7 +304,7 @@ def test_deveqa_repo_matches_reference(cases, with_answers):
     preds, flat, offsets, pa, ga, _ = _to_arrays(cases, {f"v{i // 3}": {"duration": 1}
                                                          for i in range(len(cases))})
     kw = {"pred_answers": pa, "gt_answers": ga} if with_answers else {}
-    r = grounded_qa(preds, flat, offsets, mode="deveqa-repo", **kw)
+    r = grounded_qa(preds, (flat, offsets), mode="deveqa-repo", **kw)
     want = devi_eval(items, preds_ref, with_answers=with_answers)
     assert list(r) == list(want)
     for name, v in want.items():
@@ -322,7 +322,7 @@ def test_invariants(cases):
     cases = [(g, p, ga, (pa if p is not None else -1), d) for g, p, ga, pa, d in cases]
     gt, _, _ = _to_official(cases)
     preds, flat, offsets, pa, ga, _ = _to_arrays(cases, gt)
-    r = grounded_qa(preds, flat, offsets, pred_answers=pa, gt_answers=ga)
+    r = grounded_qa(preds, (flat, offsets), pred_answers=pa, gt_answers=ga)
     ev = r.per_question["evaluated"]
     assert (r.per_question["IoU"][ev] <= r.per_question["IoP"][ev]).all()
     if ev.any():
@@ -355,23 +355,23 @@ def test_argument_errors(kwargs, exc, match):
 def test_array_errors():
     flat, offsets = spans_to_csr([[[0, 1]]])
     with pytest.raises(ValueError, match=r"row 0 is not a span or two NaNs: \[0.0, nan\]"):
-        grounded_qa([[0, math.nan]], flat, offsets)
+        grounded_qa([[0, math.nan]], (flat, offsets))
     with pytest.raises(ValueError, match=r"row 0 is not a span or two NaNs: \[0.0, inf\]"):
-        grounded_qa([[0, math.inf]], flat, offsets)
+        grounded_qa([[0, math.inf]], (flat, offsets))
     with pytest.raises(ValueError, match=r"row 1 is infinite: \[-inf, inf\]"):
-        grounded_qa([[math.nan, math.nan], [-math.inf, math.inf]], [[0, 1], [0, 1]], [0, 1, 2])
+        grounded_qa([[math.nan, math.nan], [-math.inf, math.inf]], ([[0, 1], [0, 1]], [0, 1, 2]))
     with pytest.raises(ValueError, match=r"shape \(N, 2\)"):
-        grounded_qa([[0, 1, 2]], flat, offsets)
+        grounded_qa([[0, 1, 2]], (flat, offsets))
     with pytest.raises(ValueError, match="gt_spans row 0 is not finite"):
-        grounded_qa([[0, 1]], [[0, math.nan]], offsets)
+        grounded_qa([[0, 1]], ([[0, math.nan]], offsets))
     with pytest.raises(ValueError, match=r"gt_offsets must have shape"):
-        grounded_qa([[0, 1]], flat, [0, 1, 1])
+        grounded_qa([[0, 1]], (flat, [0, 1, 1]))
     with pytest.raises(ValueError, match="end at K"):
-        grounded_qa([[0, 1]], flat, [0, 2])
+        grounded_qa([[0, 1]], (flat, [0, 2]))
     with pytest.raises(TypeError, match="integers"):
-        grounded_qa([[0, 1]], flat, [0.0, 1.0])
+        grounded_qa([[0, 1]], (flat, [0.0, 1.0]))
     with pytest.raises(TypeError, match="numbers"):
-        grounded_qa([["a", "b"]], flat, offsets)
+        grounded_qa([["a", "b"]], (flat, offsets))
 
 
 def test_grounded_question_without_answer_is_an_error():
@@ -471,11 +471,11 @@ def _rounded(result, decimals):
 
 def test_real_full_video_centre_half_and_oracle(shared_data):
     _, flat, offsets, dur = _official_inputs(shared_data)
-    full = grounded_qa(np.stack([np.zeros_like(dur), dur], axis=1), flat, offsets)
+    full = grounded_qa(np.stack([np.zeros_like(dur), dur], axis=1), (flat, offsets))
     assert _rounded(full, 2) == [21.14, 20.57, 8.68, 21.14, 20.57, 8.68]
-    centre = grounded_qa(np.stack([0.25 * dur, 0.75 * dur], axis=1), flat, offsets)
+    centre = grounded_qa(np.stack([0.25 * dur, 0.75 * dur], axis=1), (flat, offsets))
     assert _rounded(centre, 2) == [22.85, 28.18, 14.78, 18.90, 25.18, 11.99]
-    oracle = grounded_qa(flat[offsets[:-1]], flat, offsets)
+    oracle = grounded_qa(flat[offsets[:-1]], (flat, offsets))
     assert _rounded(oracle, 2) == [100.0] * 6
     assert full.info["evaluated"] == 5553
 
@@ -492,7 +492,7 @@ def test_real_golden_random_line(shared_data):
         preds.append(sorted([a, b]))
         ga.append(rng.randrange(5))
         pa.append(rng.randrange(5))
-    r = grounded_qa(np.array(preds), flat, offsets, pred_answers=np.array(pa),
+    r = grounded_qa(np.array(preds), (flat, offsets), pred_answers=np.array(pa),
                     gt_answers=np.array(ga))
     got = " ".join(f"{v:.1f}" for v in line(r))
     assert got == "3.9 22.7 27.4 18.1 14.2 18.9 8.0"
@@ -500,10 +500,35 @@ def test_real_golden_random_line(shared_data):
 
 def test_real_slices_partition_the_questions(shared_data):
     _, flat, offsets, dur = _official_inputs(shared_data)
-    full = grounded_qa(np.stack([np.zeros_like(dur), dur], axis=1), flat, offsets,
+    full = grounded_qa(np.stack([np.zeros_like(dur), dur], axis=1), (flat, offsets),
                        durations=dur)
     bins = slice_by_duration(full, edges=(0, 30, 60, 90, math.inf))
     assert [b.info["evaluated"] for b in bins.values()] == [2288, 2041, 820, 404]
     # The bins' means, weighted by their sizes, give back the whole mean.
     total = sum(b["mIoU"] * b.info["evaluated"] for b in bins.values()) / 5553
     assert total == pytest.approx(full["mIoU"], rel=1e-12)
+
+
+def test_target_as_per_question_rows_equals_the_csr_pair():
+    # The same gold spans given as a list of (k_i, 2) rows and as the
+    # (gt_spans, gt_offsets) pair score identically; hand values: question 0
+    # [1, 3] vs {[0, 2], [2, 4]}: IoU max(1/3, 1/3); question 1 [5, 6] vs no gold: 0.
+    rows = [np.array([[0.0, 2.0], [2.0, 4.0]]), np.zeros((0, 2))]
+    pred = np.array([[1.0, 3.0], [5.0, 6.0]])
+    a = grounded_qa(pred, rows)
+    b = grounded_qa(pred, (np.array([[0.0, 2.0], [2.0, 4.0]]), np.array([0, 2, 2])))
+    assert a.metrics == b.metrics
+    assert a["mIoU"] == pytest.approx(100 * (1 / 3) / 2, rel=1e-15)
+    np.testing.assert_array_equal(a.per_question["IoU"], b.per_question["IoU"])
+
+
+def test_target_errors_name_the_argument():
+    pred = np.array([[1.0, 3.0]])
+    with pytest.raises(ValueError, match="target has 2 rows of gold spans for N = 1"):
+        grounded_qa(pred, [[[0, 1]], [[0, 1]]])
+    with pytest.raises(ValueError, match=r"target\[0\] must have shape \(N, 2\)"):
+        grounded_qa(pred, [[0, 1, 2]])
+    with pytest.raises(ValueError, match=r"a tuple target must be the pair"):
+        grounded_qa(pred, (np.zeros((1, 2)), np.array([0, 1]), None))
+    with pytest.raises(TypeError, match="target must be the pair"):
+        grounded_qa(pred, np.zeros((1, 2)))

@@ -231,7 +231,7 @@ def test_match_number():
     ({"a": [[0, 1]]}, {"a": [[0, 1]]}, ValueError, r"shape \(n, 3\)"),
     ({"a": [["x", 1, 1]]}, {"a": [[0, 1]]}, TypeError, "windows"),
     ({"a": [[0, 1, 1]]}, [[[0, 1]]], TypeError, "both be mappings"),
-    ([[[0, 1, 1]]], [[[0, 1]], [[0, 1]]], ValueError, "1 queries but ground_truth has 2"),
+    ([[[0, 1, 1]]], [[[0, 1]], [[0, 1]]], ValueError, "1 queries but target has 2"),
     ({1: [[0, 1, 1]], "1": [[0, 1, 1]]}, {"1": [[0, 1]]}, ValueError, "appears twice"),
     ("abc", "abc", TypeError, "mapping or a sequence"),
 ])

@@ -154,7 +154,7 @@ def test_real_example_direct_answer_picks_the_right_choice(shared_data):
 
     records = load_sokbench(shared_data / "sokbench" / "example_question.json")
     direct = records[0].extra["direct"]
-    r = multiple_choice_accuracy([direct], records, benchmark="sokbench")
+    r = multiple_choice_accuracy([direct], records)
     # The direct answer is choice 3 verbatim: BLEU 1 against it.
     assert r["Acc"] == 100.0 and r.per_question["bleu"][0] == 1.0
     assert multiple_choice_accuracy(["(D)"], records)["Acc"] == 100.0

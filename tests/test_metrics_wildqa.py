@@ -273,14 +273,14 @@ def test_bad_arguments(kwargs, exc, match):
 
 
 @pytest.mark.parametrize("preds, golds, exc, match", [
-    ([[[1, 2]]], [], ValueError, "golds has 0 entries but predictions has 1"),
-    ([[1, 2]], [[[1, 2]]], ValueError, r"predictions\[0\] must have shape \(k, 2\)"),
-    ([[[1, 2, 3]]], [[[1, 2]]], ValueError, r"predictions\[0\] must have shape"),
-    ([[[1, float("nan")]]], [[[1, 2]]], ValueError, r"predictions\[0\] holds a NaN"),
-    ([[[1, 2]]], [[[0, float("inf")]]], ValueError, r"golds\[0\] holds a NaN or infinite"),
-    ([[["a", "b"]]], [[[1, 2]]], TypeError, r"predictions\[0\] must be a list of \[start"),
-    ("spans", [], TypeError, "predictions must be a sequence"),
-    ([{"0": [1, 2]}], [[[1, 2]]], TypeError, r"predictions\[0\] must be a list"),
+    ([[[1, 2]]], [], ValueError, "target has 0 entries but preds has 1"),
+    ([[1, 2]], [[[1, 2]]], ValueError, r"preds\[0\] must have shape \(k, 2\)"),
+    ([[[1, 2, 3]]], [[[1, 2]]], ValueError, r"preds\[0\] must have shape"),
+    ([[[1, float("nan")]]], [[[1, 2]]], ValueError, r"preds\[0\] holds a NaN"),
+    ([[[1, 2]]], [[[0, float("inf")]]], ValueError, r"target\[0\] holds a NaN or infinite"),
+    ([[["a", "b"]]], [[[1, 2]]], TypeError, r"preds\[0\] must be a list of \[start"),
+    ("spans", [], TypeError, "preds must be a sequence"),
+    ([{"0": [1, 2]}], [[[1, 2]]], TypeError, r"preds\[0\] must be a list"),
 ])
 def test_bad_spans(preds, golds, exc, match):
     with pytest.raises(exc, match=match):
@@ -387,11 +387,11 @@ def test_rouge_matches_reference(items, mode):
 
 @pytest.mark.parametrize("preds, refs, kwargs, exc, match", [
     (["x"], ["x"], {"references_mode": "all"}, ValueError, "references_mode"),
-    (["x"], ["x", "y"], {}, ValueError, "references has 2 entries but predictions has 1"),
-    ([3], ["x"], {}, TypeError, r"predictions\[0\] must be a string"),
-    (["x"], [[]], {}, ValueError, r"references\[0\] must be a string or a non-empty list"),
-    (["x"], [["x", None]], {}, TypeError, r"references\[0\]\[1\] must be a string"),
-    ("x", ["x"], {}, TypeError, "predictions must be a list of strings"),
+    (["x"], ["x", "y"], {}, ValueError, "target has 2 entries but preds has 1"),
+    ([3], ["x"], {}, TypeError, r"preds\[0\] must be a string"),
+    (["x"], [[]], {}, ValueError, r"target\[0\] must be a string or a non-empty list"),
+    (["x"], [["x", None]], {}, TypeError, r"target\[0\]\[1\] must be a string"),
+    ("x", ["x"], {}, TypeError, "preds must be a list of strings"),
 ])
 def test_rouge_bad_arguments(preds, refs, kwargs, exc, match):
     with pytest.raises(exc, match=match):

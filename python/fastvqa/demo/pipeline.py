@@ -297,7 +297,7 @@ def _evaluate(questions: list, predictions: dict, duration: float) -> dict:
     if when:
         best = np.array([predictions[q["id"]]["spans"][0] for q in when], dtype=np.float64)
         gt, offsets = spans_to_csr([q["spans"] for q in when])
-        results["grounding"] = grounded_qa(best, gt, offsets, keys=[q["id"] for q in when],
+        results["grounding"] = grounded_qa(best, (gt, offsets), keys=[q["id"] for q in when],
                                            durations=np.full(len(when), duration))
         results["evidence"] = iou_f1([predictions[q["id"]]["spans"] for q in when],
                                      [q["spans"] for q in when], mode="clean")
@@ -307,7 +307,7 @@ def _evaluate(questions: list, predictions: dict, duration: float) -> dict:
         pred = np.array([s if s is not None else (np.nan, np.nan) for s in span], dtype=np.float64)
         gt, offsets = spans_to_csr([q["spans"] for q in first])
         results["grounded_qa"] = grounded_qa(
-            pred, gt, offsets, keys=[q["id"] for q in first],
+            pred, (gt, offsets), keys=[q["id"] for q in first],
             pred_answers=[predictions[q["id"]]["answer"] for q in first],
             gt_answers=[q["answer_index"] for q in first],
             durations=np.full(len(first), duration))

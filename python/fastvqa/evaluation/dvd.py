@@ -74,7 +74,7 @@ def _add_eval_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _evaluate(args: argparse.Namespace) -> MetricResult:
     from fastvqa.data.dvd import load_dvd
-    from fastvqa.metrics.dvd import dvd_accuracy
+    from fastvqa.metrics.dialogue import dvd_accuracy
 
     records = require_records(load_dvd(args.gt), args.gt, "dialogue turns")
     predictions = _read_predictions(args.pred)
@@ -85,6 +85,7 @@ def _evaluate(args: argparse.Namespace) -> MetricResult:
     try:
         result = dvd_accuracy(predictions, records,
                               effective_or_only=not args.all_or_references)
+        result.benchmark = "dvd"
     except InputError as err:  # the metric's checks of the user's data; not its bugs
         raise DataFormatError(args.pred, str(err)) from None
     missing_warning(result, len(records), result.info["missing"], what="turns",
@@ -115,7 +116,7 @@ def _train_and_gt(args: argparse.Namespace) -> tuple[list, list]:
 
 
 def _most_frequent(answers: list[str]) -> str:
-    from fastvqa.metrics.dvd import DVD_ANSWERS
+    from fastvqa.metrics.dialogue import DVD_ANSWERS
 
     counts = Counter(answers)
     rank = {a: i for i, a in enumerate(DVD_ANSWERS)}
@@ -156,7 +157,7 @@ def _add_random_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _run_random(args: argparse.Namespace) -> dict[str, str]:
     from fastvqa.data.dvd import load_dvd
-    from fastvqa.metrics.dvd import DVD_ANSWERS, answer_subspace
+    from fastvqa.metrics.dialogue import DVD_ANSWERS, answer_subspace
 
     field = _group_field(args)
     observed: dict[str, list[str]] = {}

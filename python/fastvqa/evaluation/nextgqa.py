@@ -192,7 +192,7 @@ def _score(records: list[QARecord], spans: dict[str, Any], answers: Optional[dic
     from fastvqa.errors import InputError
 
     try:
-        result = grounded_qa(pred, gt, offsets, pred_answers=pred_answers,
+        result = grounded_qa(pred, (gt, offsets), pred_answers=pred_answers,
                              gt_answers=gt_answers, mode=mode, durations=durations,
                              normalized=normalized, keys=[rec.key for rec in records])
     except InputError as err:  # e.g. several gold segments under --mode deveqa-repo
@@ -224,7 +224,8 @@ def _score(records: list[QARecord], spans: dict[str, Any], answers: Optional[dic
         # The official script takes the gold answer from the QA file; say when it
         # disagrees with the annotation file, without changing the rule.
         info["qa_answers_differing_from_gt"] = disagree
-    out = MetricResult(benchmark, dict(result.metrics), result.per_question, info)
+    out = MetricResult(result.metric, dict(result.metrics), result.per_question, info,
+                       benchmark=benchmark)
     policy = ("the official eval_ground.py skips them: the grounding scores are over the "
               f"{info['evaluated']} predicted questions" if mode == "nextgqa"
               else "they count as zero, as in the DeVE-QA repository's evaluation")

@@ -148,7 +148,7 @@ def plot_grounding_summary(
         ax_bins.text(0.5, 0.5, "no video durations", ha="center", va="center")
         ax_bins.set_axis_off()
     mode = result.info.get("mode", "")
-    fig.suptitle(title or f"{result.benchmark}, mode {mode}: {result.info.get('evaluated', '?')} "
+    fig.suptitle(title or f"{result.title}, mode {mode}: {result.info.get('evaluated', '?')} "
                  "questions evaluated", fontsize=10)
     fig.tight_layout()
     return _save(fig, path)

@@ -71,6 +71,7 @@ def _evaluate(args: argparse.Namespace) -> MetricResult:
         result = moment_retrieval(predictions, gt,
                                   max_pred_windows=args.max_pred_windows or None,
                                   match_number=not args.partial)
+        result.benchmark = "qvhighlights"
     except InputError as err:
         # Both files were validated by their loaders; what is left is the
         # official qid check (the submission does not cover the ground truth).

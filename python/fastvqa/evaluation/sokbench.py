@@ -60,7 +60,8 @@ def _evaluate(args: argparse.Namespace) -> MetricResult:
 
     try:
         result = multiple_choice_accuracy(outputs, records, index_base=args.index_base,
-                                          bleu_smoothing=smoothing, benchmark="sokbench")
+                                          bleu_smoothing=smoothing)
+        result.benchmark = "sokbench"
     except InputError as err:  # the metric's checks of the user's data; not its bugs
         raise DataFormatError(args.pred, str(err)) from None
     missing_warning(result, len(records), result.info["missing"], what="questions",

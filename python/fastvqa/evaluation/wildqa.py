@@ -176,7 +176,7 @@ def _evidence_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _evaluate_evidence(args: argparse.Namespace) -> MetricResult:
-    from fastvqa.metrics.wildqa import iou_f1
+    from fastvqa.metrics.evidence import iou_f1
 
     if args.pad_to_batch is not None and args.mode != "wildqa-2022":
         raise CommandError("--pad-to-batch reproduces a wildqa-2022 artefact; "
@@ -189,6 +189,7 @@ def _evaluate_evidence(args: argparse.Namespace) -> MetricResult:
     result = iou_f1(spans, [r.spans for r in records], mode=args.mode,
                     threshold=args.threshold, thresholds=args.thresholds,
                     alternatives=alternatives, pad_to_batch=args.pad_to_batch)
+    result.benchmark = "wildqa-evidence"
     _add_record_columns(result, records)
     result.info.update(gt=str(gt), pred=str(pred), evidence_filter=args.evidence_filter)
     return result
@@ -225,12 +226,13 @@ def _qa_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _evaluate_qa(args: argparse.Namespace) -> MetricResult:
-    from fastvqa.metrics.wildqa import rouge
+    from fastvqa.metrics.open_answers import rouge
 
     gt, records = _load_gt(args)
     pred, data = _read_predictions(args.pred, len(records), gt, _answer_prediction)
     result = rouge(data, [r.extra["answers"] for r in records],
                    references_mode=args.references, use_stemmer=args.stemmer)
+    result.benchmark = "wildqa-qa"
     _add_record_columns(result, records)
     result.info.update(gt=str(gt), pred=str(pred))
     return result

@@ -26,6 +26,7 @@ import numpy as np
 from fastvqa import _arrays
 from fastvqa.data.answers import NO_ANSWER
 from fastvqa.errors import InputError, InputTypeError
+from fastvqa.metrics.base import Metric
 from fastvqa.metrics.result import MetricResult
 
 MODES = ("nextgqa", "deveqa-repo")
@@ -37,9 +38,8 @@ _OP = "grounded_qa"
 
 
 def grounded_qa(
-    pred_spans: Any,
-    gt_spans: Any,
-    gt_offsets: Any,
+    preds: Any,
+    target: Any,
     *,
     pred_answers: Any = None,
     gt_answers: Any = None,
@@ -52,15 +52,20 @@ def grounded_qa(
     """Grounded QA metrics over N questions with ragged ground truth.
 
     Args:
-        pred_spans: ``(N, 2)`` predicted ``[start, end]`` in seconds (or
+        preds: ``(N, 2)`` predicted ``[start, end]`` in seconds (or
             fractions of the video with ``normalized=True``), one row per
             question. A row of two NaNs means "no span prediction for this
             question"; a row with one NaN, or an infinite value, is an error.
-        gt_spans: ``(K, 2)`` ground-truth spans in seconds of all questions,
-            concatenated row by row (finite values).
-        gt_offsets: ``(N + 1,)`` integer CSR offsets: question ``i``'s ground
-            truth is ``gt_spans[gt_offsets[i]:gt_offsets[i + 1]]`` (may be empty;
-            an empty row scores 0). See :func:`fastvqa.data.spans_to_csr`.
+        target: the ground-truth spans in seconds (finite values), either
+
+            - a **tuple** ``(gt_spans, gt_offsets)`` in CSR form: ``gt_spans``
+              ``(K, 2)``, all questions' spans concatenated row by row, and
+              ``gt_offsets`` ``(N + 1,)`` integers: question ``i``'s ground
+              truth is ``gt_spans[gt_offsets[i]:gt_offsets[i + 1]]`` (see
+              :func:`fastvqa.data.spans_to_csr`); or
+            - a **list** of N per-question arrays shaped ``(k_i, 2)``.
+
+            A question may have no gold span (an empty row scores 0).
         pred_answers: ``(N,)`` integers, the predicted option index;
             ``NO_ANSWER`` (-1) means no answer prediction for the question. Any
             other value that differs from the gold one is simply wrong.
@@ -135,9 +140,10 @@ def grounded_qa(
     """
     if mode not in MODES:
         raise InputError(f"{_OP}: mode must be one of {', '.join(map(repr, MODES))}, got {mode!r}")
-    pred = _spans(pred_spans, "pred_spans")
-    gt = _spans(gt_spans, "gt_spans")
+    pred = _spans(preds, "preds")
     n = pred.shape[0]
+    gt_spans, gt_offsets = _target_csr(target, n)
+    gt = _spans(gt_spans, "gt_spans")
     offsets = _offsets(gt_offsets, n, gt.shape[0])
     thresholds = _thresholds(thresholds)
     missing = _missing_rows(pred)
@@ -315,6 +321,29 @@ def _spans(x: Any, name: str) -> np.ndarray:
     return np.ascontiguousarray(arr, dtype=np.float64)
 
 
+def _target_csr(target: Any, n: int) -> tuple[Any, Any]:
+    """``target`` -> ``(gt_spans, gt_offsets)``, not yet validated: a tuple is
+    the CSR pair itself; a list (or other sequence) holds one ``(k_i, 2)`` row
+    per question, each checked here and joined with
+    :func:`fastvqa.data.spans_to_csr`."""
+    if isinstance(target, tuple):
+        if len(target) != 2:
+            raise InputError(f"{_OP}: a tuple target must be the pair (gt_spans, gt_offsets), "
+                             f"got {len(target)} items (give per-question rows as a list)")
+        return target
+    if _arrays.is_torch(target) or isinstance(target, (np.ndarray, str, bytes)) \
+            or not isinstance(target, Sequence):
+        raise InputTypeError(
+            f"{_OP}: target must be the pair (gt_spans, gt_offsets) or a list with one (k, 2) "
+            f"array of gold spans per question, got {type(target).__name__}")
+    if len(target) != n:
+        raise InputError(f"{_OP}: target has {len(target)} rows of gold spans for N = {n} "
+                         "predictions (one row per question)")
+    from fastvqa.data.record import spans_to_csr
+
+    return spans_to_csr([_spans(row, f"target[{i}]") for i, row in enumerate(target)])
+
+
 def _offsets(x: Any, n: int, k: int) -> np.ndarray:
     arr = _to_numpy(x, "gt_offsets")
     if arr.dtype.kind not in "iu":
@@ -347,11 +376,11 @@ def _missing_rows(pred: np.ndarray) -> np.ndarray:
     n_missing = int(np.count_nonzero(missing))
     if np.count_nonzero(finite) + 2 * n_missing != 2 * n:
         i = int(np.argmax((pair != 0x0101) & ~missing))
-        raise InputError(f"{_OP}: pred_spans row {i} is not a span or two NaNs: "
+        raise InputError(f"{_OP}: preds row {i} is not a span or two NaNs: "
                          f"{pred[i].tolist()} (use two NaNs for 'no prediction')")
     if np.count_nonzero(np.isnan(pred)) != 2 * n_missing:
         i = int(np.argmax(np.isinf(pred).any(axis=1)))
-        raise InputError(f"{_OP}: pred_spans row {i} is infinite: {pred[i].tolist()}")
+        raise InputError(f"{_OP}: preds row {i} is infinite: {pred[i].tolist()}")
     return missing
 
 
@@ -529,10 +558,46 @@ def _slice(result, values, edges, closed, labels, op, what) -> dict[str, MetricR
             "evaluated": int(np.count_nonzero(pq["evaluated"])),
             "thresholds": list(thresholds),
         }
-        out[label] = MetricResult(result.benchmark, _summarise(pq, thresholds), pq, info)
+        out[label] = MetricResult(result.metric, _summarise(pq, thresholds), pq, info,
+                                  benchmark=result.benchmark)
     return out
 
 
 def _bin_label(lo: float, hi: float, closed: str) -> str:
     left, right = ("[", ")") if closed == "left" else ("(", "]")
     return f"{left}{lo:g}, {hi:g}{right}"
+
+
+class GroundedQA(Metric):
+    """:func:`grounded_qa` over batches: ``GroundedQA(mode=..., thresholds=...,
+    normalized=...)``, then ``update(preds, target, pred_answers=...,
+    gt_answers=..., durations=..., keys=...)`` per batch (each batch's
+    ``target`` as the function takes it: the ``(gt_spans, gt_offsets)`` pair
+    of that batch or its list of ``(k_i, 2)`` rows). Each batch is checked
+    when it is added; ``compute()`` equals ``grounded_qa`` on all batches
+    concatenated. See :class:`fastvqa.metrics.Metric`."""
+
+    function = "grounded_qa"
+    per_item = ("pred_answers", "gt_answers", "durations", "keys")
+
+    def _batch(self, preds: Any, target: Any, per_item: dict[str, Any]) -> dict[str, Any]:
+        pred = _spans(preds, "preds")
+        n = pred.shape[0]
+        gt_spans, gt_offsets = _target_csr(target, n)
+        gt = _spans(gt_spans, "gt_spans")
+        out: dict[str, Any] = {"preds": pred.copy(),
+                               "target": (gt.copy(), _offsets(gt_offsets, n, gt.shape[0]).copy())}
+        for name, value in per_item.items():
+            out[name] = ([str(k) for k in value] if name == "keys"
+                         else np.array(_to_numpy(value, name)))
+        return out
+
+    def _join(self, name: str, values: list[Any]) -> Any:
+        if name != "target":
+            return super()._join(name, values)
+        spans = [v[0] for v in values]
+        # Each batch's offsets, shifted by the spans of the batches before it.
+        shift = np.cumsum([0] + [s.shape[0] for s in spans[:-1]])
+        offsets = np.concatenate([np.zeros(1, dtype=np.int64)]
+                                 + [v[1][1:] + s for v, s in zip(values, shift)])
+        return np.concatenate(spans, axis=0), offsets.astype(np.int64)

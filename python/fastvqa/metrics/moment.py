@@ -22,6 +22,7 @@ from typing import Any, Optional
 import numpy as np
 
 from fastvqa.errors import InputError, InputTypeError
+from fastvqa.metrics.base import Metric
 from fastvqa.metrics.result import MetricResult
 from fastvqa.ops import grounding_overlap, paired_temporal_iou
 
@@ -91,22 +92,22 @@ def _pair_queries(predictions: Any, ground_truth: Any, match_number: bool
     pred_map = isinstance(predictions, Mapping)
     gt_map = isinstance(ground_truth, Mapping)
     if pred_map != gt_map:
-        raise InputTypeError("predictions and ground_truth must both be mappings (query id -> "
+        raise InputTypeError("preds and target must both be mappings (query id -> "
                              "windows) or both be sequences (aligned by position); got "
                              f"{type(predictions).__name__} and {type(ground_truth).__name__}")
     if not pred_map:
-        for name, obj in (("predictions", predictions), ("ground_truth", ground_truth)):
+        for name, obj in (("preds", predictions), ("target", ground_truth)):
             if isinstance(obj, (str, bytes)) or not isinstance(obj, (Sequence, np.ndarray)):
                 raise InputTypeError(f"{name} must be a mapping or a sequence of per-query "
                                      f"windows, got {type(obj).__name__}")
         if len(predictions) != len(ground_truth):
-            raise InputError(f"predictions has {len(predictions)} queries but ground_truth has "
+            raise InputError(f"preds has {len(predictions)} queries but target has "
                              f"{len(ground_truth)}; pass mappings keyed by query id to match them")
         keys = [str(i) for i in range(len(predictions))]
         return keys, list(predictions), list(ground_truth), {"evaluated": len(keys)}
     pred_keys = [str(k) for k in predictions]
     gt_keys = [str(k) for k in ground_truth]
-    for name, ks in (("predictions", pred_keys), ("ground_truth", gt_keys)):
+    for name, ks in (("preds", pred_keys), ("target", gt_keys)):
         if len(set(ks)) != len(ks):
             dup = next(k for k in ks if ks.count(k) > 1)
             raise InputError(f"{name}: query id {dup!r} appears twice "
@@ -370,8 +371,8 @@ def _bucket(pred: np.ndarray, p_off: np.ndarray, gt: np.ndarray, g_off: np.ndarr
 
 
 def moment_retrieval(
-    predictions: Any,
-    ground_truth: Any,
+    preds: Any,
+    target: Any,
     *,
     max_pred_windows: Optional[int] = 10,
     length_buckets: Optional[Mapping[str, tuple[float, float]]] = QVH_LENGTH_BUCKETS,
@@ -382,13 +383,13 @@ def moment_retrieval(
     computes them.
 
     Args:
-        predictions: per query, the predicted windows ``[[start, end, score],
+        preds: per query, the predicted windows ``[[start, end, score],
             ...]`` (seconds; ``start <= end``; any order, the file order
             matters). Either a mapping ``query id -> windows`` or a sequence
-            aligned with ``ground_truth``.
-        ground_truth: per query, the relevant windows ``[[start, end], ...]``
+            aligned with ``target``.
+        target: per query, the relevant windows ``[[start, end], ...]``
             (seconds, at least one per query), same container kind as
-            ``predictions``. Mapping keys are compared as strings.
+            ``preds``. Mapping keys are compared as strings.
         max_pred_windows: keep only the first N windows of each query **in
             file order, before sorting by score** (official default 10; None
             keeps all). Only mAP uses the truncation; R1 uses the first window.
@@ -400,7 +401,7 @@ def moment_retrieval(
             the shared ids only, as ``match_number=False`` does.
 
     Returns:
-        :class:`MetricResult` ``"qvhighlights"`` with, in percent at full
+        :class:`MetricResult` ``"moment_retrieval"`` with, in percent at full
         precision (the official script rounds to 2 decimals):
 
         - ``"R1@0.5"``, ``"R1@0.7"``: share of queries whose **first** window
@@ -467,7 +468,7 @@ def moment_retrieval(
         if name == "full" or len(tuple(bounds)) != 2 or not float(bounds[0]) < float(bounds[1]):
             raise InputError(f"length bucket {name!r}: expected (lo, hi) with lo < hi and a name "
                              f"other than 'full', got {bounds!r}")
-    keys, pred_rows, gt_rows, counts = _pair_queries(predictions, ground_truth, match_number)
+    keys, pred_rows, gt_rows, counts = _pair_queries(preds, target, match_number)
     preds = [_windows(p, (3,), "predictions", k) for k, p in zip(keys, pred_rows)]
     if max_pred_windows is not None:
         preds = [p[:max_pred_windows] for p in preds]
@@ -515,7 +516,7 @@ def moment_retrieval(
         "buckets": bucket_info,
         "note": "the official script prints these rounded to 2 decimals",
     }
-    return MetricResult("qvhighlights", metrics, per_question, info)
+    return MetricResult("moment_retrieval", metrics, per_question, info)
 
 
 # ----------------------------------------------------------------------------
@@ -555,8 +556,8 @@ def _nms_ragged(spans: np.ndarray, offsets: np.ndarray, threshold: float, top_k:
 
 
 def recall_at_n(
-    predictions: Any,
-    ground_truth: Any,
+    preds: Any,
+    target: Any,
     *,
     n: Sequence[int] = (1, 5),
     iou_thresholds: Sequence[float] = (0.3, 0.5, 0.7),
@@ -570,11 +571,11 @@ def recall_at_n(
     has IoU with the ground truth at least m (percent).
 
     Args:
-        predictions: per query, a **ranked** list of windows ``[[start, end],
+        preds: per query, a **ranked** list of windows ``[[start, end],
             ...]`` or ``[[start, end, score], ...]`` (best first; seconds).
             A mapping ``query id -> windows`` or a sequence aligned with
             ``ground_truth``.
-        ground_truth: per query one window ``[start, end]`` (2D-TAN, VSLNet)
+        target: per query one window ``[start, end]`` (2D-TAN, VSLNet)
             or several ``[[start, end], ...]`` (a prediction's IoU is then its
             maximum over them).
         n: the ranks n (positive ints).
@@ -630,7 +631,7 @@ def recall_at_n(
     if nms_threshold is not None and not 0.0 <= float(nms_threshold) <= 1.0:
         raise InputError(f"nms_threshold must be in [0, 1] or None, got {nms_threshold!r}")
 
-    keys, pred_rows, gt_rows, counts = _pair_queries(predictions, ground_truth, match_number)
+    keys, pred_rows, gt_rows, counts = _pair_queries(preds, target, match_number)
     preds = [_windows(p, (2, 3), "predictions", k) for k, p in zip(keys, pred_rows)]
     if sort_by_score:
         for k, p in zip(keys, preds):
@@ -689,3 +690,24 @@ def recall_at_n(
         "iou_thresholds": ms,
     }
     return MetricResult("recall_at_n", metrics, per_question, info)
+
+
+class MomentRetrieval(Metric):
+    """:func:`moment_retrieval` over batches: ``MomentRetrieval(max_pred_windows=...,
+    length_buckets=..., match_number=...)``, then ``update(preds, target)``
+    per batch (mappings by query id, or sequences, the same kind in every
+    batch; a query id given twice is an error). ``compute()`` equals
+    ``moment_retrieval`` on all batches concatenated (mAP is not a sum over
+    batches: the state is the windows themselves). See
+    :class:`fastvqa.metrics.Metric`."""
+
+    function = "moment_retrieval"
+
+
+class RecallAtN(Metric):
+    """:func:`recall_at_n` over batches: ``RecallAtN(n=..., iou_thresholds=...,
+    rule=..., ...)``, then ``update(preds, target)`` per batch; ``compute()``
+    equals ``recall_at_n`` on all batches concatenated. See
+    :class:`fastvqa.metrics.Metric`."""
+
+    function = "recall_at_n"

@@ -21,8 +21,9 @@ from typing import Any, Callable, Optional
 import numpy as np
 
 from fastvqa.errors import InputError, InputTypeError
-from fastvqa.metrics.dvd import BreakdownResult, align_predictions
-from fastvqa.metrics.result import MetricResult
+from fastvqa.metrics._align import align_predictions
+from fastvqa.metrics.base import Metric
+from fastvqa.metrics.result import BreakdownResult, MetricResult
 
 _LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 _INT64 = np.iinfo(np.int64)
@@ -149,20 +150,19 @@ def _gold(records_or_pair: Any) -> tuple[list, list[list[str]], list[int], Optio
 
 
 def multiple_choice_accuracy(
-    outputs: Any,
-    gold: Any,
+    preds: Any,
+    target: Any,
     *,
     question_types: Optional[Sequence] = None,
     index_base: int = 0,
     bleu_weights: Sequence[float] = (0.25, 0.25, 0.25, 0.25),
     bleu_smoothing: Optional[str] = None,
     tokenize: Optional[Callable[[str], list[str]]] = None,
-    benchmark: str = "multiple-choice",
 ) -> MetricResult:
     """Multiple-choice accuracy (percent) with SOK-Bench's free-text rule.
 
     Args:
-        outputs: one model output per question: a mapping (``record.key`` or
+        preds: one model output per question: a mapping (``record.key`` or
             ``record.question_id`` -> output; records only) or a sequence in
             question order. An output is:
 
@@ -173,7 +173,7 @@ def multiple_choice_accuracy(
               written in the text); when none is found, the option with the
               highest BLEU against the output is taken (SOK-Bench §4.1);
             - ``None`` (or absent from the mapping): missing, scored wrong.
-        gold: :class:`QARecord` list (``options``; ``answer`` = correct 0-based
+        target: :class:`QARecord` list (``options``; ``answer`` = correct 0-based
             index; ``extra["question_type"]`` used for the breakdown when every
             record has one), or a pair ``(options, answers)``: option lists and
             correct 0-based indices.
@@ -190,7 +190,6 @@ def multiple_choice_accuracy(
             higher order has no match, so lower-order overlap still ranks options.
         tokenize: text -> tokens for BLEU (default: ``str.split``, no
             lower-casing or punctuation splitting).
-        benchmark: the name the result carries.
 
     Ties in BLEU (e.g. an output sharing no word with any option, all scores 0)
     go to the first (lowest-index) of the tied options; ties are counted in
@@ -221,16 +220,16 @@ def multiple_choice_accuracy(
     fn = "multiple_choice_accuracy"
     if index_base not in (0, 1):
         raise InputError(f"{fn}: index_base must be 0 or 1, got {index_base!r}")
-    records, options, answers, record_types = _gold(gold)
+    records, options, answers, record_types = _gold(target)
     n = len(options)
     if records is not None:
-        raw, align_info = align_predictions(outputs, records, fn, by_question_id=True)
+        raw, align_info = align_predictions(preds, records, fn, by_question_id=True)
         keys = [r.key for r in records]
     else:
-        if isinstance(outputs, Mapping):
+        if isinstance(preds, Mapping):
             raise InputTypeError(f"{fn}: a mapping of outputs needs records (to know the keys); "
                                  "give a sequence in question order with (options, answers)")
-        raw, align_info = align_predictions(outputs, [None] * n, fn)
+        raw, align_info = align_predictions(preds, [None] * n, fn)
         keys = [str(i) for i in range(n)]
     types = list(question_types) if question_types is not None else record_types
     if types is not None and len(types) != n:
@@ -325,4 +324,16 @@ def multiple_choice_accuracy(
         "bleu_tie": tie,
         "question_type": list(types) if types is not None else [None] * n,
     }
-    return BreakdownResult(benchmark, metrics, per_question, info)
+    return BreakdownResult("multiple_choice_accuracy", metrics, per_question, info)
+
+
+class MultipleChoiceAccuracy(Metric):
+    """:func:`multiple_choice_accuracy` over batches:
+    ``MultipleChoiceAccuracy(index_base=..., bleu_weights=..., ...)``, then
+    ``update(preds, target, question_types=...)`` per batch (``target`` the
+    batch's records or its ``(options, answers)`` pair, the same kind in every
+    batch). ``compute()`` equals ``multiple_choice_accuracy`` on all batches
+    concatenated. See :class:`fastvqa.metrics.Metric`."""
+
+    function = "multiple_choice_accuracy"
+    per_item = ("question_types",)

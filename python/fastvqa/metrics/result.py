@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The value every metric function returns."""
+"""The value every metric function returns: :class:`MetricResult`, and
+:class:`BreakdownResult` for results with many breakdown entries."""
 
 from __future__ import annotations
 
@@ -24,7 +25,13 @@ class MetricResult(Mapping):
     0-100). Rounding happens only in :meth:`format_table`.
 
     Attributes:
-        benchmark: what was evaluated, e.g. ``"nextgqa"``.
+        metric: the metric function that computed it, always its name in
+            :mod:`fastvqa.metrics` (``"grounded_qa"``, ``"iou_f1"``,
+            ``"rouge"``, ``"dvd_accuracy"``, ``"multiple_choice_accuracy"``,
+            ``"moment_retrieval"``, ``"recall_at_n"``).
+        benchmark: the benchmark evaluated (``"nextgqa"``, ``"wildqa-qa"``...,
+            the names of ``fastvqa eval``), set by :mod:`fastvqa.evaluation`;
+            None for a direct metric call.
         metrics: ordered name -> value.
         per_question: column name -> array (or list) with one entry per
             evaluated item, e.g. ``{"key": [...], "IoU": array, "IoP": array}``.
@@ -34,11 +41,14 @@ class MetricResult(Mapping):
 
     def __init__(
         self,
-        benchmark: str,
+        metric: str,
         metrics: dict[str, float],
         per_question: dict[str, Any] | None = None,
         info: dict[str, Any] | None = None,
+        *,
+        benchmark: str | None = None,
     ):
+        self.metric = metric
         self.benchmark = benchmark
         self.metrics = {k: float(v) for k, v in metrics.items()}
         self.per_question = dict(per_question or {})
@@ -50,7 +60,7 @@ class MetricResult(Mapping):
             return self.metrics[name]
         except KeyError:
             raise KeyError(
-                f"{self.benchmark}: no metric {name!r}; available: {', '.join(self.metrics)}"
+                f"{self.title}: no metric {name!r}; available: {', '.join(self.metrics)}"
             ) from None
 
     def __iter__(self) -> Iterator[str]:
@@ -61,12 +71,19 @@ class MetricResult(Mapping):
 
     def __repr__(self) -> str:
         shown = ", ".join(f"{k}={v:.4g}" for k, v in self.metrics.items())
-        return f"MetricResult({self.benchmark}: {shown})"
+        return f"{type(self).__name__}({self.title}: {shown})"
+
+    @property
+    def title(self) -> str:
+        """The table's heading: the benchmark when set, else the metric's name."""
+        return self.benchmark or self.metric
 
     # Output -------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready: benchmark, metrics (full precision; NaN as null), info."""
+        """JSON-ready: metric, benchmark, metrics (full precision; NaN as
+        null), info."""
         return {
+            "metric": self.metric,
             "benchmark": self.benchmark,
             "metrics": {k: _json_float(v) for k, v in self.metrics.items()},
             "info": _jsonable(self.info),
@@ -83,7 +100,7 @@ class MetricResult(Mapping):
         widths = [max(len(n), len(v)) for n, v in zip(names, values)]
         head = "  ".join(n.rjust(w) for n, w in zip(names, widths))
         row = "  ".join(v.rjust(w) for v, w in zip(values, widths))
-        lines = [f"{self.benchmark}", head, row]
+        lines = [self.title, head, row]
         for key in ("mode", "evaluated", "missing"):
             if key in self.info:
                 lines.append(f"{key}: {self.info[key]}")
@@ -135,6 +152,44 @@ class MetricResult(Mapping):
                 for row in rows:
                     f.write(json.dumps(row) + "\n")
         return path
+
+
+class BreakdownResult(MetricResult):
+    """A :class:`MetricResult` whose readable table lists one metric per line
+    with its item count (``info["counts"]``): a result with dozens of
+    breakdown entries does not fit a two-row table. Used by the DVD and
+    multiple-choice metrics."""
+
+    def format_table(self, decimals: int = 1) -> str:
+        width = max((len(n) for n in self.metrics), default=0)
+        lines = [self.title]
+        if isinstance(decimals, bool) or not isinstance(decimals, int) or decimals < 0:
+            raise InputError(f"format_table: decimals must be an integer >= 0, got {decimals!r}")
+        for name, value in self.metrics.items():
+            count = self.count(name)
+            if math.isnan(value):  # a group over nothing: never a number
+                shown = "n/a (n=0)" if count == 0 else "n/a"
+                lines.append(f"{name:<{width}}  {shown:>{decimals + 5}}"
+                             + (f"  (n={count})" if count else ""))
+                continue
+            shown = f"{value:.{decimals}f}"
+            lines.append(f"{name:<{width}}  {shown:>{decimals + 5}}"
+                         + (f"  (n={count})" if count is not None else ""))
+        for key in ("mode", "evaluated", "missing"):
+            if key in self.info:
+                lines.append(f"{key}: {self.info[key]}")
+        # Counts that qualify the numbers, shown only when they are not zero.
+        for key in ("out_of_answer_space", "unknown_keys", "bleu_fallbacks", "bleu_ties",
+                    "out_of_range"):
+            if self.info.get(key):
+                lines.append(f"{key}: {self.info[key]}")
+        return "\n".join(lines)
+
+
+def mean_or_nan(values: np.ndarray) -> float:
+    """The float64 mean of a 1-D array; NaN for an empty one (a mean over
+    nothing is not a number)."""
+    return float(np.mean(values, dtype=np.float64)) if values.size else float("nan")
 
 
 def format_value(value: float, decimals: int, count: int | None = None) -> str:

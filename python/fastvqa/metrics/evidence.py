@@ -1,35 +1,30 @@
 # SPDX-License-Identifier: Apache-2.0
-"""WildQA metrics: evidence-selection IoU-F1 (three named modes) and answer ROUGE.
+"""Evidence selection: IoU-F1 between predicted and gold evidence spans (three
+named modes), as WildQA scores it.
 
 The official code is MichiganNLP/In-the-wild-QA (``src/src/metrics.py``). Its
 IoU-F1 changed after the paper (commit e46c788, March 2023), so fastvqa names
 both versions plus a clean definition; see ``anchors/eval.md`` section 1.2 and
 ``papers/wildqa.md`` sections 2 and 6.4.
 
-Scale: the WildQA paper prints IoU-F1 and ROUGE as percentages (Table 4:
-"Common 10.6", Table 5: "Random 2.5", "Human 18.37"), so the dataset-level
-values here are on the 0-100 scale; per-question values stay on the 0-1 scale
-of a single F-measure (so the "wildqa-2022" quirk shows as 1.333...).
+Scale: the WildQA paper prints IoU-F1 as a percentage (Table 4: "Common
+10.6"), so the dataset-level value is on the 0-100 scale; per-question values
+stay on the 0-1 scale of a single F-measure (so the "wildqa-2022" quirk shows
+as 1.333...). Answer ROUGE is in :mod:`fastvqa.metrics.open_answers`.
 """
 
 from __future__ import annotations
 
-import re
-import string
 from collections.abc import Sequence
 from typing import Any, Optional
 
 import numpy as np
 
 from fastvqa.errors import InputError, InputTypeError
-from fastvqa.metrics.result import MetricResult
+from fastvqa.metrics.base import Metric
+from fastvqa.metrics.result import MetricResult, mean_or_nan
 
 IOU_F1_MODES = ("wildqa-2022", "wildqa-2023", "clean")
-REFERENCE_MODES = ("primary", "max")
-
-_ROUGE_KEYS = (("ROUGE-1", "rouge1"), ("ROUGE-2", "rouge2"), ("ROUGE-L", "rougeL"))
-_PUNCTUATION = str.maketrans("", "", string.punctuation)
-_ARTICLES = re.compile(r"\b(?:a|an|the)\b")
 
 
 # --------------------------------------------------------------------------
@@ -47,7 +42,7 @@ def _span_rows(name: str, rows: Any, n: Optional[int] = None) -> list[np.ndarray
         )
     if n is not None and len(rows) != n:
         raise InputError(
-            f"iou_f1: {name} has {len(rows)} entries but predictions has {n}; "
+            f"iou_f1: {name} has {len(rows)} entries but preds has {n}; "
             "give one entry per question, in the same order"
         )
     return [_span_array(f"{name}[{i}]", row) for i, row in enumerate(rows)]
@@ -234,8 +229,8 @@ def _float32_running_mean(values: np.ndarray) -> float:
 
 
 def iou_f1(
-    predictions: Sequence[Any],
-    golds: Sequence[Any],
+    preds: Sequence[Any],
+    target: Sequence[Any],
     *,
     mode: str = "wildqa-2022",
     threshold: float = 0.5,
@@ -246,11 +241,11 @@ def iou_f1(
     """WildQA video-evidence-selection IoU-F1 (macro mean of per-question F1).
 
     Args:
-        predictions: N entries, one per question: a list (or ``(k, 2)``
+        preds: N entries, one per question: a list (or ``(k, 2)``
             array) of predicted ``[start, end]`` spans in seconds; ``k`` may be
             0 (no evidence predicted). Reversed spans (end < start) are empty
             and match nothing.
-        golds: N entries, the primary (Phase-1, field ``evidences``) gold spans
+        target: N entries, the primary (Phase-1, field ``evidences``) gold spans
             of each question, ``(m, 2)`` seconds, as the annotation file holds
             them (fastvqa's loader gives them as ``QARecord.spans``).
         mode: ``"wildqa-2022"`` (default: the rules that produced the COLING
@@ -280,7 +275,7 @@ def iou_f1(
             ``None`` (default): no padding.
 
     Returns:
-        :class:`MetricResult` ``"wildqa-evidence"`` with ``"IoU-F1"`` = 100 x
+        :class:`MetricResult` ``"iou_f1"`` with ``"IoU-F1"`` = 100 x
         the mean per-question F1 at ``threshold`` (the paper's percent scale;
         ``nan`` when N = 0) and, with ``thresholds``, ``"IoU-F1@<t>"``.
         ``per_question`` columns: ``index``, ``F1`` (0-1, at ``threshold``),
@@ -333,9 +328,9 @@ def iou_f1(
         raise InputError(f"iou_f1: mode must be one of {', '.join(IOU_F1_MODES)}; got {mode!r}")
     main_t = _check_threshold("threshold", threshold)
     extra_t = [_check_threshold(f"thresholds[{i}]", t) for i, t in enumerate(thresholds or ())]
-    preds = _span_rows("predictions", predictions)
+    preds = _span_rows("preds", preds)
     n = len(preds)
-    gold_rows = _span_rows("golds", golds, n)
+    gold_rows = _span_rows("target", target, n)
     if alternatives is not None and mode == "wildqa-2022":
         raise InputError("iou_f1: mode 'wildqa-2022' scores the primary gold only (as the paper "
                          "did); pass alternatives with mode 'wildqa-2023' or 'clean'")
@@ -379,7 +374,7 @@ def iou_f1(
     f1, prec, rec, tp = per_instance(main_t)
     pick = _first_max_per_question(f1, inst_q, n)
     q_f1 = f1[pick]
-    mean = _float32_running_mean(q_f1) if mode != "clean" else _mean(q_f1)
+    mean = _float32_running_mean(q_f1) if mode != "clean" else mean_or_nan(q_f1)
     metrics = {"IoU-F1": 100.0 * mean}
     per_question: dict[str, Any] = {
         "index": np.arange(n),
@@ -399,7 +394,7 @@ def iou_f1(
         best_t = np.zeros(n, dtype=f1_t.dtype)
         if n:
             best_t = np.maximum.reduceat(f1_t, np.searchsorted(inst_q, np.arange(n)))
-        m_t = _float32_running_mean(best_t) if mode != "clean" else _mean(best_t)
+        m_t = _float32_running_mean(best_t) if mode != "clean" else mean_or_nan(best_t)
         metrics[f"IoU-F1@{name}"] = 100.0 * m_t
         per_question[f"F1@{name}"] = best_t.astype(np.float64)
     info = {
@@ -411,11 +406,7 @@ def iou_f1(
         "pad_to_batch": pad_to_batch,
         "scale": "IoU-F1 in percent (0-100); per-question F1 on 0-1",
     }
-    return MetricResult("wildqa-evidence", metrics, per_question, info)
-
-
-def _mean(values: np.ndarray) -> float:
-    return float(np.mean(values, dtype=np.float64)) if values.size else float("nan")
+    return MetricResult("iou_f1", metrics, per_question, info)
 
 
 def _alternative_sets(alternatives: Any, n: int) -> list[list[np.ndarray]]:
@@ -426,7 +417,7 @@ def _alternative_sets(alternatives: Any, n: int) -> list[list[np.ndarray]]:
                              f"lists per question), got {type(alternatives).__name__}")
     if len(alternatives) != n:
         raise InputError(f"iou_f1: alternatives has {len(alternatives)} entries but "
-                         f"predictions has {n}; give one entry per question")
+                         f"preds has {n}; give one entry per question")
     out = []
     for i, sets in enumerate(alternatives):
         if isinstance(sets, (str, bytes, dict)) or not isinstance(sets, (Sequence, np.ndarray)):
@@ -476,134 +467,12 @@ def _first_max_per_question(f1: np.ndarray, inst_q: np.ndarray, n: int) -> np.nd
     return order[first]
 
 
-# --------------------------------------------------------------------------
-# Answers: normalisation and ROUGE
-# --------------------------------------------------------------------------
+class IoUF1(Metric):
+    """:func:`iou_f1` over batches: ``IoUF1(mode=..., threshold=...,
+    thresholds=..., pad_to_batch=...)``, then ``update(preds, target,
+    alternatives=...)`` per batch; ``compute()`` equals ``iou_f1`` on all
+    batches concatenated (``pad_to_batch`` counts questions across batches,
+    as the one-shot call does). See :class:`fastvqa.metrics.Metric`."""
 
-
-def normalize_answer(answer: str) -> str:
-    """WildQA's answer normalisation (``normalize_answer`` in the official
-    ``metrics.py``), applied to predictions and references before every answer
-    metric: lower-case, delete every character of ``string.punctuation``, then
-    delete the whole words ``a``, ``an``, ``the`` (regex ``\\b(?:a|an|the)\\b``).
-    Whitespace is not collapsed (the tokenizers split on it anyway).
-
-    >>> normalize_answer("The U.S. Army's tanks!")
-    ' us armys tanks'
-    """
-    if not isinstance(answer, str):
-        raise InputTypeError(f"normalize_answer: expected a string, got {type(answer).__name__}")
-    return _ARTICLES.sub("", answer.lower().translate(_PUNCTUATION))
-
-
-def rouge(
-    predictions: Sequence[str],
-    references: Sequence[Any],
-    *,
-    references_mode: str = "primary",
-    use_stemmer: bool = False,
-) -> MetricResult:
-    """WildQA answer ROUGE-1, ROUGE-2 and ROUGE-L F-measure, macro-averaged.
-
-    Args:
-        predictions: N predicted answer strings.
-        references: N entries, each a reference string or a non-empty list of
-            reference strings whose first item is the primary (Phase-1) answer
-            (fastvqa's loader gives ``[answer] + alter_answers`` as
-            ``QARecord.extra["answers"]``).
-        references_mode: ``"primary"`` (default) scores against the first
-            reference only: this is how the official training code (and so
-            every model and simple-baseline row of the paper's Tables 4 and 7)
-            computed ROUGE. ``"max"`` takes, per metric independently, the best
-            F-measure over all references (what the human-agreement analysis
-            did; fastvqa does it per metric itself rather than through
-            torchmetrics' order-dependent ``accumulate="best"``).
-        use_stemmer: Porter stemming of tokens longer than 3 characters
-            (rouge-score's option). Off in the official model evaluation.
-
-    Returns:
-        :class:`MetricResult` ``"wildqa-qa"`` with ``"ROUGE-1"``,
-        ``"ROUGE-2"``, ``"ROUGE-L"`` = 100 x the mean per-question F-measure
-        (the paper's percent scale; ``nan`` when N = 0); ``per_question``
-        columns ``index`` and the three F-measures on 0-1.
-
-    Both texts pass through :func:`normalize_answer`, then the rouge-score
-    tokenizer (lower-case, every run of characters outside ``[a-z0-9]`` becomes
-    a space, split on whitespace), which is the tokenisation of the
-    torchmetrics 0.8 ``ROUGEScore`` the official code used. ROUGE-N F is
-    ``2PR / (P + R)`` over clipped n-gram counts, ROUGE-L the sentence-level LCS
-    F (``rougeL``, not ``rougeLsum``); an empty side scores 0. Per-question
-    values are float64; torchmetrics averaged float32 values, which can differ
-    below the 6th significant digit.
-
-    Requires ``rouge-score`` (``pip install 'fastvqa[eval]'``); it needs no
-    NLTK data at run time. A bad ``references_mode``, lengths that differ or
-    an entry that is not a string raise :class:`fastvqa.errors.InputError`
-    (a ``ValueError``; for a wrong type also a ``TypeError``).
-    """
-    if references_mode not in REFERENCE_MODES:
-        raise InputError(f"rouge: references_mode must be 'primary' or 'max', "
-                         f"got {references_mode!r}")
-    preds = _strings("predictions", predictions)
-    refs = _reference_lists(references, len(preds))
-    try:
-        from rouge_score import rouge_scorer
-    except ImportError as err:
-        raise ImportError("rouge() needs the rouge-score package: pip install 'fastvqa[eval]' "
-                          "(or pip install rouge-score)") from err
-    scorer = rouge_scorer.RougeScorer([k for _, k in _ROUGE_KEYS], use_stemmer=use_stemmer)
-    n = len(preds)
-    scores = np.zeros((len(_ROUGE_KEYS), n))
-    for i, (pred, ref_list) in enumerate(zip(preds, refs)):
-        used = ref_list[:1] if references_mode == "primary" else ref_list
-        norm_pred = normalize_answer(pred)
-        for ref in used:
-            # rouge-score's argument order is (target, prediction).
-            s = scorer.score(normalize_answer(ref), norm_pred)
-            for j, (_, key) in enumerate(_ROUGE_KEYS):
-                scores[j, i] = max(scores[j, i], s[key].fmeasure)
-    metrics = {name: 100.0 * _mean(scores[j]) for j, (name, _) in enumerate(_ROUGE_KEYS)}
-    per_question: dict[str, Any] = {"index": np.arange(n)}
-    for j, (name, _) in enumerate(_ROUGE_KEYS):
-        per_question[name] = scores[j]
-    info = {
-        "references": references_mode,
-        "use_stemmer": use_stemmer,
-        "evaluated": n,
-        "normalisation": "lower-case, strip string.punctuation, drop a/an/the",
-        "scale": "ROUGE in percent (0-100); per-question F on 0-1",
-    }
-    return MetricResult("wildqa-qa", metrics, per_question, info)
-
-
-def _strings(name: str, values: Any) -> list[str]:
-    if isinstance(values, (str, bytes)) or not isinstance(values, Sequence):
-        raise InputTypeError(f"rouge: {name} must be a list of strings, "
-                             f"got {type(values).__name__}")
-    for i, v in enumerate(values):
-        if not isinstance(v, str):
-            raise InputTypeError(f"rouge: {name}[{i}] must be a string, got {type(v).__name__}")
-    return list(values)
-
-
-def _reference_lists(references: Any, n: int) -> list[list[str]]:
-    if isinstance(references, (str, bytes)) or not isinstance(references, Sequence):
-        raise InputTypeError("rouge: references must be a list with one reference (or list of "
-                             f"references) per prediction, got {type(references).__name__}")
-    if len(references) != n:
-        raise InputError(f"rouge: references has {len(references)} entries but predictions "
-                         f"has {n}; give one entry per question, in the same order")
-    out = []
-    for i, r in enumerate(references):
-        if isinstance(r, str):
-            out.append([r])
-            continue
-        if not isinstance(r, Sequence) or len(r) == 0:
-            raise InputError(f"rouge: references[{i}] must be a string or a non-empty list "
-                             f"of strings, got {r!r}")
-        for j, s in enumerate(r):
-            if not isinstance(s, str):
-                raise InputTypeError(f"rouge: references[{i}][{j}] must be a string, "
-                                     f"got {type(s).__name__}")
-        out.append(list(r))
-    return out
+    function = "iou_f1"
+    per_item = ("alternatives",)

@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
-"""DVD (video-grounded dialogue) accuracy with the paper's breakdowns.
+"""Video dialogue QA: exact-match accuracy over a closed answer set (DVD), with
+the paper's breakdowns.
 
 DVD (Le et al., ACL 2021) is turn-level retrieval over a fixed set of 40
 answers; the metric is exact-match accuracy. The official repository has no
@@ -11,13 +12,15 @@ transferability helpers this module reproduces.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any, Optional
 
 import numpy as np
 
 from fastvqa.errors import InputError, InputTypeError
-from fastvqa.metrics.result import MetricResult
+from fastvqa.metrics._align import align_predictions
+from fastvqa.metrics.base import Metric
+from fastvqa.metrics.result import BreakdownResult, MetricResult
 
 #: The 40 answers, in the order of the official ``get_vocabulary`` (strings,
 #: sorted as strings; action sets comma-joined alphabetically; ``"spl"`` is the
@@ -85,38 +88,6 @@ def answer_subspace(group: str) -> tuple[str, ...]:
     return tuple(a for a in DVD_ANSWERS if a in members)
 
 
-class BreakdownResult(MetricResult):
-    """A :class:`MetricResult` whose readable table lists one metric per line
-    with its item count (``info["counts"]``): a result with dozens of
-    breakdown entries does not fit a two-row table. Used by the DVD and
-    multiple-choice metrics."""
-
-    def format_table(self, decimals: int = 1) -> str:
-        width = max((len(n) for n in self.metrics), default=0)
-        lines = [self.benchmark]
-        if isinstance(decimals, bool) or not isinstance(decimals, int) or decimals < 0:
-            raise InputError(f"format_table: decimals must be an integer >= 0, got {decimals!r}")
-        for name, value in self.metrics.items():
-            count = self.count(name)
-            if math.isnan(value):  # a group over nothing: never a number
-                shown = "n/a (n=0)" if count == 0 else "n/a"
-                lines.append(f"{name:<{width}}  {shown:>{decimals + 5}}"
-                             + (f"  (n={count})" if count else ""))
-                continue
-            shown = f"{value:.{decimals}f}"
-            lines.append(f"{name:<{width}}  {shown:>{decimals + 5}}"
-                         + (f"  (n={count})" if count is not None else ""))
-        for key in ("mode", "evaluated", "missing"):
-            if key in self.info:
-                lines.append(f"{key}: {self.info[key]}")
-        # Counts that qualify the numbers, shown only when they are not zero.
-        for key in ("out_of_answer_space", "unknown_keys", "bleu_fallbacks", "bleu_ties",
-                    "out_of_range"):
-            if self.info.get(key):
-                lines.append(f"{key}: {self.info[key]}")
-        return "\n".join(lines)
-
-
 def _answer_string(value: Any, where: str) -> Optional[str]:
     """A prediction -> the string the official code compares (``str(pred)``);
     None stays None (no prediction)."""
@@ -128,41 +99,6 @@ def _answer_string(value: Any, where: str) -> Optional[str]:
         return str(value)
     raise InputTypeError(f"dvd_accuracy: prediction for {where} must be a string, number or "
                          f"boolean (compared as str(value)), got {type(value).__name__}")
-
-
-def align_predictions(predictions: Any, records: Sequence, fn: str, *,
-                      by_question_id: bool = False) -> tuple[list, dict]:
-    """Predictions (a mapping keyed by ``record.key``, or also by
-    ``record.question_id`` when ``by_question_id``, or a sequence in record
-    order) -> one entry per record (None: missing), plus counts
-    ``{"unknown_keys": n}``. Raises :class:`fastvqa.errors.InputError` (a
-    ValueError) for a sequence of the wrong length or a non-empty mapping none
-    of whose keys names a record, and one that is also a TypeError for
-    predictions that are neither."""
-    if isinstance(predictions, Mapping):
-        keys = {str(k) for k in predictions}
-        out, matched = [], set()
-        for r in records:
-            for k in ((r.key, r.question_id) if by_question_id else (r.key,)):
-                if k in predictions:
-                    out.append(predictions[k])
-                    matched.add(k)
-                    break
-            else:
-                out.append(None)
-        if keys and not matched:
-            example = next(iter(keys))
-            raise InputError(f"{fn}: no prediction key matches a ground-truth record (e.g. "
-                             f"{example!r}; records are keyed like {records[0].key!r})"
-                             if records else f"{fn}: predictions given but no records")
-        return out, {"unknown_keys": len(keys - matched)}
-    if isinstance(predictions, (str, bytes)) or not isinstance(predictions, (Sequence, np.ndarray)):
-        raise InputTypeError(f"{fn}: predictions must be a mapping key -> answer or a sequence in "
-                             f"record order, got {type(predictions).__name__}")
-    if len(predictions) != len(records):
-        raise InputError(f"{fn}: {len(predictions)} predictions for {len(records)} records "
-                         "(a sequence must hold one prediction per record, in record order)")
-    return list(predictions), {"unknown_keys": 0}
 
 
 def _group_accuracy(correct: np.ndarray, labels: Sequence, order: Sequence
@@ -181,12 +117,12 @@ def _group_accuracy(correct: np.ndarray, labels: Sequence, order: Sequence
              int(totals[where[label]])) for label in ordered]
 
 
-def dvd_accuracy(predictions: Any, records: Sequence, *, effective_or_only: bool = True
+def dvd_accuracy(preds: Any, target: Sequence, *, effective_or_only: bool = True
                  ) -> MetricResult:
     """Exact-match accuracy over DVD's 40 answers, with the paper's breakdowns.
 
     Args:
-        predictions: a mapping ``record.key`` -> answer (question ids alone
+        preds: a mapping ``record.key`` -> answer (question ids alone
             repeat across videos, so they are not accepted), or a sequence with
             one answer per record in record order.
             An answer is compared as the official code does, ``str(pred) ==
@@ -194,14 +130,14 @@ def dvd_accuracy(predictions: Any, records: Sequence, *, effective_or_only: bool
             strings are case-sensitive and not normalised (``"true"`` and
             ``"rotating,flying"`` are outside the answer space). None, or a
             record absent from the mapping, is a missing prediction.
-        records: :class:`QARecord` list from :func:`fastvqa.data.load_dvd`
+        target: the :class:`QARecord` list from :func:`fastvqa.data.load_dvd`
             (answers as strings; the breakdowns read ``record.extra``).
         effective_or_only: for the object-reference-distance breakdown, leave
             out references that could be resolved from the video alone, as
             the paper does (Fig. 9; the notebook's ``effective_or_only``).
 
     Returns:
-        A :class:`MetricResult` (benchmark ``"dvd"``), percentages 0-100:
+        A :class:`MetricResult` (metric ``"dvd_accuracy"``), percentages 0-100:
 
         - ``"Acc"``: accuracy over all records. Missing predictions and
           predictions outside the 40-answer space count as wrong (counted in
@@ -223,12 +159,12 @@ def dvd_accuracy(predictions: Any, records: Sequence, *, effective_or_only: bool
           was answered correctly the value is NaN (a rate over no turns; the
           official helper prints 0 there), with count 0, shown ``n/a (n=0)``;
           ``info["transfer"]`` gives the counts. A transfer turn whose previous
-          turn is not among ``records`` is left out (counted).
+          turn is not among ``target`` is left out (counted).
         - ``"Acc/turn=<n>"``: by turn position 1-10 (Fig. 9 left).
         - ``"Acc/or_distance=<d>"``: by long-term object-reference turn
           distance (0 = no long-term reference; Fig. 9 right).
 
-        A breakdown appears only for groups present in ``records``; it is left
+        A breakdown appears only for groups present in ``target``; it is left
         out (and named in ``info["breakdowns_omitted"]``) when some record
         lacks the ``extra`` field it needs. ``per_question`` columns: ``key``,
         ``prediction`` (string or None), ``answer``, ``correct``,
@@ -243,8 +179,8 @@ def dvd_accuracy(predictions: Any, records: Sequence, *, effective_or_only: bool
             mapping none of whose keys names a record; both
             :class:`fastvqa.errors.InputError`.
     """
-    records = list(records)
-    raw, align_info = align_predictions(predictions, records, "dvd_accuracy")
+    records = list(target)
+    raw, align_info = align_predictions(preds, records, "dvd_accuracy")
     preds = [_answer_string(p, r.key) for p, r in zip(raw, records)]
     answers = [str(r.answer) for r in records]
     n = len(records)
@@ -349,4 +285,16 @@ def dvd_accuracy(predictions: Any, records: Sequence, *, effective_or_only: bool
         "rule": "exact match str(pred) == str(gt) over the 40 DVD answers "
                 "(dvd_codebase/data/analysis_utils.py)",
     }
-    return BreakdownResult("dvd", metrics, per_question, info)
+    return BreakdownResult("dvd_accuracy", metrics, per_question, info)
+
+
+class DVDAccuracy(Metric):
+    """:func:`dvd_accuracy` over batches: ``DVDAccuracy(effective_or_only=...)``,
+    then ``update(preds, target)`` per batch (``preds`` a mapping keyed by
+    ``record.key`` or a sequence in the batch's record order, the same kind in
+    every batch; ``target`` the batch's records). ``compute()`` equals
+    ``dvd_accuracy`` on all batches concatenated, so a transfer turn whose
+    previous turn came in another batch is still counted. See
+    :class:`fastvqa.metrics.Metric`."""
+
+    function = "dvd_accuracy"

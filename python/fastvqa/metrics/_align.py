@@ -1,0 +1,47 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Predictions keyed by record (or in record order) -> one entry per record:
+shared by the metrics that score against :class:`fastvqa.data.QARecord` lists."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Sequence
+
+import numpy as np
+
+from fastvqa.errors import InputError, InputTypeError
+
+
+def align_predictions(predictions: Any, records: Sequence, fn: str, *,
+                      by_question_id: bool = False) -> tuple[list, dict]:
+    """Predictions (a mapping keyed by ``record.key``, or also by
+    ``record.question_id`` when ``by_question_id``, or a sequence in record
+    order) -> one entry per record (None: missing), plus counts
+    ``{"unknown_keys": n}``. Raises :class:`fastvqa.errors.InputError` (a
+    ValueError) for a sequence of the wrong length or a non-empty mapping none
+    of whose keys names a record, and one that is also a TypeError for
+    predictions that are neither."""
+    if isinstance(predictions, Mapping):
+        keys = {str(k) for k in predictions}
+        out, matched = [], set()
+        for r in records:
+            for k in ((r.key, r.question_id) if by_question_id else (r.key,)):
+                if k in predictions:
+                    out.append(predictions[k])
+                    matched.add(k)
+                    break
+            else:
+                out.append(None)
+        if keys and not matched:
+            example = next(iter(keys))
+            raise InputError(f"{fn}: no prediction key matches a ground-truth record (e.g. "
+                             f"{example!r}; records are keyed like {records[0].key!r})"
+                             if records else f"{fn}: predictions given but no records")
+        return out, {"unknown_keys": len(keys - matched)}
+    if isinstance(predictions, (str, bytes)) or not isinstance(predictions, (Sequence, np.ndarray)):
+        raise InputTypeError(f"{fn}: preds must be a mapping key -> answer or a sequence in "
+                             f"record order, got {type(predictions).__name__}")
+    if len(predictions) != len(records):
+        raise InputError(f"{fn}: {len(predictions)} predictions for {len(records)} records "
+                         "(a sequence must hold one prediction per record, in record order)")
+    return list(predictions), {"unknown_keys": 0}
