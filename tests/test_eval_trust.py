@@ -387,7 +387,7 @@ def test_a_bug_keeps_its_traceback(files, monkeypatch):
 
     load_all()
 
-    def buggy(args):
+    def buggy(*, gt, pred):
         raise ValueError("an internal mistake")
 
     monkeypatch.setattr(BENCHMARKS["nextgqa"], "evaluate", buggy)

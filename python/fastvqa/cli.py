@@ -142,7 +142,7 @@ def _print_warnings(result, command: str) -> None:
 
 def _cmd_eval(args: argparse.Namespace) -> int:
     from fastvqa._outputs import OutputFiles
-    from fastvqa.evaluation import BENCHMARKS
+    from fastvqa.evaluation import BENCHMARKS, keywords
 
     bench = BENCHMARKS[args.benchmark]
     # Every check before any work: the outputs (nothing the user has is
@@ -152,7 +152,10 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     plot = outputs.add(args.plot, "--plot")
     if plot is not None and bench.plot is None:
         raise CommandError(f"{bench.name} has no plot")
-    result = bench.evaluate(args)
+    if bench.check is not None:
+        bench.check(**keywords(bench.check, args))
+    # The command line only translates its options into the library's keywords.
+    result = bench.evaluate(**keywords(bench.evaluate, args))
     table = (json.dumps(result.to_dict(), indent=2) if args.json
              else result.format_table(decimals=args.decimals))
     # Written through temporary names, moved into place only when all are
@@ -162,7 +165,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
             fmt = "csv" if per_question.suffix.lower() == ".csv" else "jsonl"
             result.write_per_question(outputs.temp(per_question), fmt=fmt)
         if plot is not None:
-            bench.plot(result, args, str(outputs.temp(plot)))
+            bench.plot(result, str(outputs.temp(plot)), **keywords(bench.plot, args))
         outputs.commit()
     print(table)
     _print_warnings(result, "eval")
@@ -175,11 +178,12 @@ def _cmd_eval(args: argparse.Namespace) -> int:
 
 def _cmd_baseline(args: argparse.Namespace) -> int:
     from fastvqa._outputs import OutputFiles
-    from fastvqa.evaluation import BASELINES
+    from fastvqa.evaluation import BASELINES, keywords
 
     outputs = OutputFiles()
     out = outputs.add(args.out, "--out")
-    predictions = BASELINES[(args.benchmark, args.baseline)].run(args)
+    run = BASELINES[(args.benchmark, args.baseline)].run
+    predictions = run(**keywords(run, args))
     with outputs:
         with outputs.temp(out).open("x") as f:
             json.dump(predictions, f)

@@ -1,22 +1,33 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The registry behind ``fastvqa eval`` and ``fastvqa baseline``.
+"""Evaluation as a library, and the registry behind ``fastvqa eval`` and
+``fastvqa baseline``.
 
-Each benchmark module (``fastvqa/evaluation/<module>.py``) registers, at
-import, the benchmarks it evaluates and the trivial baselines it can write:
+Each benchmark module (``fastvqa/evaluation/<module>.py``) defines plain
+keyword functions and registers them, at import:
 
-- :func:`register_benchmark`: a name (``"nextgqa"``), its own command-line
-  options, and ``evaluate(args) -> MetricResult``; optionally
-  ``plot(result, args, path)``.
-- :func:`register_baseline`: a (benchmark, name) pair, its options, and
-  ``run(args) -> predictions`` (a JSON-ready object in the benchmark's own
-  prediction format, which ``fastvqa eval`` reads back).
+- an evaluation ``evaluate(*, gt, pred, ...) -> MetricResult`` per benchmark
+  (``nextgqa.evaluate``, ``nextgqa.evaluate_deveqa``, ``dvd.evaluate``,
+  ``sokbench.evaluate``, ``wildqa.evaluate_evidence``, ``wildqa.evaluate_qa``,
+  ``qvhighlights.evaluate``): ``gt`` and ``pred`` are paths, the other
+  keywords the benchmark's options under the command-line option's name
+  (``--max-pred-windows N`` is ``max_pred_windows=N``);
+- baselines ``run(*, gt, ..., seed=0) -> predictions`` (a JSON-ready object in
+  the benchmark's own prediction format, which ``fastvqa eval`` reads back);
+  ``seed`` only where something is random;
+- :func:`register_benchmark` / :func:`register_baseline`: a name
+  (``"nextgqa"``), its command-line options and those functions.
 
-``evaluate`` checks every option before it scores (a bad ``--plot-video`` fails
-before the table), refuses a score over nothing (no ground truth, or no
-prediction matching it) with :class:`CommandError`, and puts what the user
-should know about a score that stays official (e.g. questions left out, as
-the official script leaves them out) into ``result.info["warnings"]``, which
-the command line prints on stderr.
+:func:`evaluate` and :func:`run_baseline` reach them by benchmark name. The
+command line only translates its parsed options into the functions'
+keywords (:func:`keywords`: each keyword-only parameter takes the option of
+its name), so the library and ``fastvqa eval`` give the same result.
+
+An evaluation checks every option before it scores, refuses a score over
+nothing (no ground truth, or no prediction matching it) with
+:class:`CommandError`, and puts what the user should know about a score that
+stays official (e.g. questions left out, as the official script leaves them
+out) into ``result.info["warnings"]``, which the command line prints on
+stderr.
 
 The common options (``--pred``, ``--gt``, ``--mode``, ``--json``,
 ``--per-question``, ``--plot`` for eval; ``--gt``, ``--out``, ``--seed`` for
@@ -27,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import inspect
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -61,12 +73,17 @@ class Benchmark:
     name: str
     help: str
     add_arguments: Callable[[argparse.ArgumentParser], None]
-    evaluate: Callable[[argparse.Namespace], MetricResult]
-    plot: Optional[Callable[[MetricResult, argparse.Namespace, str], None]] = None
+    #: ``evaluate(*, gt, pred, ...) -> MetricResult``, keyword-only.
+    evaluate: Callable[..., MetricResult]
+    #: ``plot(result, path, **options)``, options keyword-only.
+    plot: Optional[Callable[..., None]] = None
     modes: tuple[str, ...] = ()
     default_mode: Optional[str] = None
     #: ``--gt`` help: what the loader accepts (a file, or also a folder).
     gt_help: str = "ground-truth file"
+    #: ``check(*, plot, ...)``: command-line option checks that need no file
+    #: (e.g. ``--plot-video`` without ``--plot``), run before any work.
+    check: Optional[Callable[..., None]] = None
 
 
 @dataclass
@@ -75,7 +92,8 @@ class Baseline:
     name: str
     help: str
     add_arguments: Callable[[argparse.ArgumentParser], None]
-    run: Callable[[argparse.Namespace], Any]
+    #: ``run(*, gt, ...) -> predictions``, keyword-only.
+    run: Callable[..., Any]
     #: ``--gt`` help; default: the benchmark's.
     gt_help: Optional[str] = None
 
@@ -102,13 +120,50 @@ def register_baseline(baseline: Baseline) -> Baseline:
 def load_all() -> None:
     """Imports every benchmark module (each registers itself once)."""
     for module in MODULES:
-        try:
-            importlib.import_module(f"fastvqa.evaluation.{module}")
-        except ModuleNotFoundError as err:
-            # Only a missing benchmark module itself is tolerated (work in
-            # progress); a missing dependency inside one is a real error.
-            if err.name != f"fastvqa.evaluation.{module}":
-                raise
+        importlib.import_module(f"fastvqa.evaluation.{module}")
+
+
+def keywords(fn: Callable[..., Any], options: argparse.Namespace) -> dict[str, Any]:
+    """The keywords ``fn`` takes, from the parsed command-line ``options``:
+    each keyword-only parameter of ``fn`` that ``options`` has (``--max-pred-windows``
+    is ``max_pred_windows``). The one translation from the command line to
+    the library functions."""
+    return {name: getattr(options, name)
+            for name, param in inspect.signature(fn).parameters.items()
+            if param.kind is inspect.Parameter.KEYWORD_ONLY and hasattr(options, name)}
+
+
+def evaluate(benchmark: str, **options: Any) -> MetricResult:
+    """Evaluates with the benchmark named ``benchmark`` (``"nextgqa"``,
+    ``"deveqa"``, ``"wildqa-evidence"``, ``"wildqa-qa"``, ``"dvd"``,
+    ``"sokbench"``, ``"qvhighlights"``): its ``evaluate(**options)``, e.g.
+    ``evaluate("qvhighlights", gt="gt.jsonl", pred="sub.jsonl", partial=True)``.
+    An unknown name is a :class:`CommandError` listing the known ones."""
+    load_all()
+    if benchmark not in BENCHMARKS:
+        raise CommandError(f"no benchmark {benchmark!r}; known: {', '.join(sorted(BENCHMARKS))}")
+    return BENCHMARKS[benchmark].evaluate(**options)
+
+
+def run_baseline(benchmark: str, name: str, **options: Any) -> Any:
+    """The predictions of baseline ``name`` of ``benchmark``: its
+    ``run(**options)``, e.g. ``run_baseline("nextgqa", "centre-half",
+    gt="data/nextgqa")``; JSON-ready, in the format ``evaluate`` reads."""
+    load_all()
+    if (benchmark, name) not in BASELINES:
+        known = ", ".join(f"{b} {n}" for b, n in sorted(BASELINES))
+        raise CommandError(f"no baseline {name!r} for {benchmark!r}; known: {known}")
+    return BASELINES[(benchmark, name)].run(**options)
+
+
+def choice(option: str, value: Any, choices: tuple) -> Any:
+    """``value`` when it is one of ``choices``, else :class:`CommandError`
+    naming ``option`` and the choices (the library's check of what argparse
+    checks on the command line)."""
+    if isinstance(value, bool) or value not in choices:
+        raise CommandError(f"{option}: expected one of {', '.join(map(str, choices))}, "
+                           f"got {value!r}")
+    return value
 
 
 def require_records(records: list, gt: Any, what: str = "questions") -> list:
@@ -161,5 +216,6 @@ def missing_warning(result: MetricResult, total: int, missing: int, *, what: str
 __getattr__, __dir__ = lazy_exports(__name__, submodules=(*MODULES, "plots"))
 
 __all__ = ["BASELINES", "BENCHMARKS", "MODULES", "Baseline", "Benchmark", "CommandError",
-           "load_all", "missing_warning", "refuse_self_retrieval", "register_baseline",
-           "register_benchmark", "require_records", *MODULES, "plots"]
+           "choice", "evaluate", "keywords", "load_all", "missing_warning",
+           "refuse_self_retrieval", "register_baseline", "register_benchmark",
+           "require_records", "run_baseline", *MODULES, "plots"]
