@@ -150,3 +150,24 @@ def test_a_missing_benchmark_module_is_an_error(monkeypatch):
     monkeypatch.setattr(ev, "MODULES", (*ev.MODULES, "no_such_benchmark"))
     with pytest.raises(ModuleNotFoundError, match="no_such_benchmark"):
         ev.load_all()
+
+
+def test_command_error_lives_in_fastvqa_errors_only():
+    """Its neutral home: the command modules import it from fastvqa.errors
+    (0.1 defined it in fastvqa.evaluation, which retrieval/cli.py imported
+    upward); no alias is left behind."""
+    import fastvqa.errors
+    import fastvqa.evaluation
+    from fastvqa._outputs import OutputError
+
+    assert fastvqa.errors.CommandError.__module__ == "fastvqa.errors"
+    assert issubclass(fastvqa.errors.CommandError, fastvqa.errors.InputError)
+    assert issubclass(OutputError, fastvqa.errors.CommandError)
+    assert not hasattr(fastvqa.evaluation, "CommandError")
+    assert "CommandError" not in fastvqa.evaluation.__all__
+    import fastvqa.demo.cli
+    import fastvqa.retrieval.cli
+    import fastvqa.video.cli
+
+    for module in (fastvqa.retrieval.cli, fastvqa.video.cli, fastvqa.demo.cli):
+        assert module.CommandError is fastvqa.errors.CommandError

@@ -13,10 +13,10 @@ import sys
 from pathlib import Path
 from typing import Optional, Sequence
 
-# Defined beside the registry so benchmark modules raise the very class caught
-# here, also when this file runs as __main__.
 from fastvqa._argtypes import int_at_least
-from fastvqa.evaluation import CommandError
+# Imported from its one home, so every command module raises the very class
+# caught here, also when this file runs as __main__.
+from fastvqa.errors import CommandError
 
 # Optional backends, by the import name fastvqa would use and the extra that installs it.
 _BACKENDS = (

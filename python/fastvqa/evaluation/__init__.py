@@ -24,7 +24,7 @@ its name), so the library and ``fastvqa eval`` give the same result.
 
 An evaluation checks every option before it scores, refuses a score over
 nothing (no ground truth, or no prediction matching it) with
-:class:`CommandError`, and puts what the user should know about a score that
+:class:`~fastvqa.errors.CommandError`, and puts what the user should know about a score that
 stays official (e.g. questions left out, as the official script leaves them
 out) into ``result.info["warnings"]``, which the command line prints on
 stderr.
@@ -44,28 +44,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional
 
+from fastvqa import errors as _errors
 from fastvqa._lazy import lazy_exports
-from fastvqa.errors import InputError
 from fastvqa.metrics.result import MetricResult
 
 # Modules that register benchmarks, imported when the command line needs them.
 MODULES = ("nextgqa", "wildqa", "dvd", "sokbench", "qvhighlights")
-
-
-class CommandError(InputError):
-    """A mistake the user can fix (a bad option, an unusable file, nothing to
-    score): :func:`fastvqa.cli.main` prints it as one line, ``fastvqa
-    <command>: error: <message>``, and exits with status 2, no traceback.
-
-    The command modules' validation error, of the :class:`fastvqa.errors.InputError`
-    family (a ``ValueError``); see :mod:`fastvqa.errors` for the family
-    (``VideoError``, ``IndexFileError``, ``DataFormatError``,
-    :class:`fastvqa._outputs.OutputError`). ``main`` treats only that family,
-    ``FileNotFoundError``/``IsADirectoryError``/``NotADirectoryError``/
-    ``FileExistsError``/``PermissionError`` (a path) and an ``ImportError``
-    whose message names the ``pip install`` that fixes it as the user's;
-    anything else, a plain ``ValueError`` or ``TypeError`` from inside
-    fastvqa included, is a bug and shows its traceback."""
 
 
 @dataclass
@@ -138,10 +122,10 @@ def evaluate(benchmark: str, **options: Any) -> MetricResult:
     ``"deveqa"``, ``"wildqa-evidence"``, ``"wildqa-qa"``, ``"dvd"``,
     ``"sokbench"``, ``"qvhighlights"``): its ``evaluate(**options)``, e.g.
     ``evaluate("qvhighlights", gt="gt.jsonl", pred="sub.jsonl", partial=True)``.
-    An unknown name is a :class:`CommandError` listing the known ones."""
+    An unknown name is a :class:`~fastvqa.errors.CommandError` listing the known ones."""
     load_all()
     if benchmark not in BENCHMARKS:
-        raise CommandError(f"no benchmark {benchmark!r}; known: {', '.join(sorted(BENCHMARKS))}")
+        raise _errors.CommandError(f"no benchmark {benchmark!r}; known: {', '.join(sorted(BENCHMARKS))}")
     return BENCHMARKS[benchmark].evaluate(**options)
 
 
@@ -152,30 +136,30 @@ def run_baseline(benchmark: str, name: str, **options: Any) -> Any:
     load_all()
     if (benchmark, name) not in BASELINES:
         known = ", ".join(f"{b} {n}" for b, n in sorted(BASELINES))
-        raise CommandError(f"no baseline {name!r} for {benchmark!r}; known: {known}")
+        raise _errors.CommandError(f"no baseline {name!r} for {benchmark!r}; known: {known}")
     return BASELINES[(benchmark, name)].run(**options)
 
 
 def choice(option: str, value: Any, choices: tuple) -> Any:
-    """``value`` when it is one of ``choices``, else :class:`CommandError`
+    """``value`` when it is one of ``choices``, else :class:`~fastvqa.errors.CommandError`
     naming ``option`` and the choices (the library's check of what argparse
     checks on the command line)."""
     if isinstance(value, bool) or value not in choices:
-        raise CommandError(f"{option}: expected one of {', '.join(map(str, choices))}, "
+        raise _errors.CommandError(f"{option}: expected one of {', '.join(map(str, choices))}, "
                            f"got {value!r}")
     return value
 
 
 def require_records(records: list, gt: Any, what: str = "questions") -> list:
-    """``records``, or :class:`CommandError` when there are none: a score over
+    """``records``, or :class:`~fastvqa.errors.CommandError` when there are none: a score over
     nothing is an error, not a table of NaN."""
     if not records:
-        raise CommandError(f"{gt}: the ground truth holds no {what}; nothing to score")
+        raise _errors.CommandError(f"{gt}: the ground truth holds no {what}; nothing to score")
     return records
 
 
 def refuse_self_retrieval(train_option: str, train: Any, gt_option: str, gt: Any) -> None:
-    """:class:`CommandError` when the ``train`` path a retrieval baseline
+    """:class:`~fastvqa.errors.CommandError` when the ``train`` path a retrieval baseline
     searches is the ``gt`` path it answers (the same file or folder, by
     :func:`os.path.samefile`, links and ``..`` included) or a folder holding
     it, or lies inside the ``gt`` folder: each test question would find itself
@@ -192,7 +176,7 @@ def refuse_self_retrieval(train_option: str, train: Any, gt_option: str, gt: Any
         how = "lies inside"
     else:
         return
-    raise CommandError(f"{train_option} {train} {how} {gt_option} {gt}: the {gt_option} "
+    raise _errors.CommandError(f"{train_option} {train} {how} {gt_option} {gt}: the {gt_option} "
                        f"questions would retrieve themselves (a score near 100%); give "
                        f"{train_option} a separate training split")
 
@@ -202,10 +186,10 @@ def missing_warning(result: MetricResult, total: int, missing: int, *, what: str
     """Adds to ``result.info["warnings"]`` that ``missing`` of ``total``
     ground-truth items had no prediction, and what the official evaluation
     does with them (``policy``, e.g. ``"the official eval_ground.py skips
-    them"``). Nothing when none is missing; :class:`CommandError` when all are
+    them"``). Nothing when none is missing; :class:`~fastvqa.errors.CommandError` when all are
     (a score over no prediction)."""
     if missing and missing >= total:
-        raise CommandError(f"none of the {total} {what} has a prediction (all entries are "
+        raise _errors.CommandError(f"none of the {total} {what} has a prediction (all entries are "
                            "null or match no ground-truth key); nothing to score")
     if missing:
         result.info.setdefault("warnings", []).append(
@@ -215,7 +199,7 @@ def missing_warning(result: MetricResult, total: int, missing: int, *, what: str
 # ``fastvqa.evaluation.nextgqa`` etc. import (and so register) on first access.
 __getattr__, __dir__ = lazy_exports(__name__, submodules=(*MODULES, "plots"))
 
-__all__ = ["BASELINES", "BENCHMARKS", "MODULES", "Baseline", "Benchmark", "CommandError",
+__all__ = ["BASELINES", "BENCHMARKS", "MODULES", "Baseline", "Benchmark",
            "choice", "evaluate", "keywords", "load_all", "missing_warning",
            "refuse_self_retrieval", "register_baseline", "register_benchmark",
            "require_records", "run_baseline", *MODULES, "plots"]

@@ -57,7 +57,8 @@ import numpy as np
 
 from fastvqa.data.errors import DataFormatError
 from fastvqa.data.io import read_keyed_predictions
-from fastvqa.evaluation import (Baseline, Benchmark, CommandError, choice, missing_warning,
+from fastvqa.errors import CommandError
+from fastvqa.evaluation import (Baseline, Benchmark, choice, missing_warning,
                                 refuse_self_retrieval, register_baseline, register_benchmark,
                                 require_records)
 from fastvqa.metrics.result import MetricResult
@@ -96,7 +97,7 @@ def evaluate(*, gt, pred, all_or_references: bool = False) -> MetricResult:
             resolve, as the paper).
 
     Returns a :class:`~fastvqa.metrics.MetricResult` named ``"dvd"`` (Acc
-    and its breakdowns, percent). Raises :class:`~fastvqa.evaluation.CommandError`
+    and its breakdowns, percent). Raises :class:`~fastvqa.errors.CommandError`
     or :class:`~fastvqa.data.DataFormatError` (``ValueError``) for unusable
     files.
     """

@@ -49,7 +49,8 @@ import numpy as np
 from fastvqa.data.answers import INVALID_ANSWER, NO_ANSWER
 from fastvqa.data.errors import DataFormatError
 from fastvqa.data.record import QARecord, spans_to_csr
-from fastvqa.evaluation import (Baseline, Benchmark, CommandError, choice, missing_warning,
+from fastvqa.errors import CommandError
+from fastvqa.evaluation import (Baseline, Benchmark, choice, missing_warning,
                                 register_baseline, register_benchmark, require_records)
 from fastvqa.metrics.result import MetricResult
 
@@ -294,7 +295,7 @@ def evaluate(*, gt, pred, qa=None, split: str = "test", normalized: bool = False
         Questions without a prediction are skipped, as the official script
         does, and named in ``info["warnings"]``.
 
-    Raises :class:`~fastvqa.evaluation.CommandError` (nothing to score) and
+    Raises :class:`~fastvqa.errors.CommandError` (nothing to score) and
     :class:`~fastvqa.data.DataFormatError` (a malformed file), both
     ``ValueError``.
     """

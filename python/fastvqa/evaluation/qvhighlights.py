@@ -25,7 +25,8 @@ from typing import Any
 import numpy as np
 
 from fastvqa._argtypes import int_at_least
-from fastvqa.evaluation import (Baseline, Benchmark, CommandError, missing_warning,
+from fastvqa.errors import CommandError
+from fastvqa.evaluation import (Baseline, Benchmark, missing_warning,
                                 register_baseline, register_benchmark, require_records)
 from fastvqa.metrics.result import MetricResult
 

@@ -26,7 +26,8 @@ import numpy as np
 
 from fastvqa.data.errors import DataFormatError
 from fastvqa.data.io import read_keyed_predictions
-from fastvqa.evaluation import (Baseline, Benchmark, CommandError, choice, missing_warning,
+from fastvqa.errors import CommandError
+from fastvqa.evaluation import (Baseline, Benchmark, choice, missing_warning,
                                 register_baseline, register_benchmark, require_records)
 from fastvqa.metrics.result import MetricResult
 

@@ -32,7 +32,8 @@ import numpy as np
 from fastvqa._argtypes import int_at_least, unit_interval
 from fastvqa.data.errors import DataFormatError
 from fastvqa.data.io import input_file, stream_json
-from fastvqa.evaluation import (Baseline, Benchmark, CommandError, choice,
+from fastvqa.errors import CommandError
+from fastvqa.evaluation import (Baseline, Benchmark, choice,
                                 refuse_self_retrieval, register_baseline, register_benchmark,
                                 require_records)
 from fastvqa.evaluation.plots import save_png

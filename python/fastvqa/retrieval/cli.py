@@ -32,7 +32,7 @@ from typing import Any, Iterator, Optional
 
 from fastvqa._outputs import check_new
 from fastvqa.errors import InputError
-from fastvqa.evaluation import CommandError
+from fastvqa.errors import CommandError
 
 ENCODERS = ("tfidf", "sentence")
 INDEX_FORMAT = "fastvqa-text-index-1"
