@@ -142,7 +142,7 @@ def _print_warnings(result, command: str) -> None:
 
 def _cmd_eval(args: argparse.Namespace) -> int:
     from fastvqa._outputs import OutputFiles
-    from fastvqa.evaluation import BENCHMARKS, keywords
+    from fastvqa.evaluation import BENCHMARKS, keywords, run_record
 
     bench = BENCHMARKS[args.benchmark]
     # Every check before any work: the outputs (nothing the user has is
@@ -156,8 +156,12 @@ def _cmd_eval(args: argparse.Namespace) -> int:
         bench.check(**keywords(bench.check, args))
     # The command line only translates its options into the library's keywords.
     result = bench.evaluate(**keywords(bench.evaluate, args))
-    table = (json.dumps(result.to_dict(), indent=2) if args.json
-             else result.format_table(decimals=args.decimals))
+    if args.json:
+        # The result, and how it was made: version, mode, command, input sha256s.
+        doc = {**result.to_dict(), **run_record(bench, args, result, getattr(args, "_argv", None))}
+        table = json.dumps(doc, indent=2)
+    else:
+        table = result.format_table(decimals=args.decimals)
     # Written through temporary names, moved into place only when all are
     # written: a failed plot leaves no per-question file behind.
     with outputs:
@@ -330,7 +334,9 @@ def _is_user_error(err: BaseException) -> bool:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(argv)
+    args._argv = argv  # for the run record of `eval --json`
     if not hasattr(args, "func"):
         parser.print_help()
         return 2

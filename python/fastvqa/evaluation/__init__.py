@@ -37,6 +37,7 @@ baselines) are added by the command line, not by the modules.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import importlib
 import inspect
 import os
@@ -68,6 +69,9 @@ class Benchmark:
     #: ``check(*, plot, ...)``: command-line option checks that need no file
     #: (e.g. ``--plot-video`` without ``--plot``), run before any work.
     check: Optional[Callable[..., None]] = None
+    #: The keywords of ``evaluate`` that name input files or folders (their
+    #: sha256 goes into the ``--json`` run record).
+    inputs: tuple[str, ...] = ("gt", "pred")
 
 
 @dataclass
@@ -181,6 +185,81 @@ def refuse_self_retrieval(train_option: str, train: Any, gt_option: str, gt: Any
                        f"{train_option} a separate training split")
 
 
+def question_type(record: Any) -> Optional[str]:
+    """A record's question type (its ``extra["question_type"]``, else
+    ``extra["type"]``: NExT-GQA's ``CW``/``TN``...), or None where the
+    benchmark has none."""
+    for field in ("question_type", "type"):
+        value = record.extra.get(field)
+        if value is not None:
+            return str(value)
+    return None
+
+
+def add_question_columns(result: MetricResult, *, prediction: Optional[list] = None,
+                         ground_truth: list, question_type: Optional[list] = None) -> None:
+    """Gives every per-question row of ``result`` the prediction, the ground
+    truth and (where the benchmark has one) the question type, as columns
+    ``"prediction"``, ``"ground_truth"`` and ``"question_type"``, one entry
+    per row. A column the metric already wrote is kept (``prediction=None``
+    leaves the metric's own); a ``question_type`` of all None adds no column."""
+    if question_type is not None and all(t is None for t in question_type):
+        question_type = None  # a benchmark without question types: no column
+    columns = {"prediction": prediction, "ground_truth": ground_truth,
+               "question_type": question_type}
+    for name, values in columns.items():
+        if values is not None and name not in result.per_question:
+            result.per_question[name] = list(values)
+
+
+def sha256_file(path: Any) -> str:
+    """The hex sha256 of the file ``path``'s bytes (read in 1 MiB blocks)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def input_digests(inputs: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """What each input was, byte for byte: ``{keyword: {"path": str,
+    "sha256": hex}}`` for a file; for a folder ``{"path": str, "files":
+    {relative/path: hex}}``, one sha256 per regular file below it (every
+    level, hidden files included, links followed), sorted by its
+    ``/``-separated relative path. Inputs that are None are left out."""
+    out: dict[str, dict[str, Any]] = {}
+    for name, value in inputs.items():
+        if value is None:
+            continue
+        path = Path(value)
+        if path.is_dir():
+            files = {f.relative_to(path).as_posix(): f for f in path.rglob("*") if f.is_file()}
+            out[name] = {"path": str(value),
+                         "files": {rel: sha256_file(files[rel]) for rel in sorted(files)}}
+        else:
+            out[name] = {"path": str(value), "sha256": sha256_file(path)}
+    return out
+
+
+def run_record(benchmark: Benchmark, options: argparse.Namespace, result: MetricResult,
+               argv: Optional[list] = None) -> dict[str, Any]:
+    """How a result was made, for the ``--json`` output: ``fastvqa_version``,
+    ``mode`` (the ``--mode`` given, else the result's ``info["mode"]``, else
+    None), ``command`` (``["fastvqa", *argv]``, or None) and ``inputs``
+    (:func:`input_digests` of the benchmark's input options). No timestamp:
+    two runs on the same files give the same record."""
+    from fastvqa import __version__
+
+    mode = getattr(options, "mode", None) if benchmark.modes else None
+    return {
+        "fastvqa_version": __version__,
+        "mode": mode if mode is not None else result.info.get("mode"),
+        "command": None if argv is None else ["fastvqa", *map(str, argv)],
+        "inputs": input_digests({name: getattr(options, name, None)
+                                 for name in benchmark.inputs}),
+    }
+
+
 def missing_warning(result: MetricResult, total: int, missing: int, *, what: str,
                     policy: str) -> None:
     """Adds to ``result.info["warnings"]`` that ``missing`` of ``total``
@@ -200,6 +279,7 @@ def missing_warning(result: MetricResult, total: int, missing: int, *, what: str
 __getattr__, __dir__ = lazy_exports(__name__, submodules=(*MODULES, "plots"))
 
 __all__ = ["BASELINES", "BENCHMARKS", "MODULES", "Baseline", "Benchmark",
-           "choice", "evaluate", "keywords", "load_all", "missing_warning",
-           "refuse_self_retrieval", "register_baseline", "register_benchmark",
-           "require_records", "run_baseline", *MODULES, "plots"]
+           "add_question_columns", "choice", "evaluate", "input_digests", "keywords",
+           "load_all", "missing_warning", "question_type", "refuse_self_retrieval",
+           "register_baseline", "register_benchmark", "require_records", "run_baseline",
+           "run_record", "sha256_file", *MODULES, "plots"]

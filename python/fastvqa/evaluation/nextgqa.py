@@ -50,8 +50,9 @@ from fastvqa.data.answers import INVALID_ANSWER, NO_ANSWER
 from fastvqa.data.errors import DataFormatError
 from fastvqa.data.record import QARecord, spans_to_csr
 from fastvqa.errors import CommandError
-from fastvqa.evaluation import (Baseline, Benchmark, choice, missing_warning,
-                                register_baseline, register_benchmark, require_records)
+from fastvqa.evaluation import (Baseline, Benchmark, add_question_columns, choice,
+                                missing_warning, question_type, register_baseline,
+                                register_benchmark, require_records)
 from fastvqa.metrics.result import MetricResult
 
 DEFAULT_BINS = {"nextgqa": "0,30,60,90,inf", "deveqa": "0,60,120,inf"}
@@ -157,10 +158,12 @@ def _score(records: list[QARecord], spans: dict[str, Any], answers: Optional[dic
     pred_spans = np.full((n, 2), np.nan)
     durations = np.full(n, np.nan)
     used_spans: set[str] = set()
+    predicted: list = []  # each question's prediction as the file gives it
     for i, rec in enumerate(records):
         if rec.duration is not None:
             durations[i] = rec.duration
         ident = _lookup(spans, rec, by_qid)
+        predicted.append(None if ident is None else spans[ident])
         if ident is not None:
             used_spans.add(ident)
             if spans[ident] is not None:
@@ -173,6 +176,7 @@ def _score(records: list[QARecord], spans: dict[str, Any], answers: Optional[dic
     pred_answers = gt_answers = None
     disagree = 0
     used_answers: set[str] = set()
+    answered: list = [None] * n  # (prediction, gold) where the question has an answer entry
     if answers is not None:
         pred_answers = np.full(n, NO_ANSWER, dtype=np.int64)
         gt_answers = np.zeros(n, dtype=np.int64)
@@ -201,6 +205,7 @@ def _score(records: list[QARecord], spans: dict[str, Any], answers: Optional[dic
             # but answered (NO_ANSWER is reserved for "no QA entry").
             pred_answers[i] = prediction if prediction >= 0 else INVALID_ANSWER
             gt_answers[i] = answer
+            answered[i] = (prediction, answer)
 
     from fastvqa.errors import InputError
 
@@ -238,6 +243,11 @@ def _score(records: list[QARecord], spans: dict[str, Any], answers: Optional[dic
         # disagrees with the annotation file, without changing the rule.
         info["qa_answers_differing_from_gt"] = disagree
     out = MetricResult(benchmark, dict(result.metrics), result.per_question, info)
+    add_question_columns(out, prediction=predicted, ground_truth=[r.spans for r in records],
+                         question_type=[question_type(r) for r in records])
+    if answers is not None:
+        out.per_question["predicted_answer"] = [a and a[0] for a in answered]
+        out.per_question["answer"] = [a and a[1] for a in answered]
     policy = ("the official eval_ground.py skips them: the grounding scores are over the "
               f"{info['evaluated']} predicted questions" if mode == "nextgqa"
               else "they count as zero, as in the DeVE-QA repository's evaluation")
@@ -501,6 +511,7 @@ register_benchmark(Benchmark(
     evaluate=evaluate,
     plot=_plot("nextgqa"),
     check=_check,
+    inputs=("gt", "pred", "qa"),
     gt_help="a folder with gsub_<split>.json (and <split>.csv), or a gsub JSON alone",
 ))
 register_benchmark(Benchmark(
@@ -511,6 +522,7 @@ register_benchmark(Benchmark(
     evaluate=evaluate_deveqa,
     plot=_plot("deveqa"),
     check=_check,
+    inputs=("gt", "pred", "qa", "durations"),
     modes=("nextgqa", "deveqa-repo"),
     default_mode="nextgqa",
     gt_help="a DeVE-QA annotation file (a JSON list, a JSON object {qid: record} or .jsonl)",

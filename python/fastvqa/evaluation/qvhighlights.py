@@ -26,7 +26,7 @@ import numpy as np
 
 from fastvqa._argtypes import int_at_least
 from fastvqa.errors import CommandError
-from fastvqa.evaluation import (Baseline, Benchmark, missing_warning,
+from fastvqa.evaluation import (Baseline, Benchmark, add_question_columns, missing_warning,
                                 register_baseline, register_benchmark, require_records)
 from fastvqa.metrics.result import MetricResult
 
@@ -102,6 +102,9 @@ def evaluate(*, gt, pred, max_pred_windows: int = 10, partial: bool = False) -> 
         # official qid check (the submission does not cover the ground truth).
         # Any other error is a fastvqa bug and keeps its traceback.
         raise DataFormatError(pred, str(err), field="qid") from None
+    keys = result.per_question["key"]
+    add_question_columns(result, prediction=[predictions.get(k) for k in keys],
+                         ground_truth=[gt[k] for k in keys])
     n = result.info["evaluated"]
     counts = {name: n for name in result.metrics}
     for name, bucket in result.info.get("buckets", {}).items():

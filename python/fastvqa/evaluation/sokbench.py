@@ -27,7 +27,8 @@ import numpy as np
 from fastvqa.data.errors import DataFormatError
 from fastvqa.data.io import read_keyed_predictions
 from fastvqa.errors import CommandError
-from fastvqa.evaluation import (Baseline, Benchmark, choice, missing_warning,
+from fastvqa.evaluation import (Baseline, Benchmark, add_question_columns, choice,
+                                missing_warning,
                                 register_baseline, register_benchmark, require_records)
 from fastvqa.metrics.result import MetricResult
 
@@ -85,6 +86,7 @@ def evaluate(*, gt, pred, index_base: int = 0, bleu_smoothing: str = "none") -> 
                                           bleu_smoothing=smoothing, benchmark="sokbench")
     except InputError as err:  # the metric's checks of the user's data; not its bugs
         raise DataFormatError(pred, str(err)) from None
+    add_question_columns(result, ground_truth=result.per_question["answer"])
     missing_warning(result, len(records), result.info["missing"], what="questions",
                     policy="they are scored as wrong answers (Acc is over all questions)")
     return result

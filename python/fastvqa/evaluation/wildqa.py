@@ -33,8 +33,8 @@ from fastvqa._argtypes import int_at_least, unit_interval
 from fastvqa.data.errors import DataFormatError
 from fastvqa.data.io import input_file, stream_json
 from fastvqa.errors import CommandError
-from fastvqa.evaluation import (Baseline, Benchmark, choice,
-                                refuse_self_retrieval, register_baseline, register_benchmark,
+from fastvqa.evaluation import (Baseline, Benchmark, add_question_columns, choice,
+                                question_type, refuse_self_retrieval, register_baseline, register_benchmark,
                                 require_records)
 from fastvqa.evaluation.plots import save_png
 from fastvqa.metrics.result import MetricResult
@@ -143,7 +143,10 @@ def _answer_prediction(pred: Path, i: int, answer: Any) -> str:
     return answer
 
 
-def _add_record_columns(result: MetricResult, records: list) -> None:
+def _add_record_columns(result: MetricResult, records: list, prediction: list,
+                        ground_truth: list) -> None:
+    add_question_columns(result, prediction=prediction, ground_truth=ground_truth,
+                         question_type=[question_type(r) for r in records])
     result.per_question["key"] = [r.key for r in records]
     result.per_question["video_id"] = [r.video_id for r in records]
     result.per_question["domain"] = [r.extra.get("domain") for r in records]
@@ -219,7 +222,7 @@ def evaluate_evidence(*, gt, pred, mode: str = "wildqa-2022", split: str = "test
     result = iou_f1(spans, [r.spans for r in records], mode=mode,
                     threshold=threshold, thresholds=thresholds,
                     alternatives=alternatives, pad_to_batch=pad_to_batch)
-    _add_record_columns(result, records)
+    _add_record_columns(result, records, spans, [r.spans for r in records])
     result.info.update(gt=str(gt), pred=str(pred), evidence_filter=evidence_filter)
     return result
 
@@ -277,7 +280,10 @@ def evaluate_qa(*, gt, pred, split: str = "test", references: str = "primary",
     pred, data = _read_predictions(pred, len(records), gt, _answer_prediction)
     result = rouge(data, [r.extra["answers"] for r in records],
                    references_mode=references, use_stemmer=stemmer)
-    _add_record_columns(result, records)
+    # The references scored against: the Phase-1 answer, or (max) all answers.
+    _add_record_columns(result, records, data,
+                        [r.answer if references == "primary" else r.extra["answers"]
+                         for r in records])
     result.info.update(gt=str(gt), pred=str(pred))
     return result
 
