@@ -147,11 +147,20 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     bench = BENCHMARKS[args.benchmark]
     # Every check before any work: the outputs (nothing the user has is
     # overwritten, no two outputs share a file), then the options.
+    from fastvqa.metrics.result import per_question_format, table_format
+
     outputs = OutputFiles()
     per_question = outputs.add(args.per_question, "--per-question")
     plot = outputs.add(args.plot, "--plot")
+    table_file = outputs.add(args.table, "--table")
     if plot is not None and bench.plot is None:
         raise CommandError(f"{bench.name} has no plot")
+    # Each output's format is the one its name says, or the run is refused now.
+    pq_format = per_question_format(per_question) if per_question is not None else None
+    file_format = table_format(table_file) if table_file is not None else None
+    if args.json and args.table_format != "plain":
+        raise CommandError("--table-format formats the printed table; --json prints JSON "
+                           "instead (write a table file with --table FILE)")
     if bench.check is not None:
         bench.check(**keywords(bench.check, args))
     # The command line only translates its options into the library's keywords.
@@ -161,13 +170,15 @@ def _cmd_eval(args: argparse.Namespace) -> int:
         doc = {**result.to_dict(), **run_record(bench, args, result, getattr(args, "_argv", None))}
         table = json.dumps(doc, indent=2)
     else:
-        table = result.format_table(decimals=args.decimals)
+        table = result.format_table(decimals=args.decimals, fmt=args.table_format)
     # Written through temporary names, moved into place only when all are
     # written: a failed plot leaves no per-question file behind.
     with outputs:
         if per_question is not None:
-            fmt = "csv" if per_question.suffix.lower() == ".csv" else "jsonl"
-            result.write_per_question(outputs.temp(per_question), fmt=fmt)
+            result.write_per_question(outputs.temp(per_question), fmt=pq_format)
+        if table_file is not None:
+            with outputs.temp(table_file).open("x") as f:
+                f.write(result.format_table(decimals=args.decimals, fmt=file_format) + "\n")
         if plot is not None:
             bench.plot(result, str(outputs.temp(plot)), **keywords(bench.plot, args))
         outputs.commit()
@@ -175,6 +186,8 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     _print_warnings(result, "eval")
     if per_question is not None:
         print(f"per-question results: {per_question}", file=sys.stderr)
+    if table_file is not None:
+        print(f"table: {table_file}", file=sys.stderr)
     if plot is not None:
         print(f"plot: {plot}", file=sys.stderr)
     return 0
@@ -207,6 +220,7 @@ def _decimals(text: str) -> int:
 
 def _add_eval_commands(sub) -> None:
     from fastvqa.evaluation import BASELINES, BENCHMARKS, load_all
+    from fastvqa.metrics.result import TABLE_FORMATS
 
     load_all()
     ev = sub.add_parser("eval", help="evaluate predictions with a benchmark's official rules")
@@ -222,7 +236,13 @@ def _add_eval_commands(sub) -> None:
         p.add_argument("--decimals", type=_decimals, default=1,
                        help="decimals in the table, 0 to 20 (default 1)")
         p.add_argument("--per-question", metavar="FILE",
-                       help="write per-question results (.jsonl or .csv)")
+                       help="write per-question results, in the format the suffix names: "
+                            ".csv, .json, .jsonl or .md")
+        p.add_argument("--table-format", choices=TABLE_FORMATS, default="plain",
+                       help="format of the printed table (default plain)")
+        p.add_argument("--table", metavar="FILE",
+                       help="also write the table, in the format the suffix names: .txt "
+                            "(plain), .md (Markdown), .tex (LaTeX) or .csv")
         p.add_argument("--plot", metavar="FILE.png", help="draw a plot of the results")
         bench.add_arguments(p)
         p.set_defaults(func=_cmd_eval)

@@ -91,7 +91,7 @@ class BreakdownResult(MetricResult):
     breakdown entries does not fit a two-row table. Used by the DVD and
     multiple-choice metrics."""
 
-    def format_table(self, decimals: int = 1) -> str:
+    def _plain_table(self, decimals: int) -> str:
         width = max((len(n) for n in self.metrics), default=0)
         lines = [self.benchmark]
         if isinstance(decimals, bool) or not isinstance(decimals, int) or decimals < 0:
