@@ -171,3 +171,31 @@ def test_command_error_lives_in_fastvqa_errors_only():
 
     for module in (fastvqa.retrieval.cli, fastvqa.video.cli, fastvqa.demo.cli):
         assert module.CommandError is fastvqa.errors.CommandError
+
+
+def test_every_keyword_of_every_function_is_a_cli_option():
+    """The one translation covers everything: each keyword of each evaluate,
+    plot, check and baseline function is an option of its command (none is
+    left at its library default by the command line), and each function
+    takes keywords only."""
+    import inspect
+
+    from fastvqa.cli import build_parser
+    from fastvqa.evaluation import BASELINES, BENCHMARKS
+
+    parser = build_parser()
+    for name, bench in BENCHMARKS.items():
+        args = parser.parse_args(["eval", name, "--gt", "g", "--pred", "p"])
+        for fn in filter(None, (bench.evaluate, bench.plot, bench.check)):
+            params = inspect.signature(fn).parameters.values()
+            keyword = {p.name for p in params if p.kind is p.KEYWORD_ONLY}
+            assert keyword <= set(vars(args)), (name, fn.__name__, keyword - set(vars(args)))
+            if fn is not bench.plot:  # plot(result, path, **options)
+                assert all(p.kind is p.KEYWORD_ONLY for p in params), (name, fn.__name__)
+        assert set(bench.inputs) <= set(vars(args))
+    for (bench, name), baseline in BASELINES.items():
+        args = parser.parse_args(["baseline", bench, name, "--gt", "g", "--out", "o",
+                                  *(["--train", "t"] if name == "q-retrieval" else [])])
+        params = inspect.signature(baseline.run).parameters.values()
+        assert all(p.kind is p.KEYWORD_ONLY for p in params), (bench, name)
+        assert {p.name for p in params} <= set(vars(args)), (bench, name)
