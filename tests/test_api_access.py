@@ -54,7 +54,7 @@ def test_import_fastvqa_then_every_subpackage_by_attribute():
         assert fastvqa.ops.nms_1d is sys.modules["fastvqa.ops.nms_1d"].nms_1d  # not the module
         assert fastvqa.data.load_nextgqa.__module__ == "fastvqa.data.nextgqa"
         assert fastvqa.retrieval.Index.__module__ == "fastvqa.retrieval.index"
-        assert fastvqa.evaluation.CommandError.__module__ == "fastvqa.evaluation"
+        assert fastvqa.errors.CommandError.__module__ == "fastvqa.errors"
         assert fastvqa.evaluation.nextgqa.__name__ == "fastvqa.evaluation.nextgqa"
         assert fastvqa.errors.InputError.__module__ == "fastvqa.errors"
         assert "torch" not in sys.modules, "a NumPy-only subpackage imported torch"

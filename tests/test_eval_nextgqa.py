@@ -173,7 +173,8 @@ def test_per_question_file_and_refusal_to_overwrite(folder, tmp_path, capsys):
     assert "exists; refusing to overwrite" in err and out.read_text() == before
     csv_out = tmp_path / "pq.csv"
     assert main([*argv, "--per-question", str(csv_out)]) == 0
-    assert csv_out.read_text().splitlines()[0] == "key,IoU,IoP,evaluated,duration"
+    assert csv_out.read_text().splitlines()[0] == \
+        "key,IoU,IoP,evaluated,duration,prediction,ground_truth,question_type"
 
 
 def test_plots(folder, tmp_path, capsys):

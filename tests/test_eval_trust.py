@@ -311,7 +311,8 @@ def test_plot_failure_after_scoring_removes_everything(files, capsys, monkeypatc
 def test_outputs_are_written_whole_under_the_exact_name(files, capsys):
     pytest.importorskip("matplotlib")
     tmp = files["tmp"]
-    pq, png = tmp / "pq", tmp / "plot"  # no suffix: nothing is appended
+    # the plot without a suffix, the rows in upper case: nothing is appended or changed
+    pq, png = tmp / "pq.JSONL", tmp / "plot"
     capsys.readouterr()
     assert main([*_nextgqa_argv(files), "--per-question", str(pq), "--plot", str(png)]) == 0
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and not Path(f"{png}.png").exists()
@@ -387,7 +388,7 @@ def test_a_bug_keeps_its_traceback(files, monkeypatch):
 
     load_all()
 
-    def buggy(args):
+    def buggy(*, gt, pred):
         raise ValueError("an internal mistake")
 
     monkeypatch.setattr(BENCHMARKS["nextgqa"], "evaluate", buggy)

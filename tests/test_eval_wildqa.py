@@ -43,7 +43,7 @@ def test_common_baseline_round_trip(gt, tmp_path, capsys):
     metrics = result["metrics"]
     # Table 4, "Common": 10.6 / 0.0 / 10.6.
     assert [round(metrics[k], 1) for k in ("ROUGE-1", "ROUGE-2", "ROUGE-L")] == [10.6, 0.0, 10.6]
-    assert result["benchmark"] == "wildqa-qa" and result["info"]["references"] == "primary"
+    assert result["benchmark"] == "wildqa qa" and result["info"]["references"] == "primary"
     best = run_json(capsys, "eval", "wildqa", "qa", "--pred", str(out), "--gt", str(gt), "--json",
                     "--references", "max")["metrics"]
     assert round(best["ROUGE-1"], 1) == 12.0

@@ -261,7 +261,7 @@ def _result_fmt(tmp_path):
     (_multiple_choice_answer, r"answer must be an option index in \[0, 2\), got 2"),
     (_dvd_length, "2 predictions for 1 records"),
     (_result_decimals, "decimals must be an integer >= 0"),
-    (_result_fmt, "fmt must be 'csv' or 'jsonl'"),
+    (_result_fmt, "fmt must be one of csv, json, jsonl, markdown, got 'xml'"),
 ])
 def test_bad_data_is_an_input_error(call, message, tmp_path):
     args = (tmp_path,) if call is _result_fmt else ()

@@ -37,14 +37,14 @@ import uuid
 from pathlib import Path
 from typing import Callable, Iterator, Optional, Union
 
-from fastvqa.evaluation import CommandError
+from fastvqa.errors import CommandError
 
 PathLike = Union[str, Path]
 
 
 class OutputError(CommandError):
     """An output path cannot be used (it is given twice, it is not a file
-    name, its folder cannot be made): a :class:`~fastvqa.evaluation.CommandError`,
+    name, its folder cannot be made): a :class:`~fastvqa.errors.CommandError`,
     so the command line prints it as one line."""
 
 

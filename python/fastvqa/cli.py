@@ -13,10 +13,10 @@ import sys
 from pathlib import Path
 from typing import Optional, Sequence
 
-# Defined beside the registry so benchmark modules raise the very class caught
-# here, also when this file runs as __main__.
 from fastvqa._argtypes import int_at_least, int_in_range
-from fastvqa.evaluation import CommandError
+# Imported from its one home, so every command module raises the very class
+# caught here, also when this file runs as __main__.
+from fastvqa.errors import CommandError
 
 # Optional backends, by the import name fastvqa would use and the extra that installs it.
 _BACKENDS = (
@@ -169,32 +169,52 @@ def _key(args: argparse.Namespace) -> str:
 
 def _cmd_eval(args: argparse.Namespace) -> int:
     from fastvqa._outputs import OutputFiles
-    from fastvqa.evaluation import BENCHMARKS
+    from fastvqa.evaluation import BENCHMARKS, keywords, run_record
 
     bench = BENCHMARKS[_key(args)]
     # Every check before any work: the outputs (nothing the user has is
     # overwritten, no two outputs share a file), then the options.
+    from fastvqa.metrics.result import per_question_format, table_format
+
     outputs = OutputFiles()
     per_question = outputs.add(args.per_question, "--per-question")
     plot = outputs.add(args.plot, "--plot")
+    table_file = outputs.add(args.table, "--table")
     if plot is not None and bench.plot is None:
         raise CommandError(f"{bench.name} has no plot")
-    result = bench.evaluate(args)
-    table = (json.dumps(result.to_dict(), indent=2) if args.json
-             else result.format_table(decimals=args.decimals))
+    # Each output's format is the one its name says, or the run is refused now.
+    pq_format = per_question_format(per_question) if per_question is not None else None
+    file_format = table_format(table_file) if table_file is not None else None
+    if args.json and args.table_format != "plain":
+        raise CommandError("--table-format formats the printed table; --json prints JSON "
+                           "instead (write a table file with --table FILE)")
+    if bench.check is not None:
+        bench.check(**keywords(bench.check, args))
+    # The command line only translates its options into the library's keywords.
+    result = bench.evaluate(**keywords(bench.evaluate, args))
+    if args.json:
+        # The result, and how it was made: version, mode, command, input sha256s.
+        doc = {**result.to_dict(), **run_record(bench, args, result, getattr(args, "_argv", None))}
+        table = json.dumps(doc, indent=2)
+    else:
+        table = result.format_table(decimals=args.decimals, fmt=args.table_format)
     # Written through temporary names, moved into place only when all are
     # written: a failed plot leaves no per-question file behind.
     with outputs:
         if per_question is not None:
-            fmt = "csv" if per_question.suffix.lower() == ".csv" else "jsonl"
-            result.write_per_question(outputs.temp(per_question), fmt=fmt)
+            result.write_per_question(outputs.temp(per_question), fmt=pq_format)
+        if table_file is not None:
+            with outputs.temp(table_file).open("x") as f:
+                f.write(result.format_table(decimals=args.decimals, fmt=file_format) + "\n")
         if plot is not None:
-            bench.plot(result, args, str(outputs.temp(plot)))
+            bench.plot(result, str(outputs.temp(plot)), **keywords(bench.plot, args))
         outputs.commit()
     print(table)
     _print_warnings(result, "eval")
     if per_question is not None:
         print(f"per-question results: {per_question}", file=sys.stderr)
+    if table_file is not None:
+        print(f"table: {table_file}", file=sys.stderr)
     if plot is not None:
         print(f"plot: {plot}", file=sys.stderr)
     return 0
@@ -202,11 +222,12 @@ def _cmd_eval(args: argparse.Namespace) -> int:
 
 def _cmd_baseline(args: argparse.Namespace) -> int:
     from fastvqa._outputs import OutputFiles
-    from fastvqa.evaluation import BASELINES
+    from fastvqa.evaluation import BASELINES, keywords
 
     outputs = OutputFiles()
     out = outputs.add(args.out, "--out")
-    predictions = BASELINES[(_key(args), args.baseline)].run(args)
+    run = BASELINES[(_key(args), args.baseline)].run
+    predictions = run(**keywords(run, args))
     with outputs:
         with outputs.temp(out).open("x") as f:
             json.dump(predictions, f)
@@ -258,6 +279,8 @@ def _add_eval_commands(sub) -> None:
 
 def _add_eval_parser(sub, word: str, bench) -> None:
     """``fastvqa eval <word>``'s parser, for the registered ``bench``."""
+    from fastvqa.metrics.result import TABLE_FORMATS
+
     p = sub.add_parser(word, help=bench.help, description=bench.help)
     p.add_argument("--pred", required=True, help="prediction file")
     p.add_argument("--gt", required=True, help=bench.gt_help)
@@ -269,7 +292,13 @@ def _add_eval_parser(sub, word: str, bench) -> None:
     p.add_argument("--decimals", type=int_in_range(0, 20), default=1,
                    help="decimals in the table, 0 to 20")
     p.add_argument("--per-question", metavar="FILE",
-                   help="write per-question results (.jsonl or .csv)")
+                   help="write per-question results, in the format the suffix names: "
+                        ".csv, .json, .jsonl or .md")
+    p.add_argument("--table-format", choices=TABLE_FORMATS, default="plain",
+                   help="format of the printed table")
+    p.add_argument("--table", metavar="FILE",
+                   help="also write the table, in the format the suffix names: .txt "
+                        "(plain), .md (Markdown), .tex (LaTeX) or .csv")
     p.add_argument("--plot", metavar="FILE.png", help="draw a plot of the results")
     bench.add_arguments(p)
     p.set_defaults(func=_cmd_eval, task=bench.task)
@@ -376,7 +405,9 @@ def _is_user_error(err: BaseException) -> bool:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(argv)
+    args._argv = argv  # for the run record of `eval --json`
     if not hasattr(args, "func"):
         parser.print_help()
         return 2

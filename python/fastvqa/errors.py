@@ -7,8 +7,8 @@ unreadable file, an undecodable video, a damaged index folder, an output path
 that is taken. It is a ``ValueError``, so library callers that catch
 ``ValueError`` keep working. Its family:
 
-- :class:`fastvqa.evaluation.CommandError`: a command-line option or input
-  that cannot be used (and its subclass :class:`fastvqa._outputs.OutputError`);
+- :class:`CommandError`: a command-line option or input that cannot be used
+  (and its subclass :class:`fastvqa._outputs.OutputError`);
 - :class:`fastvqa.video.VideoError`: a video that cannot be read;
 - :class:`fastvqa.retrieval.IndexFileError`: a damaged or foreign index file;
 - :class:`fastvqa.data.DataFormatError`: a file that does not hold what its
@@ -37,4 +37,20 @@ class InputTypeError(InputError, TypeError):
     ``TypeError``, as the docstrings of the functions raising it promise."""
 
 
-__all__ = ["InputError", "InputTypeError"]
+class CommandError(InputError):
+    """A mistake the user can fix (a bad option, an unusable file, nothing to
+    score): :func:`fastvqa.cli.main` prints it as one line, ``fastvqa
+    <command>: error: <message>``, and exits with status 2, no traceback.
+
+    The command modules' and the evaluation functions' validation error, of the
+    :class:`InputError` family (a ``ValueError``); see the module notes for the family
+    (``VideoError``, ``IndexFileError``, ``DataFormatError``,
+    :class:`fastvqa._outputs.OutputError`). ``main`` treats only that family,
+    ``FileNotFoundError``/``IsADirectoryError``/``NotADirectoryError``/
+    ``FileExistsError``/``PermissionError`` (a path) and an ``ImportError``
+    whose message names the ``pip install`` that fixes it as the user's;
+    anything else, a plain ``ValueError`` or ``TypeError`` from inside
+    fastvqa included, is a bug and shows its traceback."""
+
+
+__all__ = ["CommandError", "InputError", "InputTypeError"]

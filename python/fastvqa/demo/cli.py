@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from fastvqa._argtypes import int_at_least, positive_float
-from fastvqa.evaluation import CommandError
+from fastvqa.errors import CommandError
 
 STAGES = ("generate", "decode", "features", "ground", "answer", "evaluate", "report")
 

@@ -1,64 +1,62 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The registry behind ``fastvqa eval`` and ``fastvqa baseline``.
+"""Evaluation as a library, and the registry behind ``fastvqa eval`` and
+``fastvqa baseline``.
 
-Each benchmark module (``fastvqa/evaluation/<module>.py``) registers, at
-import, the benchmarks it evaluates and the trivial baselines it can write:
+Each benchmark module (``fastvqa/evaluation/<module>.py``) defines plain
+keyword functions and registers them, at import:
 
-- :func:`register_benchmark`: a name (``"nextgqa"``, one of
+- an evaluation ``evaluate(*, gt, pred, ...) -> MetricResult`` per benchmark
+  (``nextgqa.evaluate``, ``nextgqa.evaluate_deveqa``, ``dvd.evaluate``,
+  ``sokbench.evaluate``, ``wildqa.evaluate_evidence``, ``wildqa.evaluate_qa``,
+  ``qvhighlights.evaluate``): ``gt`` and ``pred`` are paths, the other
+  keywords the benchmark's options under the command-line option's name
+  (``--max-pred-windows N`` is ``max_pred_windows=N``);
+- baselines ``run(*, gt, ...) -> predictions`` (a JSON-ready object in the
+  benchmark's own prediction format, which ``fastvqa eval`` reads back), with
+  a ``seed`` keyword only where something is random (only those get
+  ``--seed``);
+- :func:`register_benchmark` / :func:`register_baseline`: a name (one of
   :data:`fastvqa._argtypes.BENCHMARK_NAMES`, which every command shares), a
   ``task`` where the benchmark is evaluated in several ways (``"wildqa"``,
-  ``"qa"``: ``fastvqa eval wildqa qa``), its own command-line options, and
-  ``evaluate(args) -> MetricResult``; optionally ``plot(result, args, path)``.
-- :func:`register_baseline`: a (benchmark[, task], name), its options,
-  ``run(args) -> predictions`` (a JSON-ready object in the benchmark's own
-  prediction format, which ``fastvqa eval`` reads back), and ``seeded=True``
-  when ``run`` draws random numbers (only then is there a ``--seed``).
+  ``"qa"``: ``fastvqa eval wildqa qa``), its command-line options and those
+  functions.
 
-``evaluate`` checks every option before it scores (a bad ``--plot-video`` fails
-before the table), refuses a score over nothing (no ground truth, or no
-prediction matching it) with :class:`CommandError`, and puts what the user
-should know about a score that stays official (e.g. questions left out, as
-the official script leaves them out) into ``result.info["warnings"]``, which
-the command line prints on stderr.
+:func:`evaluate` and :func:`run_baseline` reach them by benchmark name. The
+command line only translates its parsed options into the functions'
+keywords (:func:`keywords`: each keyword-only parameter takes the option of
+its name), so the library and ``fastvqa eval`` give the same result.
+
+An evaluation checks every option before it scores, refuses a score over
+nothing (no ground truth, or no prediction matching it) with
+:class:`~fastvqa.errors.CommandError`, and puts what the user should know about a score that
+stays official (e.g. questions left out, as the official script leaves them
+out) into ``result.info["warnings"]``, which the command line prints on
+stderr.
 
 The common options (``--pred``, ``--gt``, ``--mode``, ``--json``,
 ``--per-question``, ``--plot`` for eval; ``--gt``, ``--out`` for baselines,
-and ``--seed`` for those registered ``seeded=True``) are added by the command
+and ``--seed`` for those whose ``run`` takes a ``seed``) are added by the command
 line, not by the modules.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import importlib
+import inspect
 import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional
 
+from fastvqa import errors as _errors
 from fastvqa._argtypes import benchmark_choices
 from fastvqa._lazy import lazy_exports
-from fastvqa.errors import InputError
 from fastvqa.metrics.result import MetricResult
 
 # Modules that register benchmarks, imported when the command line needs them.
 MODULES = ("nextgqa", "wildqa", "dvd", "sokbench", "qvhighlights")
-
-
-class CommandError(InputError):
-    """A mistake the user can fix (a bad option, an unusable file, nothing to
-    score): :func:`fastvqa.cli.main` prints it as one line, ``fastvqa
-    <command>: error: <message>``, and exits with status 2, no traceback.
-
-    The command modules' validation error, of the :class:`fastvqa.errors.InputError`
-    family (a ``ValueError``); see :mod:`fastvqa.errors` for the family
-    (``VideoError``, ``IndexFileError``, ``DataFormatError``,
-    :class:`fastvqa._outputs.OutputError`). ``main`` treats only that family,
-    ``FileNotFoundError``/``IsADirectoryError``/``NotADirectoryError``/
-    ``FileExistsError``/``PermissionError`` (a path) and an ``ImportError``
-    whose message names the ``pip install`` that fixes it as the user's;
-    anything else, a plain ``ValueError`` or ``TypeError`` from inside
-    fastvqa included, is a bug and shows its traceback."""
 
 
 @dataclass
@@ -67,8 +65,10 @@ class Benchmark:
     name: str
     help: str
     add_arguments: Callable[[argparse.ArgumentParser], None]
-    evaluate: Callable[[argparse.Namespace], MetricResult]
-    plot: Optional[Callable[[MetricResult, argparse.Namespace, str], None]] = None
+    #: ``evaluate(*, gt, pred, ...) -> MetricResult``, keyword-only.
+    evaluate: Callable[..., MetricResult]
+    #: ``plot(result, path, **options)``, options keyword-only.
+    plot: Optional[Callable[..., None]] = None
     modes: tuple[str, ...] = ()
     default_mode: Optional[str] = None
     #: ``--gt`` help: what the loader accepts (a file, or also a folder).
@@ -76,6 +76,13 @@ class Benchmark:
     #: The task, for a benchmark evaluated in several ways (``fastvqa eval
     #: wildqa qa``); None for one.
     task: Optional[str] = None
+
+    #: ``check(*, plot, ...)``: command-line option checks that need no file
+    #: (e.g. ``--plot-video`` without ``--plot``), run before any work.
+    check: Optional[Callable[..., None]] = None
+    #: The keywords of ``evaluate`` that name input files or folders (their
+    #: sha256 goes into the ``--json`` run record).
+    inputs: tuple[str, ...] = ("gt", "pred")
 
     @property
     def key(self) -> str:
@@ -89,14 +96,17 @@ class Baseline:
     name: str
     help: str
     add_arguments: Callable[[argparse.ArgumentParser], None]
-    run: Callable[[argparse.Namespace], Any]
+    #: ``run(*, gt, ...) -> predictions``, keyword-only.
+    run: Callable[..., Any]
     #: ``--gt`` help; default: the benchmark's.
     gt_help: Optional[str] = None
     #: The benchmark's task (:attr:`Benchmark.task`), where it has several.
     task: Optional[str] = None
-    #: Whether ``run`` draws random numbers: only then does the command line
-    #: give it ``--seed`` (``args.seed``).
-    seeded: bool = False
+    @property
+    def seeded(self) -> bool:
+        """Whether ``run`` draws random numbers (it takes a ``seed`` keyword):
+        only then does the command line give it ``--seed``."""
+        return "seed" in inspect.signature(self.run).parameters
 
     @property
     def key(self) -> str:
@@ -128,25 +138,62 @@ def register_baseline(baseline: Baseline) -> Baseline:
 def load_all() -> None:
     """Imports every benchmark module (each registers itself once)."""
     for module in MODULES:
-        try:
-            importlib.import_module(f"fastvqa.evaluation.{module}")
-        except ModuleNotFoundError as err:
-            # Only a missing benchmark module itself is tolerated (work in
-            # progress); a missing dependency inside one is a real error.
-            if err.name != f"fastvqa.evaluation.{module}":
-                raise
+        importlib.import_module(f"fastvqa.evaluation.{module}")
+
+
+def keywords(fn: Callable[..., Any], options: argparse.Namespace) -> dict[str, Any]:
+    """The keywords ``fn`` takes, from the parsed command-line ``options``:
+    each keyword-only parameter of ``fn`` that ``options`` has (``--max-pred-windows``
+    is ``max_pred_windows``). The one translation from the command line to
+    the library functions."""
+    return {name: getattr(options, name)
+            for name, param in inspect.signature(fn).parameters.items()
+            if param.kind is inspect.Parameter.KEYWORD_ONLY and hasattr(options, name)}
+
+
+def evaluate(benchmark: str, **options: Any) -> MetricResult:
+    """Evaluates with the benchmark named ``benchmark`` (``"nextgqa"``,
+    ``"deveqa"``, ``"wildqa evidence"``, ``"wildqa qa"``, ``"dvd"``,
+    ``"sokbench"``, ``"qvhighlights"``): its ``evaluate(**options)``, e.g.
+    ``evaluate("qvhighlights", gt="gt.jsonl", pred="sub.jsonl", partial=True)``.
+    An unknown name is a :class:`~fastvqa.errors.CommandError` listing the known ones."""
+    load_all()
+    if benchmark not in BENCHMARKS:
+        raise _errors.CommandError(f"no benchmark {benchmark!r}; known: {', '.join(sorted(BENCHMARKS))}")
+    return BENCHMARKS[benchmark].evaluate(**options)
+
+
+def run_baseline(benchmark: str, name: str, **options: Any) -> Any:
+    """The predictions of baseline ``name`` of ``benchmark``: its
+    ``run(**options)``, e.g. ``run_baseline("nextgqa", "centre-half",
+    gt="data/nextgqa")``; JSON-ready, in the format ``evaluate`` reads."""
+    load_all()
+    if (benchmark, name) not in BASELINES:
+        known = ", ".join(f"{b} {n}" for b, n in sorted(BASELINES))
+        raise _errors.CommandError(f"no baseline {name!r} for {benchmark!r}; known: {known}")
+    return BASELINES[(benchmark, name)].run(**options)
+
+
+def choice(option: str, value: Any, choices: tuple) -> Any:
+    """``value`` when it is one of ``choices``, else :class:`~fastvqa.errors.CommandError`
+    naming ``option`` and the choices (the library's check of what argparse
+    checks on the command line)."""
+    if isinstance(value, bool) or value not in choices:
+        raise _errors.CommandError(f"{option}: expected one of {', '.join(map(str, choices))}, "
+                           f"got {value!r}")
+    return value
 
 
 def require_records(records: list, gt: Any, what: str = "questions") -> list:
-    """``records``, or :class:`CommandError` when there are none: a score over
+    """``records``, or :class:`~fastvqa.errors.CommandError` when there are none: a score over
     nothing is an error, not a table of NaN."""
     if not records:
-        raise CommandError(f"{gt}: the ground truth holds no {what}; nothing to score")
+        raise _errors.CommandError(f"{gt}: the ground truth holds no {what}; nothing to score")
     return records
 
 
 def refuse_self_retrieval(train_option: str, train: Any, gt_option: str, gt: Any) -> None:
-    """:class:`CommandError` when the ``train`` path a retrieval baseline
+    """:class:`~fastvqa.errors.CommandError` when the ``train`` path a retrieval baseline
     searches is the ``gt`` path it answers (the same file or folder, by
     :func:`os.path.samefile`, links and ``..`` included) or a folder holding
     it, or lies inside the ``gt`` folder: each test question would find itself
@@ -163,9 +210,84 @@ def refuse_self_retrieval(train_option: str, train: Any, gt_option: str, gt: Any
         how = "lies inside"
     else:
         return
-    raise CommandError(f"{train_option} {train} {how} {gt_option} {gt}: the {gt_option} "
+    raise _errors.CommandError(f"{train_option} {train} {how} {gt_option} {gt}: the {gt_option} "
                        f"questions would retrieve themselves (a score near 100%); give "
                        f"{train_option} a separate training split")
+
+
+def question_type(record: Any) -> Optional[str]:
+    """A record's question type (its ``extra["question_type"]``, else
+    ``extra["type"]``: NExT-GQA's ``CW``/``TN``...), or None where the
+    benchmark has none."""
+    for field in ("question_type", "type"):
+        value = record.extra.get(field)
+        if value is not None:
+            return str(value)
+    return None
+
+
+def add_question_columns(result: MetricResult, *, prediction: Optional[list] = None,
+                         ground_truth: list, question_type: Optional[list] = None) -> None:
+    """Gives every per-question row of ``result`` the prediction, the ground
+    truth and (where the benchmark has one) the question type, as columns
+    ``"prediction"``, ``"ground_truth"`` and ``"question_type"``, one entry
+    per row. A column the metric already wrote is kept (``prediction=None``
+    leaves the metric's own); a ``question_type`` of all None adds no column."""
+    if question_type is not None and all(t is None for t in question_type):
+        question_type = None  # a benchmark without question types: no column
+    columns = {"prediction": prediction, "ground_truth": ground_truth,
+               "question_type": question_type}
+    for name, values in columns.items():
+        if values is not None and name not in result.per_question:
+            result.per_question[name] = list(values)
+
+
+def sha256_file(path: Any) -> str:
+    """The hex sha256 of the file ``path``'s bytes (read in 1 MiB blocks)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def input_digests(inputs: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """What each input was, byte for byte: ``{keyword: {"path": str,
+    "sha256": hex}}`` for a file; for a folder ``{"path": str, "files":
+    {relative/path: hex}}``, one sha256 per regular file below it (every
+    level, hidden files included, links followed), sorted by its
+    ``/``-separated relative path. Inputs that are None are left out."""
+    out: dict[str, dict[str, Any]] = {}
+    for name, value in inputs.items():
+        if value is None:
+            continue
+        path = Path(value)
+        if path.is_dir():
+            files = {f.relative_to(path).as_posix(): f for f in path.rglob("*") if f.is_file()}
+            out[name] = {"path": str(value),
+                         "files": {rel: sha256_file(files[rel]) for rel in sorted(files)}}
+        else:
+            out[name] = {"path": str(value), "sha256": sha256_file(path)}
+    return out
+
+
+def run_record(benchmark: Benchmark, options: argparse.Namespace, result: MetricResult,
+               argv: Optional[list] = None) -> dict[str, Any]:
+    """How a result was made, for the ``--json`` output: ``fastvqa_version``,
+    ``mode`` (the ``--mode`` given, else the result's ``info["mode"]``, else
+    None), ``command`` (``["fastvqa", *argv]``, or None) and ``inputs``
+    (:func:`input_digests` of the benchmark's input options). No timestamp:
+    two runs on the same files give the same record."""
+    from fastvqa import __version__
+
+    mode = getattr(options, "mode", None) if benchmark.modes else None
+    return {
+        "fastvqa_version": __version__,
+        "mode": mode if mode is not None else result.info.get("mode"),
+        "command": None if argv is None else ["fastvqa", *map(str, argv)],
+        "inputs": input_digests({name: getattr(options, name, None)
+                                 for name in benchmark.inputs}),
+    }
 
 
 def missing_warning(result: MetricResult, total: int, missing: int, *, what: str,
@@ -173,10 +295,10 @@ def missing_warning(result: MetricResult, total: int, missing: int, *, what: str
     """Adds to ``result.info["warnings"]`` that ``missing`` of ``total``
     ground-truth items had no prediction, and what the official evaluation
     does with them (``policy``, e.g. ``"the official eval_ground.py skips
-    them"``). Nothing when none is missing; :class:`CommandError` when all are
+    them"``). Nothing when none is missing; :class:`~fastvqa.errors.CommandError` when all are
     (a score over no prediction)."""
     if missing and missing >= total:
-        raise CommandError(f"none of the {total} {what} has a prediction (all entries are "
+        raise _errors.CommandError(f"none of the {total} {what} has a prediction (all entries are "
                            "null or match no ground-truth key); nothing to score")
     if missing:
         result.info.setdefault("warnings", []).append(
@@ -186,6 +308,8 @@ def missing_warning(result: MetricResult, total: int, missing: int, *, what: str
 # ``fastvqa.evaluation.nextgqa`` etc. import (and so register) on first access.
 __getattr__, __dir__ = lazy_exports(__name__, submodules=(*MODULES, "plots"))
 
-__all__ = ["BASELINES", "BENCHMARKS", "MODULES", "Baseline", "Benchmark", "CommandError",
-           "load_all", "missing_warning", "refuse_self_retrieval", "register_baseline",
-           "register_benchmark", "require_records", *MODULES, "plots"]
+__all__ = ["BASELINES", "BENCHMARKS", "MODULES", "Baseline", "Benchmark",
+           "add_question_columns", "choice", "evaluate", "input_digests", "keywords",
+           "load_all", "missing_warning", "question_type", "refuse_self_retrieval",
+           "register_baseline", "register_benchmark", "require_records", "run_baseline",
+           "run_record", "sha256_file", *MODULES, "plots"]

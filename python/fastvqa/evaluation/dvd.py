@@ -12,6 +12,11 @@ booleans are compared as ``str(value)``, as the official code does (``2`` ->
 ``"2"``, ``true`` -> ``"True"``); ``null`` or an absent key is a missing
 prediction (scored wrong).
 
+From Python: :func:`evaluate` ``(gt=..., pred=..., all_or_references=False)``,
+and the baselines as :func:`answer_prior`, :func:`qtype_random`,
+:func:`qtype_frequent` and :func:`q_retrieval`, with the command line's
+options as keywords.
+
 Baselines (``fastvqa baseline dvd NAME``), each writing that format:
 
 - ``answer-prior``: every turn gets the most frequent answer of ``--train``
@@ -52,7 +57,9 @@ import numpy as np
 
 from fastvqa.data.errors import DataFormatError
 from fastvqa.data.io import read_keyed_predictions
-from fastvqa.evaluation import (Baseline, Benchmark, CommandError, missing_warning,
+from fastvqa.errors import CommandError
+from fastvqa.evaluation import (Baseline, Benchmark, add_question_columns, choice,
+                                missing_warning,
                                 refuse_self_retrieval, register_baseline, register_benchmark,
                                 require_records)
 from fastvqa.metrics.result import MetricResult
@@ -72,28 +79,50 @@ def _add_eval_arguments(parser: argparse.ArgumentParser) -> None:
                              "(default: only those the video alone cannot resolve, as the paper)")
 
 
-def _evaluate(args: argparse.Namespace) -> MetricResult:
+def _load(gt) -> list:
     from fastvqa.data.dvd import load_dvd
+
+    return require_records(load_dvd(gt), gt, "dialogue turns")
+
+
+def evaluate(*, gt, pred, all_or_references: bool = False) -> MetricResult:
+    """DVD dialogue accuracy, as the official code scores it.
+
+    Args:
+        gt: a DVD dialogue JSON file or a folder of them (path;
+            :func:`fastvqa.data.load_dvd`).
+        pred: ``{record_key: answer}`` or a list of answers in ground-truth
+            order (path); a missing answer is scored wrong.
+        all_or_references: the object-reference-distance breakdown over all
+            long-term references (default: only those the video alone cannot
+            resolve, as the paper).
+
+    Returns a :class:`~fastvqa.metrics.MetricResult` named ``"dvd"`` (Acc
+    and its breakdowns, percent). Raises :class:`~fastvqa.errors.CommandError`
+    or :class:`~fastvqa.data.DataFormatError` (``ValueError``) for unusable
+    files.
+    """
     from fastvqa.metrics.dialogue import dvd_accuracy
 
-    records = require_records(load_dvd(args.gt), args.gt, "dialogue turns")
-    predictions = _read_predictions(args.pred)
+    records = _load(gt)
+    predictions = _read_predictions(pred)
     if not predictions:
-        raise CommandError(f"{args.pred}: holds no predictions; nothing to score")
+        raise CommandError(f"{pred}: holds no predictions; nothing to score")
     from fastvqa.errors import InputError
 
     try:
         result = dvd_accuracy(predictions, records,
-                              effective_or_only=not args.all_or_references)
-        result.benchmark = "dvd"
+                              effective_or_only=not all_or_references)
     except InputError as err:  # the metric's checks of the user's data; not its bugs
-        raise DataFormatError(args.pred, str(err)) from None
+        raise DataFormatError(pred, str(err)) from None
+    result.benchmark = "dvd"
+    add_question_columns(result, ground_truth=result.per_question["answer"])
     missing_warning(result, len(records), result.info["missing"], what="turns",
                     policy="they are scored as wrong answers (Acc is over all turns)")
     return result
 
 
-def _plot(result: MetricResult, args: argparse.Namespace, path: str) -> None:
+def _plot(result: MetricResult, path: str) -> None:
     """Horizontal bars: overall, per type, per interval type, transferability."""
     from fastvqa.evaluation.plots import plot_accuracy_bars
 
@@ -104,15 +133,11 @@ def _plot(result: MetricResult, args: argparse.Namespace, path: str) -> None:
                        title=f"DVD: {result.info.get('evaluated', '?')} turns")
 
 
-def _train_and_gt(args: argparse.Namespace) -> tuple[list, list]:
-    """The ``--train`` records (default: the ``--gt`` ones) and the ``--gt``
+def _train_and_gt(train, gt) -> tuple[list, list]:
+    """The ``train`` records (default: the ``gt`` ones) and the ``gt``
     records; the ground truth is read once when it is both."""
-    from fastvqa.data.dvd import load_dvd
-
-    train = require_records(load_dvd(args.train if args.train else args.gt),
-                            args.train or args.gt, "dialogue turns")
-    return train, (require_records(load_dvd(args.gt), args.gt, "dialogue turns")
-                   if args.train else train)
+    records = _load(train or gt)
+    return records, (_load(gt) if train else records)
 
 
 def _most_frequent(answers: list[str]) -> str:
@@ -125,8 +150,9 @@ def _most_frequent(answers: list[str]) -> str:
     return min(counts, key=lambda a: (-counts[a], rank.get(a, len(rank)), a))
 
 
-def _group_field(args: argparse.Namespace) -> str:
-    return "question_subtype" if args.by == "subtype" else "question_type"
+def _group_field(by: str) -> str:
+    return "question_subtype" if choice("by", by, ("subtype", "type")) == "subtype" \
+        else "question_type"
 
 
 def _add_train(parser: argparse.ArgumentParser) -> None:
@@ -141,10 +167,12 @@ def _add_by(parser: argparse.ArgumentParser) -> None:
                              "answer_by_question_type)")
 
 
-def _run_prior(args: argparse.Namespace) -> dict[str, str]:
-    train, gt = _train_and_gt(args)
-    answer = _most_frequent([str(r.answer) for r in train])
-    return {r.key: answer for r in gt}
+def answer_prior(*, gt, train=None) -> dict[str, str]:
+    """``answer-prior``: ``{record_key: answer}``, the most frequent answer of
+    ``train`` (path; default: ``gt`` itself) for every turn of ``gt``."""
+    train_records, gt_records = _train_and_gt(train, gt)
+    answer = _most_frequent([str(r.answer) for r in train_records])
+    return {r.key: answer for r in gt_records}
 
 
 def _add_random_arguments(parser: argparse.ArgumentParser) -> None:
@@ -155,25 +183,30 @@ def _add_random_arguments(parser: argparse.ArgumentParser) -> None:
     _add_train(parser)
 
 
-def _run_random(args: argparse.Namespace) -> dict[str, str]:
-    from fastvqa.data.dvd import load_dvd
+def qtype_random(*, gt, by: str = "subtype", answer_set: str = "analytic", train=None,
+                 seed: int = 0) -> dict[str, str]:
+    """``qtype-random``: per question sub-type (``by="type"``: type), a
+    uniform draw of ``np.random.default_rng(seed)`` from the group's answer
+    space (``answer_set="analytic"``: the sub-space the paper's data types
+    define; ``"observed"``: the group's distinct answers in ``train``,
+    default ``gt``)."""
     from fastvqa.metrics.dialogue import DVD_ANSWERS, answer_subspace
 
-    field = _group_field(args)
+    field = _group_field(by)
     observed: dict[str, list[str]] = {}
-    if args.answer_set == "observed":
-        train, gt = _train_and_gt(args)
+    if choice("answer_set", answer_set, ("analytic", "observed")) == "observed":
+        train_records, gt_records = _train_and_gt(train, gt)
         rank = {a: i for i, a in enumerate(DVD_ANSWERS)}
         seen: dict[str, set] = {}
-        for r in train:
+        for r in train_records:
             seen.setdefault(r.extra[field], set()).add(str(r.answer))
         observed = {g: sorted(s, key=lambda a: (rank.get(a, len(rank)), a))
                     for g, s in seen.items()}
     else:
-        gt = require_records(load_dvd(args.gt), args.gt, "dialogue turns")
-    rng = np.random.default_rng(args.seed)
+        gt_records = _load(gt)
+    rng = np.random.default_rng(seed)
     out = {}
-    for r in gt:
+    for r in gt_records:
         group = r.extra[field]
         space = observed.get(group) or answer_subspace(group)
         out[r.key] = space[int(rng.integers(len(space)))]
@@ -185,15 +218,18 @@ def _add_frequent_arguments(parser: argparse.ArgumentParser) -> None:
     _add_train(parser)
 
 
-def _run_frequent(args: argparse.Namespace) -> dict[str, str]:
-    field = _group_field(args)
-    train, gt = _train_and_gt(args)
+def qtype_frequent(*, gt, by: str = "subtype", train=None) -> dict[str, str]:
+    """``qtype-frequent``: per sub-type (``by="type"``: type), the most
+    frequent answer of that group in ``train`` (default ``gt``); a group
+    absent from ``train`` gets the overall most frequent answer."""
+    field = _group_field(by)
+    train_records, gt_records = _train_and_gt(train, gt)
     by_group: dict[str, list[str]] = {}
-    for r in train:
+    for r in train_records:
         by_group.setdefault(r.extra[field], []).append(str(r.answer))
     best = {g: _most_frequent(a) for g, a in by_group.items()}
-    fallback = _most_frequent([str(r.answer) for r in train])
-    return {r.key: best.get(r.extra[field], fallback) for r in gt}
+    fallback = _most_frequent([str(r.answer) for r in train_records])
+    return {r.key: best.get(r.extra[field], fallback) for r in gt_records}
 
 
 def _add_retrieval_arguments(parser: argparse.ArgumentParser) -> None:
@@ -214,18 +250,23 @@ def _distinct_questions(questions: list[str], answers: list[str]) -> tuple[list,
     return list(by_question), [_most_frequent(a) for a in by_question.values()]
 
 
-def _run_retrieval(args: argparse.Namespace) -> dict[str, str]:
+def q_retrieval(*, gt, train, dedupe: bool = False) -> dict[str, str]:
+    """``q-retrieval``: each turn of ``gt`` gets the answer of the ``train``
+    question (path, required, not ``gt``) nearest under TF-IDF cosine (ties:
+    the earliest); ``dedupe``: one copy of each distinct training question,
+    with its most frequent answer."""
     from fastvqa.data.dvd import load_dvd
     from fastvqa.retrieval import question_retrieval
 
-    refuse_self_retrieval("--train", args.train, "--gt", args.gt)
-    train = load_dvd(args.train)
-    if not train:
-        raise CommandError(f"--train {args.train} holds no dialogue turns")
-    questions, answers = [r.question for r in train], [str(r.answer) for r in train]
-    if args.dedupe:
+    refuse_self_retrieval("--train", train, "--gt", gt)
+    train_records = load_dvd(train)
+    if not train_records:
+        raise CommandError(f"--train {train} holds no dialogue turns")
+    questions = [r.question for r in train_records]
+    answers = [str(r.answer) for r in train_records]
+    if dedupe:
         questions, answers = _distinct_questions(questions, answers)
-    test = require_records(load_dvd(args.gt), args.gt, "dialogue turns")
+    test = _load(gt)
     found = question_retrieval(questions, answers, [r.question for r in test], "tfidf")
     return {r.key: answer for r, answer in zip(test, found.answers)}
 
@@ -236,21 +277,21 @@ register_benchmark(Benchmark(
          "topic transfer, turn and object-reference distance (--gt: a dialogue JSON file or a "
          "folder of them; --pred: {record_key: answer} or a list in ground-truth order)",
     add_arguments=_add_eval_arguments,
-    evaluate=_evaluate,
+    evaluate=evaluate,
     plot=_plot,
     gt_help="a DVD dialogue JSON file, or a folder of them (every *.json below it but "
             "metadata.json, in sorted path order)",
 ))
 register_baseline(Baseline("dvd", "answer-prior",
                            "the most frequent answer of --train (default --gt) for every turn",
-                           _add_train, _run_prior))
+                           _add_train, answer_prior))
 register_baseline(Baseline("dvd", "qtype-random",
                            "a seeded random answer from each question sub-type's (or type's) "
-                           "answer set", _add_random_arguments, _run_random, seeded=True))
+                           "answer set", _add_random_arguments, qtype_random))
 register_baseline(Baseline("dvd", "qtype-frequent",
                            "the most frequent answer of each question sub-type (or type) in "
-                           "--train (default --gt)", _add_frequent_arguments, _run_frequent))
+                           "--train (default --gt)", _add_frequent_arguments, qtype_frequent))
 register_baseline(Baseline("dvd", "q-retrieval",
                            "the answer of the TF-IDF-nearest --train question (ties: the "
                            "earliest), as the paper's Q-retrieval", _add_retrieval_arguments,
-                           _run_retrieval))
+                           q_retrieval))

@@ -19,7 +19,16 @@ and either the NExT-GQA-style files above or the DeVi repository's JSON Lines
 predictions (``{"qid", "answer", "span"}``), with ``--mode nextgqa`` (the
 paper's protocol, default) or ``--mode deveqa-repo``.
 
-Baselines (``fastvqa baseline nextgqa|deveqa NAME``) write the same formats:
+From Python: :func:`evaluate` (``nextgqa``) and :func:`evaluate_deveqa`, with
+the command line's options as keywords (``--plot-video`` and
+``--length-bins`` belong to the plot only)::
+
+    from fastvqa.evaluation import nextgqa
+    result = nextgqa.evaluate(gt="data/nextgqa", pred="ground.json", qa="qa.json")
+
+Baselines (``fastvqa baseline nextgqa|deveqa NAME``; in Python
+:func:`full_video`, :func:`centre_half`, :func:`random_span`,
+:func:`random_answer` and their ``deveqa_`` forms) write the same formats:
 ``full-video`` ``[0, duration]``, ``centre-half`` ``[d/4, 3d/4]``,
 ``random-span`` (Python ``random.Random(seed)``; per question in file order,
 two ``round(uniform(0, duration), 1)`` draws, sorted), all grounding files;
@@ -33,15 +42,17 @@ import argparse
 import math
 import random
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 import numpy as np
 
 from fastvqa.data.answers import INVALID_ANSWER, NO_ANSWER
 from fastvqa.data.errors import DataFormatError
 from fastvqa.data.record import QARecord, spans_to_csr
-from fastvqa.evaluation import (Baseline, Benchmark, CommandError, missing_warning,
-                                register_baseline, register_benchmark, require_records)
+from fastvqa.errors import CommandError
+from fastvqa.evaluation import (Baseline, Benchmark, add_question_columns, choice,
+                                missing_warning, question_type, register_baseline,
+                                register_benchmark, require_records)
 from fastvqa.metrics.result import MetricResult
 
 DEFAULT_BINS = {"nextgqa": "0,30,60,90,inf", "deveqa": "0,60,120,inf"}
@@ -90,31 +101,34 @@ def _add_nextgqa_baseline_args(p: argparse.ArgumentParser) -> None:
 
 # ------------------------------------------------------------------- loading
 
+SPLITS = ("test", "val")
 
-def _load_gt(args: argparse.Namespace, bench: str) -> list[QARecord]:
+
+def _load_gt(gt, bench: str, *, split: str = "test", schema: str = "auto",
+             durations=None) -> list[QARecord]:
     if bench == "nextgqa":
         from fastvqa.data.nextgqa import load_nextgqa
 
-        return load_nextgqa(args.gt, split=args.split)
+        return require_records(load_nextgqa(gt, split=choice("split", split, SPLITS)), gt)
     from fastvqa.data.deveqa import load_deveqa
 
-    return load_deveqa(args.gt, schema=args.schema, durations=args.durations)
+    return require_records(load_deveqa(gt, schema=schema, durations=durations), gt)
 
 
-def _load_predictions(args: argparse.Namespace, bench: str):
+def _load_predictions(pred, qa, bench: str):
     """``(spans {id: (s, e) or None}, answers {id: (prediction, answer or None)} or None)``."""
     from fastvqa.data.nextgqa import read_grounding_predictions, read_qa_predictions
 
     if bench == "nextgqa":
-        spans: dict[str, Any] = read_grounding_predictions(args.pred)
+        spans: dict[str, Any] = read_grounding_predictions(pred)
         inline: dict[str, int] = {}
     else:
         from fastvqa.data.deveqa import read_deveqa_predictions
 
-        spans, inline = read_deveqa_predictions(args.pred)
-    if args.qa:
-        qa = read_qa_predictions(args.qa)
-        answers = {k: (v["prediction"], v["answer"]) for k, v in qa.items()}
+        spans, inline = read_deveqa_predictions(pred)
+    if qa:
+        table = read_qa_predictions(qa)
+        answers = {k: (v["prediction"], v["answer"]) for k, v in table.items()}
     elif inline:
         answers = {k: (v, None) for k, v in inline.items()}
     else:
@@ -136,41 +150,44 @@ def _lookup(table: dict[str, Any], rec: QARecord, by_qid: bool) -> Optional[str]
 
 
 def _score(records: list[QARecord], spans: dict[str, Any], answers: Optional[dict[str, Any]],
-           *, mode: str, normalized: bool, benchmark: str, args: argparse.Namespace,
+           *, mode: str, normalized: bool, benchmark: str, gt, pred, qa, split: Optional[str],
            by_qid: bool) -> MetricResult:
     from fastvqa.metrics.grounding import grounded_qa
 
     n = len(records)
-    pred = np.full((n, 2), np.nan)
+    pred_spans = np.full((n, 2), np.nan)
     durations = np.full(n, np.nan)
     used_spans: set[str] = set()
+    predicted: list = []  # each question's prediction as the file gives it
     for i, rec in enumerate(records):
         if rec.duration is not None:
             durations[i] = rec.duration
         ident = _lookup(spans, rec, by_qid)
+        predicted.append(None if ident is None else spans[ident])
         if ident is not None:
             used_spans.add(ident)
             if spans[ident] is not None:
-                pred[i] = spans[ident]
+                pred_spans[i] = spans[ident]
         if normalized and ident is not None and rec.duration is None:
-            raise DataFormatError(args.gt, "no duration to scale the normalised prediction "
+            raise DataFormatError(gt, "no duration to scale the normalised prediction "
                                   "(pass --durations)", record=rec.key, field="duration")
-    gt, offsets = spans_to_csr([rec.spans for rec in records])
+    gt_spans, offsets = spans_to_csr([rec.spans for rec in records])
 
     pred_answers = gt_answers = None
     disagree = 0
     used_answers: set[str] = set()
+    answered: list = [None] * n  # (prediction, gold) where the question has an answer entry
     if answers is not None:
         pred_answers = np.full(n, NO_ANSWER, dtype=np.int64)
         gt_answers = np.zeros(n, dtype=np.int64)
-        qa_path = args.qa or args.pred
+        qa_path = qa or pred
         for i, rec in enumerate(records):
             ident = _lookup(answers, rec, by_qid)
             if ident is None:
-                if mode == "nextgqa" and not np.isnan(pred[i, 0]):
+                if mode == "nextgqa" and not np.isnan(pred_spans[i, 0]):
                     raise DataFormatError(
                         qa_path, f"no answer prediction for a question that has a span "
-                        f"prediction in {Path(args.pred).name} (the official evaluator needs "
+                        f"prediction in {Path(pred).name} (the official evaluator needs "
                         "both: Acc@GQA)", record=rec.key)
                 continue
             used_answers.add(ident)
@@ -188,35 +205,36 @@ def _score(records: list[QARecord], spans: dict[str, Any], answers: Optional[dic
             # but answered (NO_ANSWER is reserved for "no QA entry").
             pred_answers[i] = prediction if prediction >= 0 else INVALID_ANSWER
             gt_answers[i] = answer
+            answered[i] = (prediction, answer)
 
     from fastvqa.errors import InputError
 
     try:
-        result = grounded_qa(pred, (gt, offsets), pred_answers=pred_answers,
+        result = grounded_qa(pred_spans, (gt_spans, offsets), pred_answers=pred_answers,
                              gt_answers=gt_answers, mode=mode, durations=durations,
                              normalized=normalized, keys=[rec.key for rec in records])
     except InputError as err:  # e.g. several gold segments under --mode deveqa-repo
         raise CommandError(str(err)) from None
     if not used_spans:
         example = next(iter(spans))
-        split = f" (wrong --split? this is {args.split})" if benchmark == "nextgqa" else ""
-        raise CommandError(f"{args.pred}: no prediction key matches a ground-truth question "
+        hint = f" (wrong --split? this is {split})" if benchmark == "nextgqa" else ""
+        raise CommandError(f"{pred}: no prediction key matches a ground-truth question "
                            f"(e.g. {example!r}; questions are keyed like {records[0].key!r})"
-                           + split)
-    if np.isnan(pred[:, 0]).all():
-        raise CommandError(f"{args.pred}: no ground-truth question has a span prediction "
+                           + hint)
+    if np.isnan(pred_spans[:, 0]).all():
+        raise CommandError(f"{pred}: no ground-truth question has a span prediction "
                            f"(the {len(used_spans)} matching entries have no span); nothing "
                            "to score")
     if answers is not None and answers and not used_answers:
         example = next(iter(answers))
-        raise CommandError(f"{args.qa or args.pred}: no answer key matches a ground-truth "
+        raise CommandError(f"{qa or pred}: no answer key matches a ground-truth "
                            f"question (e.g. {example!r}; questions are keyed like "
                            f"{records[0].key!r})")
     info = dict(result.info)
     info.update({
-        "gt": str(args.gt),
-        "pred": str(args.pred),
-        "qa": None if not args.qa else str(args.qa),
+        "gt": str(gt),
+        "pred": str(pred),
+        "qa": None if not qa else str(qa),
         "unmatched_predictions": len(spans) - len(used_spans),  # used_spans <= keys
     })
     if answers is not None:
@@ -226,6 +244,11 @@ def _score(records: list[QARecord], spans: dict[str, Any], answers: Optional[dic
         info["qa_answers_differing_from_gt"] = disagree
     out = MetricResult(result.metric, dict(result.metrics), result.per_question, info,
                        benchmark=benchmark)
+    add_question_columns(out, prediction=predicted, ground_truth=[r.spans for r in records],
+                         question_type=[question_type(r) for r in records])
+    if answers is not None:
+        out.per_question["predicted_answer"] = [a and a[0] for a in answered]
+        out.per_question["answer"] = [a and a[1] for a in answered]
     policy = ("the official eval_ground.py skips them: the grounding scores are over the "
               f"{info['evaluated']} predicted questions" if mode == "nextgqa"
               else "they count as zero, as in the DeVE-QA repository's evaluation")
@@ -245,29 +268,77 @@ def _check_normalized(spans: dict[str, Any], path: str) -> None:
                                   "--normalized)", record=key, field="span")
 
 
-def _evaluate(bench: str) -> Callable[[argparse.Namespace], MetricResult]:
-    def evaluate(args: argparse.Namespace) -> MetricResult:
-        if getattr(args, "plot_video", None) and not args.plot:
-            raise CommandError("--plot-video needs --plot FILE.png")
-        _parse_edges(args.length_bins)  # a bad value fails before any work
-        records = require_records(_load_gt(args, bench), args.gt)
-        if args.plot_video and not any(r.video_id == args.plot_video for r in records):
-            raise CommandError(f"--plot-video: no video {args.plot_video!r} in {args.gt}")
-        spans, answers = _load_predictions(args, bench)
-        if not spans:
-            raise CommandError(f"{args.pred}: holds no predictions; nothing to score")
-        if args.normalized:
-            _check_normalized(spans, args.pred)
-        mode = getattr(args, "mode", None) or "nextgqa"
-        result = _score(records, spans, answers, mode=mode, normalized=args.normalized,
-                        benchmark=bench, args=args, by_qid=bench == "deveqa")
-        if bench == "nextgqa":
-            result.info["split"] = args.split
-        # For --plot-video: the files already read, not read a second time.
-        result._inputs = (records, spans)
-        return result
+def _evaluate(bench: str, records: list[QARecord], *, gt, pred, qa, normalized: bool,
+              mode: str, split: Optional[str]) -> MetricResult:
+    spans, answers = _load_predictions(pred, qa, bench)
+    if not spans:
+        raise CommandError(f"{pred}: holds no predictions; nothing to score")
+    if normalized:
+        _check_normalized(spans, pred)
+    result = _score(records, spans, answers, mode=mode, normalized=bool(normalized),
+                    benchmark=bench, gt=gt, pred=pred, qa=qa, split=split,
+                    by_qid=bench == "deveqa")
+    if split is not None:
+        result.info["split"] = split
+    # For a plot of one video: the files already read, not read a second time.
+    result._inputs = (records, spans)
+    return result
 
-    return evaluate
+
+def evaluate(*, gt, pred, qa=None, split: str = "test", normalized: bool = False) -> MetricResult:
+    """NExT-GQA as the official ``eval_ground.py`` scores it.
+
+    Args:
+        gt: a folder with ``gsub_<split>.json`` (and ``<split>.csv``), or a
+            gsub JSON alone (path).
+        pred: the grounding file ``{"<video_id>_<qid>": [start, end]}``, in
+            seconds (path).
+        qa: the QA file ``{"<video_id>_<qid>": {"prediction": k, "answer":
+            k_true}}`` (path; adds Acc@QA and Acc@GQA), or None.
+        split: ``"test"`` or ``"val"``: which files of a ``gt`` folder.
+        normalized: ``pred`` spans are fractions of the video (seconds =
+            ``np.round(x * duration, 1)``, the official ``gs=True``).
+
+    Returns:
+        A :class:`~fastvqa.metrics.MetricResult` named ``"nextgqa"``: Acc@QA,
+        Acc@GQA (with ``qa``), mIoP, IoP@0.3/0.5, mIoU, IoU@0.3/0.5 in
+        percent; per question ``key``, ``IoU``, ``IoP`` (and the answers).
+        Questions without a prediction are skipped, as the official script
+        does, and named in ``info["warnings"]``.
+
+    Raises :class:`~fastvqa.errors.CommandError` (nothing to score) and
+    :class:`~fastvqa.data.DataFormatError` (a malformed file), both
+    ``ValueError``.
+    """
+    records = _load_gt(gt, "nextgqa", split=split)
+    return _evaluate("nextgqa", records, gt=gt, pred=pred, qa=qa, normalized=normalized,
+                     mode="nextgqa", split=split)
+
+
+def evaluate_deveqa(*, gt, pred, qa=None, mode: str = "nextgqa", schema: str = "auto",
+                    durations=None, normalized: bool = False) -> MetricResult:
+    """DeVE-QA grounded QA.
+
+    Args:
+        gt: a DeVE-QA annotation file (:func:`fastvqa.data.load_deveqa`:
+            a JSON list, a JSON object ``{qid: record}`` or JSON Lines).
+        pred: the NExT-GQA-style grounding file, or the DeVi repository's JSON
+            Lines predictions ``{"qid", "answer", "span"}`` (path).
+        qa: a NExT-GQA-style QA file (path), or None.
+        mode: ``"nextgqa"`` (the paper's protocol, default) or
+            ``"deveqa-repo"`` (the DeVE-QA repository's rules: missing = 0,
+            single segment).
+        schema: ``"auto"``, ``"devi"`` or ``"release"``: the layout of ``gt``.
+        durations: a JSON file ``{video_id: seconds}`` for records without a
+            duration, or None.
+        normalized: as in :func:`evaluate`.
+
+    Returns a :class:`~fastvqa.metrics.MetricResult` named ``"deveqa"`` with
+    :func:`evaluate`'s metrics; raises as :func:`evaluate`.
+    """
+    records = _load_gt(gt, "deveqa", schema=schema, durations=durations)
+    return _evaluate("deveqa", records, gt=gt, pred=pred, qa=qa, normalized=normalized,
+                     mode=choice("mode", mode, ("nextgqa", "deveqa-repo")), split=None)
 
 
 # ---------------------------------------------------------------------- plot
@@ -285,21 +356,35 @@ def _parse_edges(text: str) -> list[float]:
     return edges
 
 
-def _plot(bench: str) -> Callable[[MetricResult, argparse.Namespace, str], None]:
-    def plot(result: MetricResult, args: argparse.Namespace, path: str) -> None:
+def _check(*, plot=None, plot_video=None, length_bins: str = "0,30,60,90,inf") -> None:
+    """The plot options, checked before any file is read."""
+    if plot_video and not plot:
+        raise CommandError("--plot-video needs --plot FILE.png")
+    _parse_edges(length_bins)
+
+
+def _plot(bench: str):
+    def plot(result: MetricResult, path: str, *, plot_video: Optional[str] = None,
+             length_bins: str = DEFAULT_BINS[bench]) -> None:
+        """The summary plot, or (``plot_video``) one video's predicted and
+        ground-truth spans; ``length_bins``: comma-separated bin edges in
+        seconds."""
         from fastvqa.evaluation import plots
 
-        if not args.plot_video:
-            plots.plot_grounding_summary(result, path, length_edges=_parse_edges(args.length_bins))
+        if not plot_video:
+            plots.plot_grounding_summary(result, path, length_edges=_parse_edges(length_bins))
             return
         all_records, spans = result._inputs
-        records = [r for r in all_records if r.video_id == args.plot_video]
+        records = [r for r in all_records if r.video_id == plot_video]
+        if not records:
+            raise CommandError(f"--plot-video: no video {plot_video!r} in {result.info['gt']}")
+        normalized = result.info.get("normalized", False)
         by_key = {k: i for i, k in enumerate(result.per_question.get("key", []))}
         rows = []
         for rec in records:
             ident = _lookup(spans, rec, bench == "deveqa")
             pred = spans[ident] if ident is not None else None
-            if pred is not None and args.normalized and rec.duration is not None:
+            if pred is not None and normalized and rec.duration is not None:
                 pred = tuple(np.round(np.asarray(pred) * rec.duration, 1).tolist())
             row = {"label": f"q{rec.question_id}", "gt": rec.spans, "pred": pred}
             i = by_key.get(rec.key)
@@ -307,7 +392,7 @@ def _plot(bench: str) -> Callable[[MetricResult, argparse.Namespace, str], None]
                 row["IoU"] = float(result.per_question["IoU"][i])
                 row["IoP"] = float(result.per_question["IoP"][i])
             rows.append(row)
-        plots.plot_video_timeline(args.plot_video, rows, path, duration=records[0].duration)
+        plots.plot_video_timeline(plot_video, rows, path, duration=records[0].duration)
 
     return plot
 
@@ -315,57 +400,105 @@ def _plot(bench: str) -> Callable[[MetricResult, argparse.Namespace, str], None]
 # ----------------------------------------------------------------- baselines
 
 
-def _baseline_records(args: argparse.Namespace) -> list[QARecord]:
-    return require_records(_load_gt(args, args.benchmark), args.gt)
-
-
-def _need_duration(rec: QARecord, args: argparse.Namespace) -> float:
+def _need_duration(rec: QARecord, gt) -> float:
     if rec.duration is None:
-        raise DataFormatError(args.gt, "no video duration (pass --durations)", record=rec.key,
+        raise DataFormatError(gt, "no video duration (pass --durations)", record=rec.key,
                               field="duration")
     return rec.duration
 
 
-def _full_video(args: argparse.Namespace) -> dict[str, list[float]]:
-    return {r.key: [0.0, _need_duration(r, args)] for r in _baseline_records(args)}
+def _full_video(records: list[QARecord], gt) -> dict[str, list[float]]:
+    return {r.key: [0.0, _need_duration(r, gt)] for r in records}
 
 
-def _centre_half(args: argparse.Namespace) -> dict[str, list[float]]:
+def _centre_half(records: list[QARecord], gt) -> dict[str, list[float]]:
     out = {}
-    for r in _baseline_records(args):
-        d = _need_duration(r, args)
+    for r in records:
+        d = _need_duration(r, gt)
         out[r.key] = [0.25 * d, 0.75 * d]
     return out
 
 
-def _random_span(args: argparse.Namespace) -> dict[str, list[float]]:
-    rng = random.Random(args.seed)
+def _random_span(records: list[QARecord], gt, seed: int) -> dict[str, list[float]]:
+    rng = random.Random(seed)
     out = {}
-    for r in _baseline_records(args):
-        d = _need_duration(r, args)
+    for r in records:
+        d = _need_duration(r, gt)
         out[r.key] = sorted([round(rng.uniform(0, d), 1), round(rng.uniform(0, d), 1)])
     return out
 
 
-def _random_answer(args: argparse.Namespace) -> dict[str, dict[str, int]]:
-    rng = random.Random(args.seed)
+def _random_answer(records: list[QARecord], gt, seed: int, hint: str) -> dict[str, dict]:
+    rng = random.Random(seed)
     out = {}
-    for r in _baseline_records(args):
+    for r in records:
         if not r.options or not isinstance(r.answer, int):
-            where = f"{args.gt} has no options/answers" + (
-                f" (the folder needs {args.split}.csv)" if args.benchmark == "nextgqa" else "")
-            raise CommandError(f"random-answer: {where}; question {r.key}")
+            raise CommandError(f"random-answer: {gt} has no options/answers{hint}; "
+                               f"question {r.key}")
         out[r.key] = {"prediction": rng.randrange(len(r.options)), "answer": r.answer}
     return out
 
 
+def full_video(*, gt, split: str = "test") -> dict[str, list[float]]:
+    """NExT-GQA ``full-video``: ``{key: [0, duration]}`` for every question of
+    ``gt`` (as :func:`evaluate` reads it)."""
+    return _full_video(_load_gt(gt, "nextgqa", split=split), gt)
+
+
+def centre_half(*, gt, split: str = "test") -> dict[str, list[float]]:
+    """NExT-GQA ``centre-half``: ``{key: [duration/4, 3*duration/4]}``."""
+    return _centre_half(_load_gt(gt, "nextgqa", split=split), gt)
+
+
+def random_span(*, gt, split: str = "test", seed: int = 0) -> dict[str, list[float]]:
+    """NExT-GQA ``random-span``: per question in file order two
+    ``round(uniform(0, duration), 1)`` draws of ``random.Random(seed)``, sorted."""
+    return _random_span(_load_gt(gt, "nextgqa", split=split), gt, seed)
+
+
+def random_answer(*, gt, split: str = "test", seed: int = 0) -> dict[str, dict[str, int]]:
+    """NExT-GQA ``random-answer``: a QA file ``{key: {"prediction":
+    randrange(n_options), "answer": true index}}`` (``random.Random(seed)``);
+    the ``gt`` folder needs ``<split>.csv``."""
+    return _random_answer(_load_gt(gt, "nextgqa", split=split), gt, seed,
+                          f" (the folder needs {split}.csv)")
+
+
+def deveqa_full_video(*, gt, schema: str = "auto", durations=None) -> dict[str, list[float]]:
+    """DeVE-QA ``full-video`` (``gt``, ``schema``, ``durations`` as
+    :func:`evaluate_deveqa` reads them)."""
+    return _full_video(_load_gt(gt, "deveqa", schema=schema, durations=durations), gt)
+
+
+def deveqa_centre_half(*, gt, schema: str = "auto", durations=None) -> dict[str, list[float]]:
+    """DeVE-QA ``centre-half``."""
+    return _centre_half(_load_gt(gt, "deveqa", schema=schema, durations=durations), gt)
+
+
+def deveqa_random_span(*, gt, schema: str = "auto", durations=None,
+                       seed: int = 0) -> dict[str, list[float]]:
+    """DeVE-QA ``random-span`` (as :func:`random_span`)."""
+    return _random_span(_load_gt(gt, "deveqa", schema=schema, durations=durations), gt, seed)
+
+
+def deveqa_random_answer(*, gt, schema: str = "auto", durations=None,
+                         seed: int = 0) -> dict[str, dict[str, int]]:
+    """DeVE-QA ``random-answer`` (as :func:`random_answer`)."""
+    return _random_answer(_load_gt(gt, "deveqa", schema=schema, durations=durations), gt,
+                          seed, "")
+
+
 _BASELINES = (
-    ("full-video", "predict the whole video [0, duration] for every question", _full_video),
-    ("centre-half", "predict the centre half [duration/4, 3*duration/4]", _centre_half),
+    ("full-video", "predict the whole video [0, duration] for every question",
+     full_video, deveqa_full_video),
+    ("centre-half", "predict the centre half [duration/4, 3*duration/4]",
+     centre_half, deveqa_centre_half),
     ("random-span", "a random span: two round(uniform(0, duration), 1) draws, sorted "
-                    "(Python random.Random(--seed), questions in file order)", _random_span),
+                    "(Python random.Random(--seed), questions in file order)",
+     random_span, deveqa_random_span),
     ("random-answer", "a QA file with a uniformly random option per question "
-                      "(random.Random(--seed)); evaluate with --qa", _random_answer),
+                      "(random.Random(--seed)); evaluate with --qa",
+     random_answer, deveqa_random_answer),
 )
 
 
@@ -376,8 +509,10 @@ register_benchmark(Benchmark(
     help="NExT-GQA grounded QA (official eval_ground.py rules): Acc@QA, Acc@GQA, mIoP, "
          "IoP@0.3/0.5, mIoU, IoU@0.3/0.5",
     add_arguments=_add_nextgqa_args,
-    evaluate=_evaluate("nextgqa"),
+    evaluate=evaluate,
     plot=_plot("nextgqa"),
+    check=_check,
+    inputs=("gt", "pred", "qa"),
     gt_help="a folder with gsub_<split>.json (and <split>.csv), or a gsub JSON alone",
 ))
 register_benchmark(Benchmark(
@@ -385,15 +520,16 @@ register_benchmark(Benchmark(
     help="DeVE-QA grounded QA: NExT-GQA protocol (default, as the paper) or the DeVE-QA "
          "repository's rules (--mode deveqa-repo)",
     add_arguments=_add_deveqa_args,
-    evaluate=_evaluate("deveqa"),
+    evaluate=evaluate_deveqa,
     plot=_plot("deveqa"),
+    check=_check,
+    inputs=("gt", "pred", "qa", "durations"),
     modes=("nextgqa", "deveqa-repo"),
     default_mode="nextgqa",
     gt_help="a DeVE-QA annotation file (a JSON list, a JSON object {qid: record} or .jsonl)",
 ))
-for _bench, _extra_args in (("nextgqa", _add_nextgqa_baseline_args),
-                            ("deveqa", _add_deveqa_gt_args)):
-    for _name, _help, _run in _BASELINES:
-        register_baseline(Baseline(benchmark=_bench, name=_name, help=_help,
-                                   add_arguments=_extra_args, run=_run,
-                                   seeded=_run in (_random_span, _random_answer)))
+for _name, _help, _nextgqa_run, _deveqa_run in _BASELINES:
+    register_baseline(Baseline(benchmark="nextgqa", name=_name, help=_help,
+                               add_arguments=_add_nextgqa_baseline_args, run=_nextgqa_run))
+    register_baseline(Baseline(benchmark="deveqa", name=_name, help=_help,
+                               add_arguments=_add_deveqa_gt_args, run=_deveqa_run))

@@ -11,6 +11,10 @@ Files: ``--pred`` the submission (JSON Lines with ``qid`` and
 array of those objects, which is what ``fastvqa baseline qvhighlights ...``
 writes); ``--gt`` the ground truth JSON Lines (``qid``, ``query``, ``vid``,
 ``duration``, ``relevant_windows``).
+
+From Python: :func:`evaluate` ``(gt=..., pred=..., max_pred_windows=10,
+partial=False)`` and the baselines :func:`full_video`, :func:`centre_half`,
+:func:`random_span` ``(gt=..., seed=0)``.
 """
 
 from __future__ import annotations
@@ -21,7 +25,8 @@ from typing import Any
 import numpy as np
 
 from fastvqa._argtypes import int_at_least
-from fastvqa.evaluation import (Baseline, Benchmark, CommandError, missing_warning,
+from fastvqa.errors import CommandError
+from fastvqa.evaluation import (Baseline, Benchmark, add_question_columns, missing_warning,
                                 register_baseline, register_benchmark, require_records)
 from fastvqa.metrics.result import MetricResult
 
@@ -52,31 +57,55 @@ def _ground_truth(path: str) -> tuple[list, dict[str, np.ndarray]]:
     return records, gt
 
 
-def _evaluate(args: argparse.Namespace) -> MetricResult:
+def evaluate(*, gt, pred, max_pred_windows: int = 10, partial: bool = False) -> MetricResult:
+    """QVHighlights moment retrieval with the official ``standalone_eval`` rules.
+
+    Args:
+        gt: the ground-truth JSON Lines file (or a JSON array of its objects).
+        pred: the submission: JSON Lines with ``qid`` and
+            ``pred_relevant_windows`` ``[[start, end, score], ...]``, or a JSON
+            array of those objects (path).
+        max_pred_windows: mAP keeps the first N windows of each query in file
+            order, before sorting by score (official: 10; 0 keeps all).
+        partial: evaluate the qids in both files (the official script
+            requires the same qids).
+
+    Returns a :class:`~fastvqa.metrics.MetricResult` named
+    ``"qvhighlights"``: R1@0.5, R1@0.7, mAP@0.5, mAP@0.75, mAP (percent) and
+    the length buckets in ``info["buckets"]``.
+    """
     from fastvqa.data.moment import load_qvhighlights_submission
     from fastvqa.metrics import moment_retrieval
 
     from fastvqa.data.errors import DataFormatError
 
-    records, gt = _ground_truth(args.gt)
-    require_records(records, args.gt, "queries")
-    predictions = load_qvhighlights_submission(args.pred)
-    if args.partial and not set(predictions) & set(gt):
+    if isinstance(max_pred_windows, bool) or not isinstance(max_pred_windows, int) \
+            or max_pred_windows < 0:
+        raise CommandError(f"max_pred_windows: expected an integer >= 0, got "
+                           f"{max_pred_windows!r}")
+    gt_path = gt
+    records, gt = _ground_truth(gt_path)
+    require_records(records, gt_path, "queries")
+    predictions = load_qvhighlights_submission(pred)
+    if partial and not set(predictions) & set(gt):
         example = next(iter(predictions), None)
-        raise CommandError(f"{args.pred}: no prediction qid matches a ground-truth query (e.g. "
+        raise CommandError(f"{pred}: no prediction qid matches a ground-truth query (e.g. "
                            f"{example!r}; ground-truth qids are like {records[0].question_id!r})")
     from fastvqa.errors import InputError
 
     try:
         result = moment_retrieval(predictions, gt,
-                                  max_pred_windows=args.max_pred_windows or None,
-                                  match_number=not args.partial)
+                                  max_pred_windows=max_pred_windows or None,
+                                  match_number=not partial)
         result.benchmark = "qvhighlights"
     except InputError as err:
         # Both files were validated by their loaders; what is left is the
         # official qid check (the submission does not cover the ground truth).
         # Any other error is a fastvqa bug and keeps its traceback.
-        raise DataFormatError(args.pred, str(err), field="qid") from None
+        raise DataFormatError(pred, str(err), field="qid") from None
+    keys = result.per_question["key"]
+    add_question_columns(result, prediction=[predictions.get(k) for k in keys],
+                         ground_truth=[gt[k] for k in keys])
     n = result.info["evaluated"]
     counts = {name: n for name in result.metrics}
     for name, bucket in result.info.get("buckets", {}).items():
@@ -88,7 +117,7 @@ def _evaluate(args: argparse.Namespace) -> MetricResult:
     return result
 
 
-def _plot(result: MetricResult, args: argparse.Namespace, path: str) -> None:
+def _plot(result: MetricResult, path: str) -> None:
     """Two panels: the distribution of the top-1 window's IoU (the R1 IoU)
     with the 0.5 / 0.7 thresholds, and mAP by ground-truth window length."""
     try:
@@ -140,7 +169,7 @@ register_benchmark(Benchmark(
     help="QVHighlights moment retrieval (R1@0.5/0.7, mAP@0.5/0.75, mAP) with the official "
          "standalone_eval rules; --pred submission JSONL (or JSON list), --gt ground-truth JSONL",
     add_arguments=_add_arguments,
-    evaluate=_evaluate,
+    evaluate=evaluate,
     plot=_plot,
     gt_help="the QVHighlights ground-truth JSON Lines file (or a JSON array of its objects)",
 ))
@@ -156,25 +185,30 @@ def _submission(records: list, windows: list[list[float]]) -> list[dict[str, Any
              "pred_relevant_windows": [w]} for rec, w in zip(records, windows)]
 
 
-def _records(args: argparse.Namespace) -> list:
+def _records(gt) -> list:
     from fastvqa.data.moment import load_qvhighlights
 
-    return require_records(load_qvhighlights(args.gt), args.gt, "queries")
+    return require_records(load_qvhighlights(gt), gt, "queries")
 
 
-def _full_video(args: argparse.Namespace) -> list[dict[str, Any]]:
-    records = _records(args)
+def full_video(*, gt) -> list[dict[str, Any]]:
+    """``full-video``: one window ``[0, duration, 1.0]`` per query of ``gt``
+    (a JSON-ready submission list)."""
+    records = _records(gt)
     return _submission(records, [[0.0, rec.duration, 1.0] for rec in records])
 
 
-def _centre_half(args: argparse.Namespace) -> list[dict[str, Any]]:
-    records = _records(args)
+def centre_half(*, gt) -> list[dict[str, Any]]:
+    """``centre-half``: one window ``[duration/4, 3*duration/4, 1.0]`` per query."""
+    records = _records(gt)
     return _submission(records, [[rec.duration / 4, rec.duration * 3 / 4, 1.0] for rec in records])
 
 
-def _random_span(args: argparse.Namespace) -> list[dict[str, Any]]:
-    records = _records(args)
-    rng = np.random.default_rng(args.seed)
+def random_span(*, gt, seed: int = 0) -> list[dict[str, Any]]:
+    """``random``: one window per query, its ends two sorted
+    ``np.random.default_rng(seed).uniform(0, 1)`` draws times the duration."""
+    records = _records(gt)
+    rng = np.random.default_rng(seed)
     ends = rng.uniform(0.0, 1.0, size=(len(records), 2))
     ends.sort(axis=1)
     return _submission(records, [[float(a * rec.duration), float(b * rec.duration), 1.0]
@@ -186,9 +220,9 @@ def _no_options(parser: argparse.ArgumentParser) -> None:
 
 
 register_baseline(Baseline(NAME, "full-video", "one window [0, duration] per query",
-                           _no_options, _full_video))
+                           _no_options, full_video))
 register_baseline(Baseline(NAME, "centre-half", "one window [duration/4, 3*duration/4] per query",
-                           _no_options, _centre_half))
+                           _no_options, centre_half))
 register_baseline(Baseline(NAME, "random",
                            "one uniformly random window per query (seeded by --seed)",
-                           _no_options, _random_span, seeded=True))
+                           _no_options, random_span))

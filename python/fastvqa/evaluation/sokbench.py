@@ -10,6 +10,10 @@ integer), free text (string: an option label is parsed, else the option with
 the highest BLEU is taken; see
 :func:`fastvqa.metrics.multiple_choice.multiple_choice_accuracy`), or ``null``
 (missing, scored wrong).
+
+From Python: :func:`evaluate` ``(gt=..., pred=..., index_base=0,
+bleu_smoothing="none")`` and the baseline :func:`random_answer` ``(gt=...,
+seed=0)``.
 """
 
 from __future__ import annotations
@@ -23,7 +27,9 @@ import numpy as np
 from fastvqa._argtypes import int_in_range
 from fastvqa.data.errors import DataFormatError
 from fastvqa.data.io import read_keyed_predictions
-from fastvqa.evaluation import (Baseline, Benchmark, CommandError, missing_warning,
+from fastvqa.errors import CommandError
+from fastvqa.evaluation import (Baseline, Benchmark, add_question_columns, choice,
+                                missing_warning,
                                 register_baseline, register_benchmark, require_records)
 from fastvqa.metrics.result import MetricResult
 
@@ -47,29 +53,48 @@ def _add_eval_arguments(parser: argparse.ArgumentParser) -> None:
                              "sentence BLEU-4)")
 
 
-def _evaluate(args: argparse.Namespace) -> MetricResult:
+def evaluate(*, gt, pred, index_base: int = 0, bleu_smoothing: str = "none") -> MetricResult:
+    """SOK-Bench multiple-choice accuracy.
+
+    Args:
+        gt: a SOK-Bench question JSON file, or a folder of them (path;
+            :func:`fastvqa.data.load_sokbench`).
+        pred: ``{question_id or record_key: output}`` or a list of outputs in
+            file order (path); an output is a 0-based option index, free
+            text, or null (scored wrong).
+        index_base: 0 or 1: how integers written in free text count options
+            (JSON integers are always 0-based).
+        bleu_smoothing: ``"none"`` (NLTK's plain sentence BLEU-4) or
+            ``"method0"`` ... ``"method7"``, for the BLEU fallback.
+
+    Returns a :class:`~fastvqa.metrics.MetricResult` named ``"sokbench"``
+    (Acc, per type, macro; percent).
+    """
     from fastvqa.data.sokbench import load_sokbench
     from fastvqa.metrics.multiple_choice import multiple_choice_accuracy
 
-    records = require_records(load_sokbench(args.gt), args.gt)
-    outputs = _read_predictions(args.pred)
+    choice("index_base", index_base, (0, 1))
+    choice("bleu_smoothing", bleu_smoothing, _SMOOTHING)
+    records = require_records(load_sokbench(gt), gt)
+    outputs = _read_predictions(pred)
     if not outputs:
-        raise CommandError(f"{args.pred}: holds no predictions; nothing to score")
-    smoothing = None if args.bleu_smoothing == "none" else args.bleu_smoothing
+        raise CommandError(f"{pred}: holds no predictions; nothing to score")
+    smoothing = None if bleu_smoothing == "none" else bleu_smoothing
     from fastvqa.errors import InputError
 
     try:
-        result = multiple_choice_accuracy(outputs, records, index_base=args.index_base,
+        result = multiple_choice_accuracy(outputs, records, index_base=index_base,
                                           bleu_smoothing=smoothing)
         result.benchmark = "sokbench"
     except InputError as err:  # the metric's checks of the user's data; not its bugs
-        raise DataFormatError(args.pred, str(err)) from None
+        raise DataFormatError(pred, str(err)) from None
+    add_question_columns(result, ground_truth=result.per_question["answer"])
     missing_warning(result, len(records), result.info["missing"], what="questions",
                     policy="they are scored as wrong answers (Acc is over all questions)")
     return result
 
 
-def _plot(result: MetricResult, args: argparse.Namespace, path: str) -> None:
+def _plot(result: MetricResult, path: str) -> None:
     """Horizontal bars: overall, per question type, macro mean."""
     from fastvqa.evaluation.plots import plot_accuracy_bars
 
@@ -84,14 +109,16 @@ def _add_random_arguments(parser: argparse.ArgumentParser) -> None:
     pass
 
 
-def _run_random(args: argparse.Namespace) -> dict[str, int]:
+def random_answer(*, gt, seed: int = 0) -> dict[str, int]:
+    """``random-answer``: ``{record_key: option index}``, a uniform 0-based
+    draw of ``np.random.default_rng(seed)`` per question of ``gt``."""
     from fastvqa.data.sokbench import load_sokbench
 
-    rng = np.random.default_rng(args.seed)
+    rng = np.random.default_rng(seed)
     # 0-based option indices, keyed by record key (``<video>_<question_id>``),
     # the key `fastvqa eval sokbench` reports per question.
     return {r.key: int(rng.integers(len(r.options)))
-            for r in require_records(load_sokbench(args.gt), args.gt)}
+            for r in require_records(load_sokbench(gt), gt)}
 
 
 register_benchmark(Benchmark(
@@ -99,11 +126,11 @@ register_benchmark(Benchmark(
     help="SOK-Bench multiple-choice accuracy, per question type (--gt: the question JSON; "
          "--pred: {question_id: option index or free text} or a list in file order)",
     add_arguments=_add_eval_arguments,
-    evaluate=_evaluate,
+    evaluate=evaluate,
     plot=_plot,
     gt_help="a SOK-Bench question JSON file, or a folder of them (every *.json in it, in "
             "sorted order; question ids then start with the file name)",
 ))
 register_baseline(Baseline("sokbench", "random-answer",
                            "a seeded uniformly random option index (0-based) per question",
-                           _add_random_arguments, _run_random, seeded=True))
+                           _add_random_arguments, random_answer))

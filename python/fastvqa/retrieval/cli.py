@@ -34,7 +34,7 @@ from fastvqa._argtypes import (benchmark_choices, int_at_least, unit_interval,
                                unit_interval_positive)
 from fastvqa._outputs import check_new
 from fastvqa.errors import InputError
-from fastvqa.evaluation import CommandError
+from fastvqa.errors import CommandError
 
 ENCODERS = ("tfidf", "sentence")
 INDEX_FORMAT = "fastvqa-text-index-1"

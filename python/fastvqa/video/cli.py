@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from fastvqa._argtypes import int_at_least
-from fastvqa.evaluation import CommandError
+from fastvqa.errors import CommandError
 
 LIST_SUFFIXES = (".txt", ".lst", ".list")
 FORMATS = ("npz", "png", "jpg")
