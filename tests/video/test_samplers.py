@@ -10,7 +10,7 @@ import pytest
 
 from fastvqa.video import (Clips, Fps, Hierarchical, Outside, SecondWindows, Uniform, VideoIndex,
                            Within, from_spec)
-from fastvqa.video.pyav_backend import _plan_seeks, crop_box, output_size
+from fastvqa.video.pyav_backend import _plan_seeks
 
 
 def make_index(timestamps, duration=None, keyframes=(0,)):
@@ -155,18 +155,6 @@ def test_seek_plan_only_when_cheaper():
     assert _plan_seeks(index, np.array([12, 19, 21])) == [(0, 10)]
     assert _plan_seeks(index, np.array([9, 10])) == []
     assert _plan_seeks(index, np.array([8, 21])) == [(1, 20)]
-
-
-def test_resize_and_crop_geometry():
-    assert output_size(720, 1280, 256) == (256, 455)  # torchvision Resize(256)
-    assert output_size(48, 64, (10, 20)) == (10, 20)
-    assert output_size(100, 50, 25) == (50, 25)
-    assert crop_box(256, 455, 224) == (16, 116, 224, 224)
-    assert crop_box(10, 11, (4, 4)) == (3, 4, 4, 4)  # round((11 - 4) / 2) = round(3.5) = 4
-    with pytest.raises(ValueError, match="does not fit"):
-        crop_box(10, 10, 11)
-    with pytest.raises(ValueError):
-        output_size(10, 10, 0)
 
 
 @pytest.mark.parametrize("make, count", [

@@ -229,7 +229,7 @@ def _run_in(out: Path, args: argparse.Namespace, shown: Path) -> int:
     with stages.stage("decode", args.videos, "video", show_bar=False):  # read_batch draws it
         from fastvqa.video import resolve_backend
 
-        config["backend"] = resolve_backend(args.backend)
+        config["backend"] = resolve_backend(args.backend, "cuda")  # auto: DALI on a GPU
         decoded = pipeline.decode(bench.videos, args.fps, config["backend"],
                                   progress=not args.no_progress)
     with stages.stage("features", args.videos, "video") as bar:

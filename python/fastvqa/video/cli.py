@@ -26,7 +26,7 @@ CHUNK = 16  # videos decoded (and held in memory) at a time
 def _size(text: str):
     """``256`` (shorter side) or ``224x224`` / ``224,224`` (height x width),
     each between 1 and ``MAX_SIDE`` pixels."""
-    from fastvqa.video.pyav_backend import MAX_SIDE
+    from fastvqa.video.geometry import MAX_SIDE
 
     parts = [text]
     for sep in ("x", ","):
@@ -121,8 +121,14 @@ def _write_npz(path: Path, frames, video: Path) -> None:
     # Through a file object: NumPy appends ".npz" to a name that lacks it
     # (case-sensitively), so the name written is exactly the one checked.
     with open(path, "xb") as f:
-        np.savez(f, frames=frames.frames, timestamps=frames.timestamps, indices=frames.indices,
+        np.savez(f, frames=_numpy(frames.data), pts_seconds=frames.pts_seconds,
+                 duration_seconds=frames.duration_seconds, indices=frames.indices,
                  path=np.array(str(video)))
+
+
+def _numpy(data):
+    """Frames as NumPy (a CUDA tensor from DALI is copied to the host)."""
+    return data if isinstance(data, np.ndarray) else data.cpu().numpy()
 
 
 def _write_images(folder: Path, frames, fmt: str) -> None:
@@ -133,7 +139,10 @@ def _write_images(folder: Path, frames, fmt: str) -> None:
     with (folder / "frames.csv").open("x", newline="") as f:
         writer = csv.writer(f)
         writer.writerow(["file", "frame_index", "seconds"])
-        for k, (img, idx, ts) in enumerate(zip(frames.frames, frames.indices, frames.timestamps)):
+        data = _numpy(frames.data)
+        data = data.reshape((-1,) + data.shape[-3:])  # clips: one image per frame, in order
+        for k, (img, idx, ts) in enumerate(zip(data, frames.indices.reshape(-1),
+                                               frames.pts_seconds.reshape(-1))):
             name = f"{k:06d}.{fmt}"
             ctx = av.CodecContext.create(codec, "w")
             ctx.width, ctx.height, ctx.pix_fmt = img.shape[1], img.shape[0], pix_fmt
@@ -229,11 +238,13 @@ def run(args: argparse.Namespace) -> int:
                            f"these options; nothing written")
 
     show = not args.no_progress and len(plan) > 1
-    kwargs = dict(size=args.size, crop=args.crop, backend=args.backend, workers=args.workers,
-                  progress=False, on_error="raise" if not is_list else "return",
-                  rotate=args.rotate)
-    if args.rotate:
-        kwargs["backend"] = "pyav"
+    from fastvqa.video import resolve_backend
+
+    # auto: DALI on the GPU where present (then copied back for writing), else PyAV
+    backend = "pyav" if args.rotate else resolve_backend(args.backend, "cuda")
+    kwargs = dict(size=args.size, crop=args.crop, backend=backend, workers=args.workers,
+                  device="cuda" if backend == "dali" else "cpu", progress=False,
+                  on_error="raise" if not is_list else "return", rotate=args.rotate)
     progress = Progress(len(plan), show)
     done = 0
     try:

@@ -72,6 +72,12 @@ class VideoIndex:
             rate (``avg_frame_rate``; for a variable frame rate file, its
             frames over its duration), else its guessed rate; ``None`` when
             the container states neither.
+        durations: ``int64 (n,)`` each frame's duration in ``time_base``
+            units, display order: the time to the next frame's pts (as
+            players show it); for the last frame, its packet's duration as
+            the container states it, else the median frame interval (one
+            interval at the exact ``rate`` for a one-frame file).
+            :attr:`duration_seconds` gives them in seconds.
 
     Orientation: ``width``/``height`` and every decoded frame are in the
     *coded* orientation; a display matrix (rotation metadata, as phones
@@ -93,9 +99,20 @@ class VideoIndex:
     decode_order: Optional[np.ndarray] = None
     dts: Optional[np.ndarray] = None
     rate: Optional[Fraction] = None
+    durations: Optional[np.ndarray] = None
 
     def __len__(self) -> int:
         return len(self.timestamps)
+
+    @property
+    def duration_seconds(self) -> np.ndarray:
+        """``float64 (n,)`` each frame's duration in seconds (:attr:`durations`
+        times ``time_base``; without them, the time to the next frame and, for
+        the last one, to the end of the video)."""
+        if self.durations is not None:
+            return self.durations.astype(np.float64) * float(self.time_base)
+        ends = np.append(self.timestamps[1:], self.start + self.duration)
+        return ends - self.timestamps
 
     @property
     def start(self) -> float:
@@ -225,8 +242,12 @@ def _probe(av, spath: str, strict: bool, logs: list) -> VideoIndex:
         last = int(durations[-1])
     elif n > 1:
         last = int(np.median(np.diff(pts)))
-    else:
-        last = int(round(1.0 / (float(rate) * tb))) if rate else 0
+    else:  # one frame: a frame interval at the exact rate, in time_base units
+        last = round(1 / (rate * Fraction(time_base))) if rate else 0
+    # Each frame's duration: until the next frame in display order (packet
+    # durations are decode-order dts steps, which B-frames reorder); the last
+    # frame's is its packet's.
+    frame_durations = np.append(np.diff(pts), last).astype(np.int64)
     duration = float((pts[-1] + last - pts[0]) * tb)
     if header_duration is not None and duration > 0:
         # Packets end well before the header says: the file was cut short.
@@ -247,7 +268,7 @@ def _probe(av, spath: str, strict: bool, logs: list) -> VideoIndex:
         path=spath, codec=codec, width=int(width), height=int(height), duration=duration,
         fps=float(fps), timestamps=timestamps, keyframes=keyframes,
         time_base=Fraction(time_base), pts=pts, stream_index=stream_index,
-        decode_order=order.astype(np.int64), dts=dts, rate=rate,
+        decode_order=order.astype(np.int64), dts=dts, rate=rate, durations=frame_durations,
     )
 
 

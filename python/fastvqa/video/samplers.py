@@ -109,9 +109,24 @@ class Sampler(abc.ABC):
     """Base of all samplers: ``indices(index)`` and ``within(start, end)``."""
 
     def indices(self, index) -> np.ndarray:
-        """Frame indices (int64, into ``index.timestamps``) to decode, in output order."""
+        """Frame indices (int64, into ``index.timestamps``) to decode, in output
+        order, flat (``(n,)``; clip by clip for a clip sampler)."""
         tl = _timeline(index)
         return self._local(tl) + tl.offset
+
+    @property
+    def clip_length(self) -> Optional[int]:
+        """Frames per clip for a sampler that picks clips (:class:`Clips`,
+        :class:`SecondWindows`), ``None`` for one that picks frames."""
+        return None
+
+    def sample(self, index) -> np.ndarray:
+        """:meth:`indices` with the clip axis: ``(n_clips, clip_length)`` for a
+        clip sampler (``(0, clip_length)`` when no clip fits), ``(n,)`` otherwise.
+        What :func:`fastvqa.video.read_frames` decodes."""
+        idx = self.indices(index)
+        k = self.clip_length
+        return idx if k is None else idx.reshape(-1, k)
 
     @abc.abstractmethod
     def _local(self, tl: _Timeline) -> np.ndarray:
@@ -198,8 +213,8 @@ class Clips(Sampler):
 
     DVD (16-frame clips every 4 frames, clip ``k`` = frames ``[4k, 4k + 15]``,
     72 clips for 301 frames) is ``Clips(16, 4)`` = ``Clips(16, 4, 1)``.
-    Output: ``K * length`` indices, clip by clip; reshape to
-    ``(K, length, ...)``.
+    :meth:`sample` (and so ``read_frames``) gives ``(K, length)`` indices;
+    :meth:`indices` the same ``K * length`` flat, clip by clip.
 
     Naming: ``stride`` here is the papers' "stride" (between clip starts).
     DALI calls that ``step`` and calls the in-clip gap ``stride``: this
@@ -215,6 +230,10 @@ class Clips(Sampler):
         _check_int("Clips", "length", self.length)
         _check_int("Clips", "stride", self.stride)
         _check_int("Clips", "step", self.step)
+
+    @property
+    def clip_length(self) -> int:
+        return self.length
 
     def starts(self, n: int) -> np.ndarray:
         """First frame of each clip for a video (or range) of ``n`` frames."""
@@ -247,8 +266,9 @@ class SecondWindows(Sampler):
     to ``[0, S - 1]``, with ``before = window // 2`` and
     ``after = (window - 1) // 2``: for ``window=16`` that is ``[s - 8, s + 7]``
     (WildQA's I3D clips: ``ceil(15/2) = 8`` before, ``15 // 2 = 7`` after).
-    Output: ``S * window`` indices, window by window; reshape to
-    ``(S, window, ...)``. Backends decode each distinct frame once.
+    :meth:`sample` (and so ``read_frames``) gives ``(S, window)`` indices;
+    :meth:`indices` the same flat, window by window. Backends decode each
+    distinct frame once.
     """
 
     window: int = 16
@@ -257,6 +277,10 @@ class SecondWindows(Sampler):
     def __post_init__(self):
         _check_int("SecondWindows", "window", self.window)
         _check_number("SecondWindows", "fps", self.fps)
+
+    @property
+    def clip_length(self) -> int:
+        return self.window
 
     def _local(self, tl):
         base = Fps(self.fps)._local(tl)
@@ -420,6 +444,10 @@ class Within(Sampler):
             _check_number("Within", "end", self.end, allow_zero=True)
             if self.end <= self.start:
                 raise InputError(f"Within: end {self.end} must be after start {self.start}")
+
+    @property
+    def clip_length(self) -> Optional[int]:
+        return self.sampler.clip_length
 
     def _local(self, tl):
         end = tl.duration if self.end is None else min(float(self.end), tl.duration)

@@ -1,0 +1,113 @@
+# SPDX-License-Identifier: Apache-2.0
+"""``Frames`` (fixed fields, clip axis, layouts, durations) and ``VideoDecoder``.
+
+Before: ``read_frames`` returned ``Frames(frames, timestamps, indices)`` whose
+``frames`` was NumPy or a CUDA tensor depending on which backend ``auto``
+found on the machine, clip samplers came back flat (``(752, H, W, 3)`` for
+``Clips(16, 4)``), there were no durations, and every read probed again.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+pytest.importorskip("av")
+
+from fastvqa.video import Clips, Frames, SecondWindows, Uniform, VideoDecoder, probe, read_frames  # noqa: E402
+
+from tests.video.fixtures import read_index  # noqa: E402
+
+
+def pixel_indices(frames):
+    return [read_index(f) for f in frames]
+
+
+def test_frames_has_fixed_named_fields():
+    assert Frames._fields == ("data", "pts_seconds", "duration_seconds", "indices")
+
+
+def test_clip_samplers_keep_the_clip_axis(h264_video):
+    n = len(probe(h264_video.path))  # 96 frames: (96 - 16) // 4 + 1 = 21 clips
+    out = read_frames(h264_video.path, Clips(16, 4), backend="pyav")
+    h, w = h264_video.height, h264_video.width
+    assert out.data.shape == (21, 16, h, w, 3)
+    assert out.indices.shape == out.pts_seconds.shape == out.duration_seconds.shape == (21, 16)
+    # clip k is frames 4k .. 4k + 15, by hand
+    np.testing.assert_array_equal(out.indices, 4 * np.arange(21)[:, None] + np.arange(16))
+    assert pixel_indices(out.data[3]) == list(range(12, 28))
+    nchw = read_frames(h264_video.path, Clips(16, 4), backend="pyav", layout="NCHW")
+    assert nchw.data.shape == (21, 16, 3, h, w)
+    np.testing.assert_array_equal(nchw.data[2, 5], out.data[2, 5].transpose(2, 0, 1))
+    windows = read_frames(h264_video.path, SecondWindows(4).within(1.0, 3.0), backend="pyav")
+    assert windows.data.shape[1:] == (4, h, w, 3) and windows.indices.shape[1] == 4
+    assert n == 96
+    # No clip fits: an empty clip axis, not a flat (0, ...) array.
+    short = read_frames(h264_video.path, Clips(200, 1), backend="pyav")
+    assert short.data.shape == (0, 200, h, w, 3) and short.indices.shape == (0, 200)
+
+
+def test_timestamps_and_durations_in_seconds(h264_video):
+    out = read_frames(h264_video.path, np.array([0, 1, 50, 95]), backend="pyav")
+    assert out.pts_seconds.dtype == out.duration_seconds.dtype == np.float64
+    # the fixture is 30 fps: 1/30 s per frame, each frame k at k / 25
+    ts = h264_video.timestamps
+    np.testing.assert_allclose(out.pts_seconds - probe(h264_video.path).start,
+                               ts[[0, 1, 50, 95]] - ts[0], atol=1e-6)
+    np.testing.assert_allclose(out.duration_seconds, np.diff(ts).mean(), atol=1e-6)
+
+
+def test_data_type_depends_on_the_device_only(h264_video, monkeypatch):
+    """auto with the default device="cpu" is PyAV (NumPy) even where DALI and a GPU exist."""
+    from fastvqa.video import api
+
+    monkeypatch.setattr(api, "_dali_available", lambda: True)
+    monkeypatch.setattr(api, "_gpu_visible", lambda: True)
+    assert api.resolve_backend("auto") == "pyav"
+    assert api.resolve_backend("auto", None) == "pyav"
+    assert api.resolve_backend("auto", "cuda") == "dali"
+    out = read_frames(h264_video.path, Uniform(2))
+    assert isinstance(out.data, np.ndarray)
+
+
+def test_decoder_probes_once_and_mirrors_torchcodec(h264_video, monkeypatch):
+    from fastvqa.video import api
+
+    calls = []
+    real = api.probe
+    monkeypatch.setattr(api, "probe", lambda p: calls.append(p) or real(p))
+    dec = VideoDecoder(h264_video.path, backend="pyav", size=24)
+    assert len(dec) == 96 and dec.rate == Fraction(30) and isinstance(dec.rate, Fraction)
+    assert dec.metadata.rate == Fraction(30)
+    assert dec[0].shape == (24, 32, 3) and pixel_indices(dec[-1][None]) == [95]
+    assert pixel_indices(dec[10:40:10]) == [10, 20, 30]
+    got = dec.get_frames_at([7, 3, 7])
+    assert isinstance(got, Frames) and pixel_indices(got.data) == [7, 3, 7]
+    assert dec.get_frames_in_range(5, 9, 2).indices.tolist() == [5, 7]
+    start = dec.metadata.start
+    # frame k is on screen during [k / 30, (k + 1) / 30): by hand
+    played = dec.get_frames_played_at([start, start + 0.033, start + 1 / 30, start + 3.199])
+    assert played.indices.tolist() == [0, 0, 1, 95]
+    assert pixel_indices(dec.read(Uniform(4)).data) == [12, 36, 60, 84]
+    assert len(calls) == 1
+    with pytest.raises(IndexError, match="out of range"):
+        dec[96]
+    with pytest.raises(ValueError, match="out of range"):
+        dec.get_frames_at([0, 96])
+    with pytest.raises(ValueError, match=r"time 3\.2"):
+        dec.get_frames_played_at([start + 3.2])
+    with pytest.raises(ValueError, match="frame range"):
+        dec.get_frames_in_range(5, 200)
+    with pytest.raises(TypeError, match="integers or slices"):
+        dec[1.5]
+
+
+def test_decoder_checks_its_options_before_reading(h264_video):
+    with pytest.raises(ValueError, match="layout"):
+        VideoDecoder(h264_video.path, layout="HWC")
+    with pytest.raises(ValueError, match="dtype"):
+        VideoDecoder(h264_video.path, dtype="int8")
+    with pytest.raises(ValueError, match="does not fit"):
+        VideoDecoder(h264_video.path, size=24, crop=40)
