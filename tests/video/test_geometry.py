@@ -116,3 +116,44 @@ def test_pyav_output_shapes_follow_the_geometry(h264_video, size, crop):
     if crop is not None:
         h, w = (crop, crop) if isinstance(crop, int) else crop
     assert out.data.shape == (2, h, w, 3)
+
+
+@pytest.mark.parametrize("backend", ["dali_backend", "pyav_backend"])
+def test_backends_do_not_import_the_api_layer(backend):
+    """dali_backend used to import api._finish/_indices (and api imported it back)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import fastvqa
+
+    root = Path(fastvqa.__file__).resolve().parents[1]
+    code = (f"import sys, fastvqa.video.{backend}; "
+            "print(sorted(m for m in sys.modules if m.startswith('fastvqa.video.')))")
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "fastvqa.video.api" not in proc.stdout, proc.stdout
+    assert f"fastvqa.video.{backend}" in proc.stdout
+
+
+@pytest.mark.parametrize("backend", ["dali_backend", "pyav_backend"])
+def test_no_backend_code_path_imports_the_api_layer(backend):
+    """Not even inside a function (the cycle was a function-level import)."""
+    import ast
+    from pathlib import Path
+
+    import fastvqa.video
+
+    source = Path(fastvqa.video.__file__).with_name(f"{backend}.py").read_text()
+    named = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            named.add(node.module)
+            named.update(f"{node.module}.{a.name}" for a in node.names)
+        elif isinstance(node, ast.Import):
+            named.update(a.name for a in node.names)
+    assert not {n for n in named if n in ("fastvqa.video.api", "fastvqa.video")
+                or n.startswith("fastvqa.video.api.")}, sorted(named)
