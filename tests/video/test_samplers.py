@@ -181,3 +181,41 @@ def test_the_index_limit_is_not_hit_by_real_requests():
     hour = make_index(np.arange(30 * 3600) / 30.0)  # one hour at 30 fps
     assert len(Fps(30).indices(hour)) == 30 * 3600 < MAX_INDICES
     assert len(Clips(16, 4).indices(hour)) == ((30 * 3600 - 16) // 4 + 1) * 16
+
+
+def test_one_sampler_registry_feeds_from_spec_the_cli_and_the_docs(monkeypatch, capsys):
+    """The spec list used to be copied in five places and from_spec was an if chain."""
+    from dataclasses import dataclass
+    from pathlib import Path
+
+    from fastvqa import cli
+    from fastvqa.video import samplers
+    from fastvqa.video.samplers import Sampler, register_sampler
+
+    monkeypatch.setattr(samplers, "SAMPLERS", dict(samplers.SAMPLERS))
+
+    @register_sampler("every", syntax="every:K", example="every:3", help="every K-th frame",
+                      parse=lambda args: Every(int(args)))
+    @dataclass(frozen=True)
+    class Every(Sampler):
+        k: int
+
+        def _local(self, tl):
+            return np.arange(0, tl.n, self.k, dtype=np.int64)
+
+    assert from_spec("every:3") == Every(3)
+    assert from_spec("every:3@1-2") == Every(3).within(1.0, 2.0)
+    with pytest.raises(ValueError, match=r"unknown sampler 'evry' \(fps, uniform, .*every\)"):
+        from_spec("evry:3")
+    with pytest.raises(ValueError, match="already registered"):
+        register_sampler("every", syntax="", example="", help="")(Every)
+    parser = cli.build_parser()
+    with pytest.raises(SystemExit):
+        parser.parse_args(["decode", "--help"])
+    shown = " ".join(capsys.readouterr().out.split())
+    assert "every:K" in shown and "every:3" in shown and "hierarchical:LENGTHS/FRAMES" in shown
+    # The docs list every built-in sampler's example spec.
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "video.md").read_text()
+    for name, entry in samplers.SAMPLERS.items():
+        if name != "every":
+            assert f"`{entry.example}`" in docs, entry.example

@@ -44,7 +44,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--fps", type=positive_float, default=5.0,
                    help=f"decoding rate in frames per second, {FPS[0]:g} to {FPS[1]:g} (the "
                         "videos are 10 fps; default 5)")
-    p.add_argument("--backend", choices=("auto", "pyav", "dali"), default="auto",
+    from fastvqa.video.device import BACKENDS
+
+    p.add_argument("--backend", choices=BACKENDS, default="auto",
                    help="decoder: pyav (CPU), dali (NVDEC on a GPU) or auto (DALI when it "
                         "and a GPU are usable, else PyAV; default)")
     p.add_argument("--out", metavar="DIR",

@@ -20,12 +20,11 @@ import numpy as np
 
 from fastvqa._progress import Progress
 from fastvqa.errors import InputError
-from fastvqa.video.device import Device, gpu_visible, parse_device
+from fastvqa.video.device import BACKENDS, Device, gpu_visible, parse_device
 from fastvqa.video.errors import VideoError
 from fastvqa.video.geometry import Geometry, output_geometry
 from fastvqa.video.index import VideoIndex, display_rotation, probe
 
-BACKENDS = ("auto", "pyav", "dali")
 LAYOUTS = ("NHWC", "NCHW")
 DTYPES = ("uint8", "float32", "float16")
 

@@ -45,12 +45,22 @@ def _size(text: str):
     return values[0] if len(values) == 1 else tuple(values)
 
 
+def description() -> str:
+    """``fastvqa decode``'s description, listing the registered samplers."""
+    from fastvqa.video.samplers import spec_examples
+
+    return (f"Decode the frames a sampler picks ({spec_examples()}; append @START-END to "
+            "restrict) into an .npz or a folder of images.")
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    from fastvqa.video.device import BACKENDS
+    from fastvqa.video.samplers import spec_help
+
     p.add_argument("input", help="a video file, or a list file (.txt/.lst/.list: one path per "
                                  "line, # comments; relative paths are relative to the list)")
     p.add_argument("--sampler", required=True,
-                   help="fps:1 | uniform:16 | clips:16,4,1 | seconds:16 | "
-                        "hierarchical:15,35,65/5,7,13 | outside:10,20,8 (optionally @START-END)")
+                   help=f"{spec_help()} (optionally @START-END)")
     p.add_argument("--size", type=_size, help="shorter side (256) or HxW (224x224)")
     p.add_argument("--crop", type=_size, help="centre crop after resizing: 224 or HxW")
     p.add_argument("--out", required=True,
@@ -59,7 +69,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--format", choices=FORMATS,
                    help="npz, png or jpg (default: npz for FILE.npz, png for a folder with one "
                         "video, npz for a folder with a list)")
-    p.add_argument("--backend", choices=("auto", "pyav", "dali"), default="auto",
+    p.add_argument("--backend", choices=BACKENDS, default="auto",
                    help="decoder (default auto: DALI on a GPU where present, else PyAV)")
     p.add_argument("--workers", type=int_at_least(1), default=None,
                    help="decoding threads on the CPU")

@@ -23,11 +23,12 @@ Restricting to a time range:
     the frame on screen at ``start`` is its first frame).
 
 Spec strings (``from_spec``, used by ``fastvqa decode --sampler``):
-    ``fps:1``, ``fps:2,0.5`` (rate, offset), ``uniform:16``,
-    ``uniform:16,linspace``, ``clips:16,4`` / ``clips:16,4,1``,
-    ``seconds:16`` / ``seconds:16,1``, ``hierarchical:15,35,65/5,7,13``
-    (``/keep|drop|merge`` optional), ``outside:12.5,20,8`` (start, end, n);
-    any of them may end with ``@start-end`` to restrict it to a time range.
+    ``NAME:ARGS`` of a sampler in the registry :data:`SAMPLERS`
+    (:func:`register_sampler`; the command line's help and the docs list
+    each one's syntax from it), optionally ending with ``@start-end`` to
+    restrict it to a time range: ``fps:1``, ``uniform:16,linspace``,
+    ``clips:16,4,1``, ``seconds:16``, ``hierarchical:15,35,65/5,7,13``,
+    ``outside:12.5,20,8@0-60``.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ import abc
 import math
 import numbers
 from dataclasses import dataclass
-from typing import Optional
+from typing import Callable, Optional
 
 import numpy as np
 
@@ -464,54 +465,137 @@ class Within(Sampler):
         return self.sampler._local(sub) + first
 
 
-# ----------------------------------------------------------------- spec strings
+# ----------------------------------------------------------------- the registry
 
 
-def from_spec(spec: str) -> Sampler:
-    """Parse a sampler spec string (see the module doc), e.g. ``"uniform:16"``.
-    A spec that does not parse, or whose values a sampler refuses, raises
-    :class:`fastvqa.errors.InputError` (a ``ValueError``) naming the spec, as
-    every sampler's own checks of user values do."""
-    if not isinstance(spec, str) or ":" not in spec:
-        raise InputError(f"sampler spec {spec!r}: expected NAME:ARGS, e.g. fps:1, uniform:16, "
-                         "clips:16,4,1, seconds:16, hierarchical:15,35,65/5,7,13, outside:10,20,8")
-    rng = None
-    if "@" in spec:
-        spec, rng = spec.rsplit("@", 1)
-    name, _, args = spec.partition(":")
-    name = name.strip().lower()
-    try:
-        sampler = _parse(name, args.strip())
-        if rng is not None:
-            lo, _, hi = rng.partition("-")
-            sampler = sampler.within(float(lo), float(hi) if hi.strip() else None)
-    except (TypeError, ValueError, IndexError) as err:
-        raise InputError(f"sampler spec {spec!r}: {err}") from None
-    return sampler
+@dataclass(frozen=True)
+class SamplerEntry:
+    """One registered sampler: its spec ``name``, the class, how its spec
+    arguments parse, and the text the command line and the docs show."""
+
+    name: str
+    cls: type
+    parse: Callable[[str], Sampler]
+    syntax: str  # e.g. "fps:RATE[,OFFSET]"
+    example: str  # e.g. "fps:1"
+    help: str  # one line
+
+
+#: spec name -> :class:`SamplerEntry`, in registration order (the order
+#: ``fastvqa decode --help`` and error messages list them).
+SAMPLERS: dict = {}
+
+
+def register_sampler(name: str, *, syntax: str, example: str, help: str,
+                     parse: Optional[Callable[[str], Sampler]] = None):
+    """Class decorator: make a :class:`Sampler` subclass known to
+    :func:`from_spec`, ``fastvqa decode --sampler`` and the docs as ``name``.
+
+    ``parse(args)`` builds the sampler from the text after ``name:``
+    (default: the comma-separated numbers as positional arguments); it may
+    raise ``TypeError``/``ValueError``/``IndexError``, which :func:`from_spec`
+    reports naming the spec. ``syntax``, ``example`` and ``help`` are what
+    the command line and the docs show. A name registered twice is a
+    ``ValueError``.
+    """
+    key = name.strip().lower()
+    if not key or ":" in key or "@" in key or key != name:
+        raise ValueError(f"sampler name must be lower case without ':' or '@', got {name!r}")
+    if key in SAMPLERS:
+        raise ValueError(f"sampler {name!r} is already registered "
+                         f"({SAMPLERS[key].cls.__name__})")
+
+    def decorate(cls):
+        if not (isinstance(cls, type) and issubclass(cls, Sampler)):
+            raise TypeError(f"register_sampler({name!r}) decorates a Sampler subclass, "
+                            f"got {cls!r}")
+        SAMPLERS[key] = SamplerEntry(key, cls, parse or (lambda args: cls(*_nums(args))),
+                                     syntax, example, help)
+        return cls
+
+    return decorate
+
+
+def spec_help(sep: str = " | ") -> str:
+    """The registered spec syntaxes joined by ``sep``, for help texts."""
+    return sep.join(e.syntax for e in SAMPLERS.values())
+
+
+def spec_examples(sep: str = ", ") -> str:
+    """One example spec per registered sampler, joined by ``sep``."""
+    return sep.join(e.example for e in SAMPLERS.values())
 
 
 def _nums(text: str, cast=float) -> list:
     return [cast(x) for x in text.split(",") if x.strip()]
 
 
-def _parse(name: str, args: str) -> Sampler:
-    if name == "fps":
-        return Fps(*_nums(args))
-    if name == "uniform":
-        parts = args.split(",")
-        return Uniform(int(parts[0]), *(p.strip() for p in parts[1:]))
-    if name == "clips":
-        return Clips(*_nums(args, int))
-    if name in ("seconds", "secondwindows"):
-        vals = _nums(args)
-        return SecondWindows(int(vals[0]), *vals[1:]) if vals else SecondWindows()
-    if name == "hierarchical":
-        parts = args.split("/")
-        if len(parts) < 2:
-            raise InputError("expected hierarchical:LENGTHS/FRAMES[/keep|drop|merge]")
-        return Hierarchical(tuple(_nums(parts[0])), tuple(_nums(parts[1], int)),
-                            *(p.strip() for p in parts[2:]))
-    if name == "outside":
-        s, e, n = _nums(args)
-        return Outside((s, e), int(n))
-    raise InputError(f"unknown sampler {name!r} (fps, uniform, clips, seconds, hierarchical, outside)")
+def _parse_uniform(args: str) -> Sampler:
+    parts = args.split(",")
+    return Uniform(int(parts[0]), *(p.strip() for p in parts[1:]))
+
+
+def _parse_seconds(args: str) -> Sampler:
+    vals = _nums(args)
+    return SecondWindows(int(vals[0]), *vals[1:]) if vals else SecondWindows()
+
+
+def _parse_hierarchical(args: str) -> Sampler:
+    parts = args.split("/")
+    if len(parts) < 2:
+        raise InputError("expected hierarchical:LENGTHS/FRAMES[/keep|drop|merge]")
+    return Hierarchical(tuple(_nums(parts[0])), tuple(_nums(parts[1], int)),
+                        *(p.strip() for p in parts[2:]))
+
+
+def _parse_outside(args: str) -> Sampler:
+    s, e, n = _nums(args)
+    return Outside((s, e), int(n))
+
+
+register_sampler("fps", syntax="fps:RATE[,OFFSET]", example="fps:1",
+                 help="the frame on screen every 1/RATE s (Fps)")(Fps)
+register_sampler("uniform", syntax="uniform:N[,center|linspace]", example="uniform:16",
+                 help="N frames spread evenly (Uniform)", parse=_parse_uniform)(Uniform)
+register_sampler("clips", syntax="clips:LENGTH,STRIDE[,STEP]", example="clips:16,4,1",
+                 help="clips of LENGTH frames every STRIDE frames (Clips)",
+                 parse=lambda args: Clips(*_nums(args, int)))(Clips)
+register_sampler("seconds", syntax="seconds:WINDOW[,FPS]", example="seconds:16",
+                 help="a window of WINDOW frames around each 1/FPS-s frame (SecondWindows)",
+                 parse=_parse_seconds)(SecondWindows)
+register_sampler("hierarchical", syntax="hierarchical:LENGTHS/FRAMES[/keep|drop|merge]",
+                 example="hierarchical:15,35,65/5,7,13",
+                 help="FRAMES frames from each LENGTHS-s segment, per level (Hierarchical)",
+                 parse=_parse_hierarchical)(Hierarchical)
+register_sampler("outside", syntax="outside:START,END,N", example="outside:10,20,8",
+                 help="N frames outside [START, END] s (Outside)", parse=_parse_outside)(Outside)
+
+
+# ----------------------------------------------------------------- spec strings
+
+
+def from_spec(spec: str) -> Sampler:
+    """Parse a sampler spec string ``NAME:ARGS[@START-END]`` of a registered
+    sampler (:data:`SAMPLERS`), e.g. ``"uniform:16"``.
+    A spec that does not parse, or whose values a sampler refuses, raises
+    :class:`fastvqa.errors.InputError` (a ``ValueError``) naming the spec, as
+    every sampler's own checks of user values do."""
+    if not isinstance(spec, str) or ":" not in spec:
+        raise InputError(f"sampler spec {spec!r}: expected NAME:ARGS, e.g. {spec_examples()}")
+    rng = None
+    if "@" in spec:
+        spec, rng = spec.rsplit("@", 1)
+    name, _, args = spec.partition(":")
+    name = name.strip().lower()
+    entry = SAMPLERS.get(name)
+    if entry is None:
+        raise InputError(f"sampler spec {spec!r}: unknown sampler {name!r} "
+                         f"({', '.join(SAMPLERS)})")
+    try:
+        sampler = entry.parse(args.strip())
+        if rng is not None:
+            lo, _, hi = rng.partition("-")
+            sampler = sampler.within(float(lo), float(hi) if hi.strip() else None)
+    except (TypeError, ValueError, IndexError) as err:
+        raise InputError(f"sampler spec {spec!r}: {err}") from None
+    return sampler
