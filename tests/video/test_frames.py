@@ -111,3 +111,23 @@ def test_decoder_checks_its_options_before_reading(h264_video):
         VideoDecoder(h264_video.path, dtype="int8")
     with pytest.raises(ValueError, match="does not fit"):
         VideoDecoder(h264_video.path, size=24, crop=40)
+
+
+@pytest.mark.parametrize("codec", ["h264", "h264-ts"])
+def test_seconds_are_the_exact_rationals_rounded_once(tmp_path, codec):
+    """NTSC 30000/1001: frame k is at exactly k * 1001 / 30000 s; the nearest
+    double to that, not pts * float(time_base) (an ulp off for some k)."""
+    from tests.video.fixtures import make_video, suffix
+
+    rate = Fraction(30000, 1001)
+    spec = make_video(tmp_path / f"ntsc{suffix(codec)}", codec, n=40, fps=rate, gop=8)
+    dec = VideoDecoder(spec.path, backend="pyav")
+    assert dec.rate == rate
+    tb = dec.metadata.time_base
+    out = dec.get_frames_at(np.arange(40))
+    want = [float(Fraction(int(p)) * tb) for p in dec.metadata.pts]
+    assert out.pts_seconds.tolist() == want  # exactly, element by element
+    gaps = [float(Fraction(int(b) - int(a)) * tb) for a, b in zip(dec.metadata.pts,
+                                                                   dec.metadata.pts[1:])]
+    assert out.duration_seconds[:-1].tolist() == gaps
+    assert gaps[0] == float(Fraction(1001, 30000))

@@ -26,6 +26,18 @@ def import_av():
     return av
 
 
+def seconds(ticks: np.ndarray, time_base: Fraction) -> np.ndarray:
+    """``ticks * time_base`` in float64 seconds, the nearest double to the
+    exact rational (``ticks * numerator`` is exact below 2**53, then one
+    division rounds): ``k * 1001 / 30000`` rather than ``k * 3.3366...e-05``,
+    which is off by an ulp for some ``k``."""
+    tb = Fraction(time_base)
+    ticks = np.asarray(ticks, dtype=np.int64)
+    if ticks.size and int(np.abs(ticks).max()) * tb.numerator >= 2**53:
+        return ticks.astype(np.float64) * float(tb)  # beyond exact range: one more rounding
+    return (ticks * tb.numerator).astype(np.float64) / tb.denominator
+
+
 @dataclass(frozen=True, eq=False)
 class VideoIndex:
     """What :func:`probe` learns from a video's packets, without decoding any.
@@ -107,10 +119,11 @@ class VideoIndex:
     @property
     def duration_seconds(self) -> np.ndarray:
         """``float64 (n,)`` each frame's duration in seconds (:attr:`durations`
-        times ``time_base``; without them, the time to the next frame and, for
-        the last one, to the end of the video)."""
+        times ``time_base``, exactly rounded: :func:`seconds`; without them,
+        the time to the next frame and, for the last one, to the end of the
+        video)."""
         if self.durations is not None:
-            return self.durations.astype(np.float64) * float(self.time_base)
+            return seconds(self.durations, self.time_base)
         ends = np.append(self.timestamps[1:], self.start + self.duration)
         return ends - self.timestamps
 
@@ -236,7 +249,7 @@ def _probe(av, spath: str, strict: bool, logs: list) -> VideoIndex:
     dts = np.asarray(dts_list, dtype=np.int64)[order]
     durations = np.asarray(dur_list, dtype=np.int64)[order]
     tb = float(time_base)
-    timestamps = pts.astype(np.float64) * tb
+    timestamps = seconds(pts, time_base)
     n = len(pts)
     if durations[-1] > 0:
         last = int(durations[-1])
@@ -248,7 +261,7 @@ def _probe(av, spath: str, strict: bool, logs: list) -> VideoIndex:
     # durations are decode-order dts steps, which B-frames reorder); the last
     # frame's is its packet's.
     frame_durations = np.append(np.diff(pts), last).astype(np.int64)
-    duration = float((pts[-1] + last - pts[0]) * tb)
+    duration = float(int(pts[-1] + last - pts[0]) * Fraction(time_base))  # exact, one rounding
     if header_duration is not None and duration > 0:
         # Packets end well before the header says: the file was cut short.
         slack = max(1.0, 3 * last * tb)
