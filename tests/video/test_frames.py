@@ -102,6 +102,13 @@ def test_decoder_probes_once_and_mirrors_torchcodec(h264_video, monkeypatch):
         dec.get_frames_in_range(5, 200)
     with pytest.raises(TypeError, match="integers or slices"):
         dec[1.5]
+    with pytest.raises(TypeError, match="1-D"):
+        dec.get_frames_at(3)
+    with pytest.raises(TypeError, match="integers"):
+        dec.get_frames_at([0.5])
+    with pytest.raises(ValueError, match="time nan"):
+        dec.get_frames_played_at([float("nan")])
+    assert dec.get_frames_played_at(start).indices.tolist() == [0]
 
 
 def test_decoder_checks_its_options_before_reading(h264_video):

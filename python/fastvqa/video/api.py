@@ -297,6 +297,9 @@ class VideoDecoder:
         idx = np.asarray(indices)
         if idx.size == 0:
             idx = idx.astype(np.int64)
+        if idx.ndim not in (1, 2) or not np.issubdtype(idx.dtype, np.integer):
+            raise TypeError(f"indices must be a 1-D (or 2-D) array of integers, got "
+                            f"{idx.dtype} of shape {idx.shape}")
         return self.read(idx)
 
     def get_frames_in_range(self, start: int, stop: int, step: int = 1) -> Frames:
@@ -313,11 +316,12 @@ class VideoDecoder:
     def get_frames_played_at(self, seconds: Any) -> Frames:
         """The frame on screen at each time, in the container's seconds (the
         timeline of :attr:`Frames.pts_seconds`): the last frame whose
-        timestamp is ``<= t`` (1 microsecond of slack). A time before the
-        first frame or at/after the end of the video is a ``ValueError``."""
+        timestamp is ``<= t`` (1 microsecond of slack). ``seconds``: a number
+        or a 1-D (2-D: clips) list. A time before the first frame or at/after
+        the end of the video (NaN included) is a ``ValueError``."""
         from fastvqa.video.samplers import TIME_EPS
 
-        t = np.asarray(seconds, dtype=np.float64)
+        t = np.atleast_1d(np.asarray(seconds, dtype=np.float64))
         index = self.metadata
         start, end = index.start, index.start + index.duration
         bad = ~((t >= start - TIME_EPS) & (t < end))
