@@ -138,3 +138,26 @@ def test_seconds_are_the_exact_rationals_rounded_once(tmp_path, codec):
                                                                    dec.metadata.pts[1:])]
     assert out.duration_seconds[:-1].tolist() == gaps
     assert gaps[0] == float(Fraction(1001, 30000))
+
+
+@pytest.mark.parametrize("video_id", ["h264-cfr-gop12", "h264-vfr-gop48", "vp9-vfr-gop5",
+                                      "mjpeg-cfr-gop1", "h264-ts-vfr-gop48", "mpeg2-ps-cfr-gop12"])
+def test_one_open_decoder_serves_many_reads_exactly(videos, video_id):
+    """The container stays open between reads; every read still gives exactly
+    its frames, bit for bit, whatever the previous read left behind."""
+    from tests.video.test_decode import sequential_decode
+
+    spec = videos[video_id]
+    reference = sequential_decode(spec.path)
+    rng = np.random.default_rng(7)
+    reads = [np.array([0]), np.array([95, 94]), np.array([3, 3, 60]), np.arange(10, 20),
+             np.array([0, 95]), rng.integers(0, 96, 9), np.array([50]), np.array([49])]
+    with VideoDecoder(spec.path, backend="pyav") as dec:
+        containers = []
+        for want in reads:
+            np.testing.assert_array_equal(dec.get_frames_at(want).data, reference[want])
+            containers.append(dec._file._reader.container)
+        if not video_id.startswith("mpeg2-ps"):  # (MPEG-PS may reopen: its seeks are not trusted)
+            assert all(c is containers[0] for c in containers)  # one container throughout
+    assert dec._file._reader is None  # closed by the with block
+    np.testing.assert_array_equal(dec[7], reference[7])  # reopened on demand

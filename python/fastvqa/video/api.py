@@ -209,7 +209,10 @@ class VideoDecoder:
     :meth:`read` for a sampler; each of these but indexing returns
     :class:`Frames`. :attr:`metadata` is the :class:`VideoIndex` (exact
     ``rate``, ``time_base``, every frame's timestamp). Each read decodes
-    only what it asks for; the backend opens the file for the read.
+    only what it asks for. With PyAV the file is opened on the first read and
+    kept open (each later read starts with a seek; reads from several
+    threads take turns), until :meth:`close` or the end of a ``with`` block;
+    DALI reads the file for each read.
 
     Args:
         source: the video file.
@@ -258,6 +261,18 @@ class VideoDecoder:
         self.turns = rotation // 90
         #: resize and crop, computed once (:func:`geometry_for`)
         self.geometry = geometry_for(self.metadata, size=size, crop=crop, rotation=rotation)
+        self._file = None  # PyAV: the container, opened on the first read and kept open
+
+    def close(self) -> None:
+        """Close the file kept open for PyAV reads (a later read reopens it)."""
+        if self._file is not None:
+            self._file.close()
+
+    def __enter__(self) -> "VideoDecoder":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
     @property
     def rate(self):
@@ -345,7 +360,11 @@ class VideoDecoder:
         else:
             from fastvqa.video.pyav_backend import decode_pyav
 
-            frames = decode_pyav(index, flat, geometry=geometry, turns=self.turns)
+            if self._file is None:
+                from fastvqa.video.pyav_backend import PyAVFile
+
+                self._file = PyAVFile()
+            frames = decode_pyav(index, flat, geometry=geometry, turns=self.turns, file=self._file)
             if self.device.is_cuda:
                 import torch
 
@@ -393,9 +412,9 @@ def read_frames(
             corrupt, audio-only, unsupported), naming the file and the reason.
         ImportError: PyAV (``fastvqa[video]``) or DALI (``fastvqa[dali]``) missing.
     """
-    decoder = VideoDecoder(path, size=size, crop=crop, backend=backend, device=device,
-                           layout=layout, dtype=dtype, rotate=rotate, index=index)
-    return decoder.read(sampler)
+    with VideoDecoder(path, size=size, crop=crop, backend=backend, device=device,
+                      layout=layout, dtype=dtype, rotate=rotate, index=index) as decoder:
+        return decoder.read(sampler)
 
 
 def read_batch(

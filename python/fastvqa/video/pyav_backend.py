@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import threading
+from contextlib import contextmanager
 from typing import Any, Optional
 
 import numpy as np
@@ -27,6 +29,13 @@ def check_frame_indices(index: VideoIndex, frame_indices: Any) -> np.ndarray:
     return idx
 
 
+def _keyframe_of(keys: np.ndarray, frame: int) -> int:
+    """The keyframe at or before ``frame`` (display order; the first keyframe
+    for frames before it)."""
+    return int(keys[np.searchsorted(keys, frame, side="right") - 1]) if frame >= keys[0] \
+        else int(keys[0])
+
+
 def _plan_seeks(index: VideoIndex, wanted: np.ndarray) -> list:
     """Which wanted frames start with a seek, and to which keyframe.
 
@@ -41,7 +50,7 @@ def _plan_seeks(index: VideoIndex, wanted: np.ndarray) -> list:
     plan = []
     current = -1  # last frame decoded so far (display index); -1: nothing yet
     for pos, w in enumerate(wanted):
-        k = int(keys[np.searchsorted(keys, w, side="right") - 1]) if w >= keys[0] else int(keys[0])
+        k = _keyframe_of(keys, w)
         if k > current + 1 and not (current == -1 and k == int(keys[0])):
             plan.append((pos, k))
         current = int(w)
@@ -55,6 +64,7 @@ def decode_pyav(
     geometry: Optional[Geometry] = None,
     turns: int = 0,
     threads: Optional[str] = None,
+    file: Optional["PyAVFile"] = None,
 ) -> np.ndarray:
     """Decode the given frames of a probed video on the CPU with PyAV.
 
@@ -78,6 +88,9 @@ def decode_pyav(
             seek, which flushes it), so no frame is lost in the threads, frames
             are identified by timestamp, and the container and decoder are
             closed on every path.
+        file: a :class:`PyAVFile` to decode from, kept open across calls
+            (its first call opens it, with that call's ``threads``); ``None``
+            opens the file for this call only.
         turns: quarter turns counter-clockwise applied to each frame after
             the resize and before the crop (``display_rotation // 90`` to
             show frames as players do); ``geometry`` refers to the turned
@@ -139,8 +152,14 @@ def decode_pyav(
             rgb = np.rot90(rgb, turns)
         return rgb[top:top + crop_h, left:left + crop_w]
 
-    reader = _Reader(av, index, threads)
-    with reader:
+    context = _Reader(av, index, threads) if file is None else file.reader(av, index, threads)
+    with context as reader:
+        if not reader.fresh:  # a reused container: it stands wherever the last read left it
+            if reader.sequential:
+                reader.reopen()  # seeks are not trusted here: from the start again
+            elif 0 not in seek_at:
+                seek_at[0] = _keyframe_of(index.keyframes, int(wanted[0]))
+        reader.fresh = False
         pos = 0  # next wanted frame (position in `wanted`)
         starts = sorted(seek_at) + [len(wanted)]
         by_decode = _pts_in_decode_order(index)
@@ -298,12 +317,42 @@ def _pts_in_decode_order(index: VideoIndex) -> Optional[np.ndarray]:
     return out
 
 
+class PyAVFile:
+    """One video kept open for many :func:`decode_pyav` calls
+    (:class:`fastvqa.video.VideoDecoder` holds one). Opened on first use;
+    calls are serialised by a lock; after a call that failed the container
+    is closed and the next call reopens it. :meth:`close` closes it."""
+
+    def __init__(self):
+        self._reader = None
+        self._lock = threading.Lock()
+
+    @contextmanager
+    def reader(self, av, index: VideoIndex, threads: str):
+        with self._lock:
+            if self._reader is None:
+                self._reader = _Reader(av, index, threads)
+            try:
+                yield self._reader
+            except BaseException:
+                self._reader.close()
+                self._reader = None
+                raise
+
+    def close(self) -> None:
+        with self._lock:
+            if self._reader is not None:
+                self._reader.close()
+                self._reader = None
+
+
 class _Reader:
     """The open container and its video stream, reopened from the start on demand."""
 
     def __init__(self, av, index: VideoIndex, threads: str):
         self.av, self.index, self.threads = av, index, threads
         self.sequential = False  # True once reopened: no more seeks
+        self.fresh = True  # nothing demuxed yet
         self.container = None
         self._open()
 
