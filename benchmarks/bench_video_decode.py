@@ -157,7 +157,7 @@ def main() -> int:
               file=sys.stderr)
         return 2
     from fastvqa.video import Fps, Uniform, probe, read_frames
-    from fastvqa.video.pyav_backend import output_size
+    from fastvqa.video.geometry import output_size
 
     path = args.fixture
     if not path.exists():
@@ -174,8 +174,8 @@ def main() -> int:
               "uniform16_indices": uniform_idx.tolist(), "fps1_frames": len(fps_idx)}
     env = H.environment("cpu")
 
-    fv_uniform = lambda: read_frames(path, Uniform(16), backend="pyav").frames  # noqa: E731
-    fv_fps1 = lambda: read_frames(path, Fps(1), size=size, crop=crop, backend="pyav").frames  # noqa: E731
+    fv_uniform = lambda: read_frames(path, Uniform(16), backend="pyav").data  # noqa: E731
+    fv_fps1 = lambda: read_frames(path, Fps(1), size=size, crop=crop, backend="pyav").data  # noqa: E731
     base_uniform = lambda: decode_all_keep(path, uniform_idx)  # noqa: E731
     base_fps1 = lambda: decode_all_convert_resize(path, fps_idx, out_hw, crop)  # noqa: E731
 

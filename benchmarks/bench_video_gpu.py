@@ -70,7 +70,7 @@ def main() -> int:
             if not np.array_equal(np.asarray(a.indices), np.asarray(b.indices)):
                 H.fail_check(args.out, f"video_gpu_{name}", config, env,
                              f"indices differ: {a.indices} vs {b.indices}")
-            diff = np.abs(a.frames.cpu().numpy().astype(np.int16) - b.frames).mean()
+            diff = np.abs(a.data.cpu().numpy().astype(np.int16) - b.data).mean()
             if diff > 3.0:
                 H.fail_check(args.out, f"video_gpu_{name}", config, env,
                              f"frames differ beyond codec rounding (mean abs diff {diff:.2f})")

@@ -117,7 +117,7 @@ def test_generated_motion_matches_annotations(tmp_path):
     bench = synth.generate(tmp_path / "b", videos=2, duration=10.0, seed=3)
     checked = set()
     for path, (vid, rec) in zip(bench.videos, bench.annotations["videos"].items()):
-        frames = read_frames(path, Fps(synth.NATIVE_FPS), backend="pyav").frames
+        frames = read_frames(path, Fps(synth.NATIVE_FPS), backend="pyav").data
         assert frames.shape == (100, synth.HEIGHT, synth.WIDTH, 3)
         for obj in rec["objects"]:
             for a in obj["actions"]:

@@ -344,12 +344,10 @@ def build_parser() -> argparse.ArgumentParser:
     info.set_defaults(func=_cmd_info)
     _add_eval_commands(sub)
     from fastvqa.video.cli import add_arguments as _add_decode_arguments
+    from fastvqa.video.cli import description as _decode_description
 
     dec = sub.add_parser("decode", help="decode the frames a sampler picks from videos",
-                         description="Decode the frames a sampler picks (fps:1, uniform:16, "
-                                     "clips:16,4,1, seconds:16, hierarchical:15,35,65/5,7,13, "
-                                     "outside:START,END,N; append @START-END to restrict) "
-                                     "into an .npz or a folder of images.")
+                         description=_decode_description())
     _add_decode_arguments(dec)
     dec.set_defaults(func=_cmd_decode)
     from fastvqa.retrieval.cli import add_arguments as _add_index_arguments

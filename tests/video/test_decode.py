@@ -106,17 +106,28 @@ def test_frames_are_exactly_the_requested_ones(videos, video_id, sampler_id):
     spec = videos[video_id]
     sampler = SAMPLERS[sampler_id]
     out = read_frames(spec.path, sampler, backend="pyav")
-    expected = sampler.indices(probe(spec.path))
-    assert out.indices.dtype == np.int64 and out.indices.tolist() == expected.tolist()
-    assert out.frames.shape == (len(expected), spec.height, spec.width, 3)
-    assert out.frames.dtype == np.uint8
-    assert pixel_indices(out.frames) == expected.tolist()
+    flat = sampler.indices(probe(spec.path))
+    # Clip samplers keep their clip axis: (n_clips, frames_per_clip, H, W, 3).
+    clip = getattr(sampler, "length", None) or getattr(sampler, "window", None)
+    lead = (len(flat) // clip, clip) if clip else (len(flat),)
+    assert out.indices.dtype == np.int64 and out.indices.shape == lead
+    assert out.indices.reshape(-1).tolist() == flat.tolist()
+    assert out.data.shape == lead + (spec.height, spec.width, 3)
+    assert out.data.dtype == np.uint8
+    data = out.data.reshape((-1, spec.height, spec.width, 3))
+    assert pixel_indices(data) == flat.tolist()
     # Bit-exact against a sequential decode of the whole file.
     reference = sequential_decode(spec.path)
     assert len(reference) == N_FRAMES
-    np.testing.assert_array_equal(out.frames, reference[expected])
-    np.testing.assert_allclose(relative(np.r_[probe(spec.path).timestamps[0], out.timestamps]),
-                               np.r_[0.0, spec.timestamps[expected]], atol=1e-3)
+    np.testing.assert_array_equal(data, reference[flat])
+    assert out.pts_seconds.shape == out.duration_seconds.shape == lead
+    np.testing.assert_allclose(relative(np.r_[probe(spec.path).timestamps[0],
+                                              out.pts_seconds.reshape(-1)]),
+                               np.r_[0.0, spec.timestamps[flat]], atol=1e-3)
+    # Durations: the encoder's frame intervals (the last one: the median interval).
+    gaps = np.diff(spec.timestamps)
+    want = np.append(gaps, np.median(gaps))[flat]
+    np.testing.assert_allclose(out.duration_seconds.reshape(-1), want, atol=1e-3)
 
 
 @pytest.mark.parametrize("video_id", ["h264-cfr-gop12", "h264-vfr-gop48", "vp9-vfr-gop5",
@@ -142,20 +153,20 @@ def test_resize_crop_layout_dtype(h264_video):
     path = h264_video.path
     sampler = Uniform(6)
     resized = read_frames(path, sampler, size=24)  # 64x48 -> shorter side 24 -> 24x32
-    assert resized.frames.shape == (6, 24, 32, 3)
-    assert pixel_indices(resized.frames) == resized.indices.tolist()
+    assert resized.data.shape == (6, 24, 32, 3)
+    assert pixel_indices(resized.data) == resized.indices.tolist()
     cropped = read_frames(path, sampler, size=24, crop=(20, 16))
-    np.testing.assert_array_equal(cropped.frames, resized.frames[:, 2:22, 8:24])
+    np.testing.assert_array_equal(cropped.data, resized.data[:, 2:22, 8:24])
     exact = read_frames(path, sampler, size=(30, 40))
-    assert exact.frames.shape == (6, 30, 40, 3)
-    assert pixel_indices(exact.frames) == exact.indices.tolist()
+    assert exact.data.shape == (6, 30, 40, 3)
+    assert pixel_indices(exact.data) == exact.indices.tolist()
     nchw = read_frames(path, sampler, size=24, layout="NCHW", dtype="float32")
-    assert nchw.frames.shape == (6, 3, 24, 32) and nchw.frames.dtype == np.float32
-    np.testing.assert_allclose(nchw.frames, resized.frames.transpose(0, 3, 1, 2) / 255.0, atol=1e-6)
+    assert nchw.data.shape == (6, 3, 24, 32) and nchw.data.dtype == np.float32
+    np.testing.assert_allclose(nchw.data, resized.data.transpose(0, 3, 1, 2) / 255.0, atol=1e-6)
     # Antialiased shrink stays close to a box average of the full frame.
-    full = read_frames(path, sampler).frames.astype(np.float64)
+    full = read_frames(path, sampler).data.astype(np.float64)
     box = full.reshape(6, 24, 2, 32, 2, 3).mean(axis=(2, 4))
-    assert np.abs(box - resized.frames).mean() < 12
+    assert np.abs(box - resized.data).mean() < 12
     with pytest.raises(ValueError, match="does not fit"):
         read_frames(path, sampler, size=24, crop=30)
     with pytest.raises(ValueError, match="layout"):
@@ -164,7 +175,7 @@ def test_resize_crop_layout_dtype(h264_video):
 
 def test_explicit_indices_and_errors(h264_video):
     out = read_frames(h264_video.path, np.array([5, 3, 5]))
-    assert pixel_indices(out.frames) == [5, 3, 5]
+    assert pixel_indices(out.data) == [5, 3, 5]
     with pytest.raises(ValueError, match="out of range"):
         read_frames(h264_video.path, np.array([N_FRAMES]))
     with pytest.raises(TypeError, match="sampler"):
@@ -177,7 +188,7 @@ def test_read_batch_in_order_with_errors(videos, tmp_path):
     bad.write_bytes(b"")
     outs = read_batch(paths + [bad], Uniform(4), workers=3, on_error="return", progress=False)
     for path, out in zip(paths, outs):
-        assert pixel_indices(out.frames) == Uniform(4).indices(probe(path)).tolist()
+        assert pixel_indices(out.data) == Uniform(4).indices(probe(path)).tolist()
     from fastvqa.video import VideoError
 
     assert isinstance(outs[-1], VideoError) and "empty" in str(outs[-1])
@@ -280,20 +291,20 @@ def test_rotation_metadata(tmp_path, degrees, turns):
     assert display_rotation(path) == 90 * turns
     want = np.array([5, 0, 17, 5])
     coded = read_frames(path, want, backend="pyav")
-    assert coded.frames.shape == (4, 48, 64, 3)
-    assert pixel_indices(coded.frames) == want.tolist()
+    assert coded.data.shape == (4, 48, 64, 3)
+    assert pixel_indices(coded.data) == want.tolist()
     shown = read_frames(path, want, backend="pyav", rotate=True)
-    np.testing.assert_array_equal(shown.frames, np.rot90(coded.frames, turns, axes=(1, 2)))
+    np.testing.assert_array_equal(shown.data, np.rot90(coded.data, turns, axes=(1, 2)))
     # size and crop refer to what is shown: 24 on the shorter side, then 20x16 (HxW).
     small = read_frames(path, want, backend="pyav", rotate=True, size=24, crop=(20, 16))
     expect_hw = (20, 16)
-    assert small.frames.shape[1:3] == expect_hw
+    assert small.data.shape[1:3] == expect_hw
     # The shown shorter side is 24 either way: coded 48x64 (HxW) becomes 24x32, then turns.
     resized_coded = read_frames(path, want, backend="pyav", size=(24, 32))
-    turned = np.rot90(resized_coded.frames, turns, axes=(1, 2))
+    turned = np.rot90(resized_coded.data, turns, axes=(1, 2))
     h, w = turned.shape[1:3]
     top, left = int(round((h - 20) / 2)), int(round((w - 16) / 2))
-    np.testing.assert_array_equal(small.frames, turned[:, top:top + 20, left:left + 16])
+    np.testing.assert_array_equal(small.data, turned[:, top:top + 20, left:left + 16])
     with pytest.raises(ValueError, match="PyAV backend only"):
         read_frames(path, want, backend="dali", rotate=True)
 

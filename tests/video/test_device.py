@@ -78,7 +78,7 @@ def test_read_frames_rejects_an_unknown_device_before_decoding(h264_video):
         with pytest.raises(ValueError, match=r"device 'cuda:x'"):
             read_batch([h264_video.path], Uniform(2), backend=backend, device="cuda:x")
     out = read_frames(h264_video.path, Uniform(2), backend="pyav", device="cpu")
-    assert isinstance(out.frames, np.ndarray)
+    assert isinstance(out.data, np.ndarray)
 
 
 def test_gpu_visible_honours_cuda_visible_devices(monkeypatch):
@@ -104,7 +104,7 @@ def test_auto_backend_imports_neither_dali_nor_torch_without_a_gpu(tmp_path, h26
         assert resolve_backend("auto") == "pyav", resolve_backend("auto")
         assert resolve_backend("auto", "cuda") == "pyav"
         out = read_frames({str(h264_video.path)!r}, Uniform(2))
-        assert out.frames.shape[0] == 2
+        assert out.data.shape[0] == 2
         print(sorted(m for m in sys.modules if m == "torch" or m.startswith("nvidia")))
     """)
     env = {**os.environ, "DALI_MARK": str(mark),

@@ -10,7 +10,7 @@ import pytest
 
 from fastvqa.video import (Clips, Fps, Hierarchical, Outside, SecondWindows, Uniform, VideoIndex,
                            Within, from_spec)
-from fastvqa.video.pyav_backend import _plan_seeks, crop_box, output_size
+from fastvqa.video.pyav_backend import _plan_seeks
 
 
 def make_index(timestamps, duration=None, keyframes=(0,)):
@@ -157,18 +157,6 @@ def test_seek_plan_only_when_cheaper():
     assert _plan_seeks(index, np.array([8, 21])) == [(1, 20)]
 
 
-def test_resize_and_crop_geometry():
-    assert output_size(720, 1280, 256) == (256, 455)  # torchvision Resize(256)
-    assert output_size(48, 64, (10, 20)) == (10, 20)
-    assert output_size(100, 50, 25) == (50, 25)
-    assert crop_box(256, 455, 224) == (16, 116, 224, 224)
-    assert crop_box(10, 11, (4, 4)) == (3, 4, 4, 4)  # round((11 - 4) / 2) = round(3.5) = 4
-    with pytest.raises(ValueError, match="does not fit"):
-        crop_box(10, 10, 11)
-    with pytest.raises(ValueError):
-        output_size(10, 10, 0)
-
-
 @pytest.mark.parametrize("make, count", [
     (lambda: Fps(1e9), "2,500,000,000"),  # 1e9 fps over 2.5 s
     (lambda: Fps(1e9).within(0.5, 1.5), "1,000,000,000"),
@@ -193,3 +181,41 @@ def test_the_index_limit_is_not_hit_by_real_requests():
     hour = make_index(np.arange(30 * 3600) / 30.0)  # one hour at 30 fps
     assert len(Fps(30).indices(hour)) == 30 * 3600 < MAX_INDICES
     assert len(Clips(16, 4).indices(hour)) == ((30 * 3600 - 16) // 4 + 1) * 16
+
+
+def test_one_sampler_registry_feeds_from_spec_the_cli_and_the_docs(monkeypatch, capsys):
+    """The spec list used to be copied in five places and from_spec was an if chain."""
+    from dataclasses import dataclass
+    from pathlib import Path
+
+    from fastvqa import cli
+    from fastvqa.video import samplers
+    from fastvqa.video.samplers import Sampler, register_sampler
+
+    monkeypatch.setattr(samplers, "SAMPLERS", dict(samplers.SAMPLERS))
+
+    @register_sampler("every", syntax="every:K", example="every:3", help="every K-th frame",
+                      parse=lambda args: Every(int(args)))
+    @dataclass(frozen=True)
+    class Every(Sampler):
+        k: int
+
+        def _local(self, tl):
+            return np.arange(0, tl.n, self.k, dtype=np.int64)
+
+    assert from_spec("every:3") == Every(3)
+    assert from_spec("every:3@1-2") == Every(3).within(1.0, 2.0)
+    with pytest.raises(ValueError, match=r"unknown sampler 'evry' \(fps, uniform, .*every\)"):
+        from_spec("evry:3")
+    with pytest.raises(ValueError, match="already registered"):
+        register_sampler("every", syntax="", example="", help="")(Every)
+    parser = cli.build_parser()
+    with pytest.raises(SystemExit):
+        parser.parse_args(["decode", "--help"])
+    shown = " ".join(capsys.readouterr().out.split())
+    assert "every:K" in shown and "every:3" in shown and "hierarchical:LENGTHS/FRAMES" in shown
+    # The docs list every built-in sampler's example spec.
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "video.md").read_text()
+    for name, entry in samplers.SAMPLERS.items():
+        if name != "every":
+            assert f"`{entry.example}`" in docs, entry.example

@@ -44,7 +44,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--fps", type=positive_float, default=5.0,
                    help=f"decoding rate in frames per second, {FPS[0]:g} to {FPS[1]:g} (the "
                         "videos are 10 fps)")
-    p.add_argument("--backend", choices=("auto", "pyav", "dali"), default="auto",
+    from fastvqa.video.device import BACKENDS
+
+    p.add_argument("--backend", choices=BACKENDS, default="auto",
                    help="decoder: pyav (CPU), dali (NVDEC on a GPU) or auto (DALI when it "
                         "and a GPU are usable, else PyAV)")
     p.add_argument("--out", metavar="DIR",
@@ -229,7 +231,7 @@ def _run_in(out: Path, args: argparse.Namespace, shown: Path) -> int:
     with stages.stage("decode", args.videos, "video", show_bar=False):  # read_batch draws it
         from fastvqa.video import resolve_backend
 
-        config["backend"] = resolve_backend(args.backend)
+        config["backend"] = resolve_backend(args.backend, "cuda")  # auto: DALI on a GPU
         decoded = pipeline.decode(bench.videos, args.fps, config["backend"],
                                   progress=not args.no_progress)
     with stages.stage("features", args.videos, "video") as bar:

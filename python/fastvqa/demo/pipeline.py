@@ -257,13 +257,14 @@ def decode(paths: list, fps: float, backend: str, progress: bool) -> list:
     """``Frames`` (NumPy) of each video at ``fps``, in order."""
     from fastvqa.video import Fps, read_batch
 
-    out = read_batch(paths, Fps(fps), backend=backend, progress=progress)
+    device = "cuda" if backend == "dali" else "cpu"
+    out = read_batch(paths, Fps(fps), backend=backend, device=device, progress=progress)
     frames = []
     for f in out:
-        pixels = f.frames
+        pixels = f.data
         if not isinstance(pixels, np.ndarray):  # DALI: a torch CUDA tensor
             pixels = pixels.cpu().numpy()
-        frames.append((pixels, f.timestamps))
+        frames.append((pixels, f.pts_seconds))
     return frames
 
 

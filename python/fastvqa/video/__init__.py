@@ -6,8 +6,9 @@
 - Samplers turn that index into frame indices: :class:`Fps`, :class:`Uniform`,
   :class:`Clips`, :class:`SecondWindows`, :class:`Hierarchical`,
   :class:`Outside`, each restrictable with ``.within(start, end)``.
-- :func:`read_frames` / :func:`read_batch` decode exactly those frames, on the
-  CPU with PyAV or on the GPU with DALI; :class:`VideoDataset` (torch) shards
+- :class:`VideoDecoder` opens one video for many reads (probed once);
+  :func:`read_frames` / :func:`read_batch` decode exactly the frames a sampler
+  picks, as :class:`Frames`, on the CPU with PyAV or on the GPU with DALI; :class:`VideoDataset` (torch) shards
   them over DataLoader workers and ranks.
 
 Each name is imported on first use; PyAV, torch and DALI only when used.
@@ -24,6 +25,7 @@ _LAZY = {
     "read_frames": "api",
     "resolve_backend": "api",
     "VideoDataset": "dataset",  # imports torch
+    "VideoDecoder": "api",
     "VideoError": "errors",
     "VideoIndex": "index",
     "display_rotation": "index",

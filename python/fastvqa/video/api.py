@@ -1,5 +1,12 @@
 # SPDX-License-Identifier: Apache-2.0
-"""``read_frames`` and ``read_batch``: a video (or many) to the frames a sampler asks for."""
+"""The API layer: :class:`VideoDecoder`, ``read_frames`` and ``read_batch``.
+
+It probes, samples, computes the output geometry
+(:func:`fastvqa.video.geometry.output_geometry`), checks the memory the frames
+need, and finishes them (shape, layout, dtype, device); the backends
+(:mod:`~fastvqa.video.pyav_backend`, :mod:`~fastvqa.video.dali_backend`) only
+decode, and never import this module.
+"""
 
 from __future__ import annotations
 
@@ -13,26 +20,40 @@ import numpy as np
 
 from fastvqa._progress import Progress
 from fastvqa.errors import InputError
-from fastvqa.video.device import Device, gpu_visible, parse_device
+from fastvqa.video.device import BACKENDS, Device, gpu_visible, parse_device
 from fastvqa.video.errors import VideoError
-from fastvqa.video.index import VideoIndex, probe
+from fastvqa.video.geometry import Geometry, output_geometry
+from fastvqa.video.index import VideoIndex, display_rotation, probe
 
-BACKENDS = ("auto", "pyav", "dali")
 LAYOUTS = ("NHWC", "NCHW")
 DTYPES = ("uint8", "float32", "float16")
 
 
 class Frames(NamedTuple):
-    """What :func:`read_frames` returns.
+    """What :func:`read_frames` and :class:`VideoDecoder` return (fields as
+    torchcodec's ``FrameBatch``, plus the frame numbers).
 
-    ``frames``: ``(n, H, W, 3)`` (``layout="NHWC"``) or ``(n, 3, H, W)`` RGB,
-    NumPy on the CPU, a torch tensor on the GPU. ``timestamps``: float64
-    ``(n,)`` seconds, the container's presentation time of each frame.
-    ``indices``: int64 ``(n,)`` frame numbers in display order.
+    ``data``: the pixels, RGB. Its type is set by the ``device`` asked for,
+    never by the machine or the backend: a NumPy array for ``device="cpu"``
+    (the default), a torch CUDA tensor for ``"cuda"``/``"cuda:k"``. Its shape
+    is ``indices.shape + (H, W, 3)`` (``layout="NHWC"``) or
+    ``indices.shape + (3, H, W)`` (``layout="NCHW"``): ``(n, H, W, 3)`` for
+    a flat sampler, ``(n_clips, frames_per_clip, H, W, 3)`` for a clip
+    sampler (:class:`~fastvqa.video.Clips`,
+    :class:`~fastvqa.video.SecondWindows`).
+
+    ``pts_seconds``: float64, each frame's presentation time in seconds as
+    the container states it (``pts * time_base``; the first need not be 0).
+    ``duration_seconds``: float64, each frame's duration in seconds
+    (:attr:`VideoIndex.duration_seconds`: the container's, else the time to
+    the next frame). ``indices``: int64 frame numbers in display order,
+    exactly the sampler's (repeats included). All three are NumPy arrays of
+    shape ``indices.shape``, on every device.
     """
 
-    frames: Any
-    timestamps: np.ndarray
+    data: Any
+    pts_seconds: np.ndarray
+    duration_seconds: np.ndarray
     indices: np.ndarray
 
 
@@ -47,30 +68,49 @@ def _gpu_visible() -> bool:
     return gpu_visible()
 
 
-def resolve_backend(backend: str, device: Any = None) -> str:
-    """``"auto"``: DALI when a GPU is visible and DALI is installed (and
-    ``device`` is not ``"cpu"``), else PyAV. ``"pyav"``/``"dali"`` are taken as
-    asked. The GPU check comes first and imports neither torch nor DALI
-    (:func:`fastvqa.video.device.gpu_visible`), so a CPU machine pays nothing.
-    ``device`` is checked (:func:`fastvqa.video.device.parse_device`)."""
+def resolve_backend(backend: str, device: Any = "cpu") -> str:
+    """The backend a read with ``backend`` and ``device`` uses.
+
+    ``"auto"``: DALI when ``device`` is CUDA, a GPU is visible and DALI is
+    installed; PyAV otherwise (for ``device="cpu"``, the default, always
+    PyAV). ``"pyav"``/``"dali"`` are taken as asked. The GPU check imports
+    neither torch nor DALI (:func:`fastvqa.video.device.gpu_visible`), so a
+    CPU machine pays nothing. ``device`` is checked
+    (:func:`fastvqa.video.device.parse_device`; ``None`` is ``"cpu"``).
+    """
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
     parsed = parse_device(device)
     if backend != "auto":
         return backend
-    if parsed is not None and parsed.type == "cpu":
+    if parsed is None or not parsed.is_cuda:
         return "pyav"
     return "dali" if _gpu_visible() and _dali_available() else "pyav"
 
 
 def _indices(sampler: Any, index: VideoIndex) -> np.ndarray:
-    if callable(getattr(sampler, "indices", None)):  # a Sampler, or anything like one
-        return np.asarray(sampler.indices(index), dtype=np.int64)
-    idx = np.asarray(sampler)
-    if idx.ndim == 1 and (idx.size == 0 or np.issubdtype(idx.dtype, np.integer)):
-        return idx.astype(np.int64)
-    raise TypeError("sampler must be a fastvqa.video sampler (Fps, Uniform, ...) or a 1-D "
-                    f"array of frame indices, got {type(sampler).__name__}")
+    """The frame numbers ``sampler`` picks, shaped: ``(n,)``, or
+    ``(n_clips, frames_per_clip)`` for a clip sampler or a 2-D array."""
+    if callable(getattr(sampler, "sample", None)):  # a Sampler
+        idx = np.asarray(sampler.sample(index), dtype=np.int64)
+    elif callable(getattr(sampler, "indices", None)):  # anything like one
+        idx = np.asarray(sampler.indices(index), dtype=np.int64)
+    else:
+        idx = np.asarray(sampler)
+        if idx.ndim not in (1, 2) or not (idx.size == 0 or np.issubdtype(idx.dtype, np.integer)):
+            raise TypeError("sampler must be a fastvqa.video sampler (Fps, Uniform, ...) or a "
+                            "1-D (or 2-D: clips) array of frame indices, got "
+                            f"{type(sampler).__name__}")
+        idx = idx.astype(np.int64)
+    return _check_indices(index, idx)
+
+
+def _check_indices(index: VideoIndex, idx: np.ndarray) -> np.ndarray:
+    n = len(index)
+    if idx.size and (idx.min() < 0 or idx.max() >= n):
+        bad = int(idx[(idx < 0) | (idx >= n)].flat[0])
+        raise InputError(f"frame index {bad} is out of range for {index.path} ({n} frames)")
+    return idx
 
 
 def available_memory() -> Optional[int]:
@@ -93,26 +133,33 @@ def _gib(n: float) -> str:
     return f"{n / 2**30:.1f} GiB" if n >= 2**30 else f"{n / 2**20:.1f} MiB"
 
 
+def geometry_for(index: VideoIndex, *, size=None, crop=None, rotation: int = 0) -> Geometry:
+    """The :class:`~fastvqa.video.geometry.Geometry` of a read of ``index``:
+    ``size`` and ``crop`` applied to the frames as delivered (turned by
+    ``rotation`` degrees, a multiple of 90, when ``rotate=True``)."""
+    height, width = (index.width, index.height) if rotation % 180 else (index.height, index.width)
+    return output_geometry(height, width, size, crop)
+
+
 def check_output_size(index: VideoIndex, count: int, *, size=None, crop=None,
                       dtype: str = "uint8", budget: Optional[int] = None,
                       rotation: int = 0) -> int:
     """Bytes the decoded frames of ``count`` indices will take, after checking
-    the output geometry (``size`` and ``crop`` must fit) and that they fit in
-    ``budget`` bytes (default: the memory available now).
+    the output geometry (``size`` and ``crop`` must fit, :func:`geometry_for`)
+    and that they fit in ``budget`` bytes (default: the memory available now).
 
     Raises:
         InputError (a ValueError): a bad size or crop, or frames that would
-            not fit, naming
-            the estimate, so nothing of that size is ever allocated.
-
-    ``rotation``: the quarter turn (degrees) the frames will be turned by
-    (``rotate=True``); size and crop apply to the turned frames.
+            not fit, naming the estimate, so nothing of that size is ever
+            allocated.
     """
-    from fastvqa.video.pyav_backend import crop_box, output_size
+    geometry = geometry_for(index, size=size, crop=crop, rotation=rotation)
+    return _check_bytes(index, count, geometry, dtype, budget)
 
-    height, width = (index.width, index.height) if rotation % 180 else (index.height, index.width)
-    out_h, out_w = output_size(height, width, size)
-    _, _, h, w = crop_box(out_h, out_w, crop)
+
+def _check_bytes(index: VideoIndex, count: int, geometry: Geometry, dtype: str,
+                 budget: Optional[float]) -> int:
+    h, w = geometry.shape
     need = int(count) * h * w * 3 * np.dtype(dtype).itemsize
     if budget is None:
         budget = available_memory()
@@ -124,20 +171,211 @@ def check_output_size(index: VideoIndex, count: int, *, size=None, crop=None,
 
 
 def _finish(frames: Any, layout: str, dtype: str) -> Any:
-    """Layout and dtype on NumPy or torch; floats are scaled to [0, 1]."""
+    """Layout (channels moved before height for NCHW) and dtype on NumPy or
+    torch; floats are scaled to [0, 1]."""
     if isinstance(frames, np.ndarray):
         if layout == "NCHW":
-            frames = np.ascontiguousarray(frames.transpose(0, 3, 1, 2))
+            frames = np.ascontiguousarray(np.moveaxis(frames, -1, -3))
         if dtype != "uint8":
             frames = frames.astype(dtype) * np.asarray(1.0 / 255.0, dtype=dtype)
         return frames
     import torch
 
     if layout == "NCHW":
-        frames = frames.permute(0, 3, 1, 2).contiguous()
+        frames = frames.movedim(-1, -3).contiguous()
     if dtype != "uint8":
         frames = frames.to(getattr(torch, dtype)).mul_(1.0 / 255.0)
     return frames
+
+
+def _check_choice(name: str, value: Any, choices: tuple) -> str:
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {choices}, got {value!r}")
+    return value
+
+
+def _device(device: Any) -> Device:
+    parsed = parse_device(device)
+    return Device("cpu") if parsed is None else parsed
+
+
+class VideoDecoder:
+    """One video opened for many reads: probed once, output settings fixed once.
+
+    Mirrors torchcodec's ``VideoDecoder``: ``len(decoder)`` frames,
+    ``decoder[i]`` / ``decoder[a:b:s]`` (the pixels only; negative indices
+    count from the end), :meth:`get_frames_at` (frame numbers),
+    :meth:`get_frames_in_range`, :meth:`get_frames_played_at` (seconds), and
+    :meth:`read` for a sampler; each of these but indexing returns
+    :class:`Frames`. :attr:`metadata` is the :class:`VideoIndex` (exact
+    ``rate``, ``time_base``, every frame's timestamp). Each read decodes
+    only what it asks for. With PyAV the file is opened on the first read and
+    kept open (each later read starts with a seek; reads from several
+    threads take turns), until :meth:`close` or the end of a ``with`` block;
+    DALI reads the file for each read.
+
+    Args:
+        source: the video file.
+        size: shorter-side resize (int) or exact ``(H, W)``; rounding as
+            :mod:`fastvqa.video.geometry` states (torchvision's), one rule
+            for every backend. Bilinear, antialiased when shrinking.
+        crop: centre crop (int or ``(H, W)``) after the resize.
+        backend: ``"pyav"`` (CPU), ``"dali"`` (NVDEC on the GPU, or DALI's
+            CPU decoder for VP8/VP9/MJPEG with ``device="cpu"``), or
+            ``"auto"`` (:func:`resolve_backend`: DALI only for a CUDA
+            ``device``).
+        device: where :attr:`Frames.data` goes, in the one device vocabulary
+            (:func:`fastvqa.video.device.parse_device`): ``"cpu"`` (default;
+            ``None`` is the same): a NumPy array; ``"cuda"``/``"cuda:k"``: a
+            torch CUDA tensor (DALI decodes on GPU ``k``; PyAV decodes on the
+            CPU and copies). The type of ``data`` depends only on this.
+        layout: ``"NHWC"`` (channels last) or ``"NCHW"`` (channels before
+            height: ``(n, 3, H, W)``, ``(n_clips, frames_per_clip, 3, H, W)``).
+        dtype: ``"uint8"`` (0..255) or ``"float32"``/``"float16"`` (scaled to [0, 1]).
+        rotate: ``False`` (default): frames in the file's *coded*
+            orientation, rotation metadata ignored (as decord does). ``True``:
+            apply the display matrix (:func:`fastvqa.video.display_rotation`)
+            as players do; ``size``/``crop`` refer to the displayed
+            orientation. PyAV backend only.
+        index: a :class:`VideoIndex` already probed for ``source`` (skips the probe).
+
+    Raises:
+        VideoError: the file cannot be read, naming it and the reason.
+        ValueError: a bad size, crop, backend, device, layout or dtype.
+        ImportError: PyAV (``fastvqa[video]``) or DALI (``fastvqa[dali]``) missing.
+    """
+
+    def __init__(self, source: Any, *, size=None, crop=None, backend: str = "auto",
+                 device: Any = "cpu", layout: str = "NHWC", dtype: str = "uint8",
+                 rotate: bool = False, index: Optional[VideoIndex] = None):
+        self.layout = _check_choice("layout", layout, LAYOUTS)
+        self.dtype = _check_choice("dtype", dtype, DTYPES)
+        self.device = _device(device)
+        self.backend = resolve_backend(backend, self.device)
+        if rotate and self.backend == "dali":
+            raise ValueError("rotate=True is implemented by the PyAV backend only "
+                             "(backend='pyav')")
+        self.metadata = probe(source) if index is None else index
+        rotation = display_rotation(self.metadata.path, self.metadata.stream_index) \
+            if rotate else 0
+        self.turns = rotation // 90
+        #: resize and crop, computed once (:func:`geometry_for`)
+        self.geometry = geometry_for(self.metadata, size=size, crop=crop, rotation=rotation)
+        self._file = None  # PyAV: the container, opened on the first read and kept open
+
+    def close(self) -> None:
+        """Close the file kept open for PyAV reads (a later read reopens it)."""
+        if self._file is not None:
+            self._file.close()
+
+    def __enter__(self) -> "VideoDecoder":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    @property
+    def rate(self):
+        """The exact average frame rate (:class:`fractions.Fraction`, frames
+        per second; ``None`` when the container states none)."""
+        return self.metadata.rate
+
+    def __len__(self) -> int:
+        return len(self.metadata)
+
+    def __repr__(self) -> str:
+        h, w = self.geometry.shape
+        return (f"VideoDecoder({os.path.basename(self.metadata.path)!r}, frames={len(self)}, "
+                f"out={w}x{h}, backend={self.backend!r}, device={str(self.device)!r})")
+
+    def __getitem__(self, key) -> Any:
+        """``decoder[i]``: frame ``i`` (``(H, W, 3)`` in the layout's order);
+        ``decoder[a:b:s]``: those frames, ``(n, H, W, 3)``."""
+        n = len(self)
+        if isinstance(key, slice):
+            return self.get_frames_at(np.arange(n)[key]).data
+        if isinstance(key, bool) or not isinstance(key, (int, np.integer)):
+            raise TypeError(f"VideoDecoder indices must be integers or slices, got "
+                            f"{type(key).__name__}")
+        if not -n <= key < n:
+            raise IndexError(f"frame {key} is out of range for {self.metadata.path} "
+                             f"({n} frames)")
+        return self.get_frames_at([int(key) % n]).data[0]
+
+    def read(self, sampler: Any) -> Frames:
+        """The frames a sampler picks (:class:`Frames`; clips keep their axis)."""
+        return self._decode(_indices(sampler, self.metadata))
+
+    def get_frames_at(self, indices: Any) -> Frames:
+        """Frames by number (display order): a 1-D (or, for clips, 2-D) array
+        of ints in ``[0, len(self))``, any order, repeats allowed."""
+        idx = np.asarray(indices)
+        if idx.size == 0:
+            idx = idx.astype(np.int64)
+        if idx.ndim not in (1, 2) or not np.issubdtype(idx.dtype, np.integer):
+            raise TypeError(f"indices must be a 1-D (or 2-D) array of integers, got "
+                            f"{idx.dtype} of shape {idx.shape}")
+        return self.read(idx)
+
+    def get_frames_in_range(self, start: int, stop: int, step: int = 1) -> Frames:
+        """Frames ``start, start + step, ...`` before ``stop`` (as ``range``)."""
+        n = len(self)
+        for name, v in (("start", start), ("stop", stop), ("step", step)):
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+                raise TypeError(f"{name} must be an integer, got {type(v).__name__}")
+        if step < 1 or not 0 <= start <= stop <= n:
+            raise InputError(f"frame range [{start}, {stop}) step {step} does not fit "
+                             f"0 <= start <= stop <= {n} with step >= 1")
+        return self.read(np.arange(start, stop, step, dtype=np.int64))
+
+    def get_frames_played_at(self, seconds: Any) -> Frames:
+        """The frame on screen at each time, in the container's seconds (the
+        timeline of :attr:`Frames.pts_seconds`): the last frame whose
+        timestamp is ``<= t`` (1 microsecond of slack). ``seconds``: a number
+        or a 1-D (2-D: clips) list. A time before the first frame or at/after
+        the end of the video (NaN included) is a ``ValueError``."""
+        from fastvqa.video.samplers import TIME_EPS
+
+        t = np.atleast_1d(np.asarray(seconds, dtype=np.float64))
+        index = self.metadata
+        start, end = index.start, index.start + index.duration
+        bad = ~((t >= start - TIME_EPS) & (t < end))
+        if t.ndim > 2 or bad.any():
+            what = f"shape {t.shape}" if t.ndim > 2 else f"time {float(t[bad].flat[0])!r} s"
+            raise InputError(f"{index.path}: {what} is not a 1-D list of times in the video's "
+                             f"[{start:.6f}, {end:.6f}) s")
+        idx = np.searchsorted(index.timestamps, t + TIME_EPS, side="right") - 1
+        return self.read(np.clip(idx, 0, len(index) - 1).astype(np.int64))
+
+    def _decode(self, idx: np.ndarray) -> Frames:
+        index, geometry = self.metadata, self.geometry
+        flat = idx.reshape(-1)
+        on_gpu = self.backend == "dali" and self.device.is_cuda  # not bounded by host memory
+        _check_bytes(index, len(flat), geometry, "uint8" if on_gpu else self.dtype,
+                     float("inf") if on_gpu else None)
+        if self.backend == "dali":
+            from fastvqa.video.dali_backend import decode_dali
+
+            frames = decode_dali(index, flat, geometry=geometry, device=str(self.device))
+        else:
+            from fastvqa.video.pyav_backend import decode_pyav
+
+            if self._file is None:
+                from fastvqa.video.pyav_backend import PyAVFile
+
+                self._file = PyAVFile()
+            frames = decode_pyav(index, flat, geometry=geometry, turns=self.turns, file=self._file)
+            if self.device.is_cuda:
+                import torch
+
+                frames = torch.from_numpy(frames).to(str(self.device))
+        return _result(index, idx, frames, self.layout, self.dtype)
+
+
+def _result(index: VideoIndex, idx: np.ndarray, frames: Any, layout: str, dtype: str) -> Frames:
+    frames = frames.reshape(tuple(idx.shape) + tuple(frames.shape[1:]))
+    return Frames(_finish(frames, layout, dtype), index.timestamps[idx],
+                  index.duration_seconds[idx], idx)
 
 
 def read_frames(
@@ -147,85 +385,36 @@ def read_frames(
     size=None,
     crop=None,
     backend: str = "auto",
-    device: Any = None,
+    device: Any = "cpu",
     layout: str = "NHWC",
     dtype: str = "uint8",
     index: Optional[VideoIndex] = None,
     rotate: bool = False,
 ) -> Frames:
-    """Decode the frames ``sampler`` picks from the video at ``path``.
+    """Decode the frames ``sampler`` picks from the video at ``path``:
+    ``VideoDecoder(path, ...).read(sampler)`` (see :class:`VideoDecoder` for
+    every option).
 
-    Args:
-        path: the video file.
-        sampler: a sampler (:class:`~fastvqa.video.Fps`, ``Uniform``, ``Clips``,
-            ``SecondWindows``, ``Hierarchical``, ``Outside``, any of them
-            ``.within(start, end)``) or a 1-D array of frame indices.
-        size: shorter-side resize (int) or exact ``(H, W)``; bilinear,
-            antialiased when shrinking (swscale on the CPU; DALI's resize on the GPU).
-        crop: centre crop (int or ``(H, W)``) after the resize.
-        backend: ``"pyav"`` (CPU), ``"dali"`` (NVDEC on the GPU, or DALI's CPU
-            reader for VP8/VP9/MJPEG with ``device="cpu"``), or ``"auto"``:
-            DALI when it imports and a GPU is visible, else PyAV.
-        device: where the frames go, in the one device vocabulary
-            (:func:`fastvqa.video.device.parse_device`). ``None``: NumPy for
-            PyAV, the GPU for DALI. ``"cpu"`` (or ``torch.device("cpu")``):
-            NumPy (DALI: its CPU reader). ``"cuda"``/``"cuda:k"`` (or a CUDA
-            ``torch.device``): a torch CUDA tensor (DALI decodes on GPU ``k``;
-            PyAV decodes on the CPU and copies). Anything else (``"gpu"``,
-            ``"cuda:x"``, ``"mps"``) is a ``ValueError``.
-        layout: ``"NHWC"`` or ``"NCHW"``.
-        dtype: ``"uint8"`` (0..255) or ``"float32"``/``"float16"`` (scaled to [0, 1]).
-        index: a :class:`VideoIndex` already probed for ``path`` (skips the probe).
-        rotate: ``False`` (default): frames in the file's *coded* orientation,
-            rotation metadata ignored (as decord does). ``True``: apply the
-            display matrix (:func:`fastvqa.video.display_rotation`) as players
-            do; ``size``/``crop`` refer to the displayed orientation. PyAV
-            backend only.
+    ``sampler``: a sampler (:class:`~fastvqa.video.Fps`, ``Uniform``,
+    ``Clips``, ``SecondWindows``, ``Hierarchical``, ``Outside``, any of them
+    ``.within(start, end)``) or an array of frame indices (1-D, or 2-D for
+    clips).
 
     Returns:
-        :class:`Frames` ``(frames, timestamps, indices)``; ``indices`` are
-        exactly the sampler's (repeats included) and ``frames[i]`` is frame
-        ``indices[i]``.
+        :class:`Frames` ``(data, pts_seconds, duration_seconds, indices)``:
+        ``indices`` are exactly the sampler's (repeats included, clips as
+        ``(n_clips, frames_per_clip)``) and ``data[i]`` is frame ``indices[i]``.
+        ``data`` is NumPy for ``device="cpu"`` (the default), a torch CUDA
+        tensor for ``device="cuda"``, whatever the backend.
 
     Raises:
         VideoError: the file cannot be read (missing, empty, truncated,
             corrupt, audio-only, unsupported), naming the file and the reason.
         ImportError: PyAV (``fastvqa[video]``) or DALI (``fastvqa[dali]``) missing.
     """
-    if layout not in LAYOUTS:
-        raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")
-    if dtype not in DTYPES:
-        raise ValueError(f"dtype must be one of {DTYPES}, got {dtype!r}")
-    device = parse_device(device)
-    chosen = resolve_backend(backend, device)
-    if index is None:
-        index = probe(path)
-    idx = _indices(sampler, index)
-    if rotate and chosen == "dali":
-        raise ValueError("rotate=True is implemented by the PyAV backend only "
-                         "(backend='pyav')")
-    if chosen == "dali":
-        # DALI checks its own crop (it rounds the resize half up); frames on the
-        # GPU are not bounded by host memory.
-        on_gpu = device is None or device.is_cuda
-        check_output_size(index, len(idx), size=size, dtype=dtype,
-                          budget=float("inf") if on_gpu else None)
-    elif not rotate:  # (with rotate, decode_pyav checks the turned geometry)
-        check_output_size(index, len(idx), size=size, crop=crop, dtype=dtype)
-    if chosen == "dali":
-        from fastvqa.video.dali_backend import decode_dali
-
-        frames = decode_dali(index, idx, size=size, crop=crop, device=device)
-    else:
-        from fastvqa.video.pyav_backend import decode_pyav
-
-        frames = decode_pyav(index, idx, size=size, crop=crop, rotate=bool(rotate))
-        if device is not None and device.is_cuda:
-            import torch
-
-            frames = torch.from_numpy(frames).to(str(device))
-    frames = _finish(frames, layout, dtype)
-    return Frames(frames, index.timestamps[idx].copy(), idx)
+    with VideoDecoder(path, size=size, crop=crop, backend=backend, device=device,
+                      layout=layout, dtype=dtype, rotate=rotate, index=index) as decoder:
+        return decoder.read(sampler)
 
 
 def read_batch(
@@ -235,7 +424,7 @@ def read_batch(
     size=None,
     crop=None,
     backend: str = "auto",
-    device: Any = None,
+    device: Any = "cpu",
     layout: str = "NHWC",
     dtype: str = "uint8",
     workers: Optional[int] = None,
@@ -245,10 +434,10 @@ def read_batch(
 ) -> list:
     """:func:`read_frames` over many videos; one :class:`Frames` per path, in order.
 
-    On the CPU (PyAV) the videos are decoded by a pool of ``workers`` threads
+    With PyAV the videos are decoded by a pool of ``workers`` threads
     (default: ``min(8, cores)``; PyAV releases the GIL while decoding). With
-    the DALI backend the videos go through ``dali_backend.decode_dali_batch``
-    (one pipeline).
+    the DALI backend every video is probed and sampled here, then all go
+    through one DALI pipeline (:func:`fastvqa.video.dali_backend.read_batch_dali`).
 
     ``progress``: a tqdm bar (or a stderr counter without tqdm), drawn only
     when stderr is a terminal (never escape codes in a log); ``None`` shows it
@@ -257,25 +446,23 @@ def read_batch(
     or ``"return"`` (the error object takes that video's place in the list).
     ``rotate``: as in :func:`read_frames` (PyAV only).
     """
-    if on_error not in ("raise", "return"):
-        raise ValueError(f"on_error must be 'raise' or 'return', got {on_error!r}")
+    _check_choice("on_error", on_error, ("raise", "return"))
+    _check_choice("layout", layout, LAYOUTS)
+    _check_choice("dtype", dtype, DTYPES)
     paths = list(paths)
-    device = parse_device(device)
+    device = _device(device)
     chosen = resolve_backend(backend, device)
+    if rotate and chosen == "dali":
+        raise ValueError("rotate=True is implemented by the PyAV backend only "
+                         "(backend='pyav')")
     if progress is None:
         progress = len(paths) > 10 and sys.stderr.isatty()
     bar = Progress(len(paths), bool(progress))
     kwargs = dict(size=size, crop=crop, backend=chosen, device=device, layout=layout, dtype=dtype)
 
     if chosen == "dali":
-        if rotate:
-            raise ValueError("rotate=True is implemented by the PyAV backend only "
-                             "(backend='pyav')")
-        from fastvqa.video.dali_backend import decode_dali_batch
-
         try:
-            return decode_dali_batch(paths, sampler, **kwargs, progress=bar.update,
-                                     on_error=on_error)
+            return _read_batch_dali(paths, sampler, kwargs, bar.update, on_error)
         finally:
             bar.close()
 
@@ -297,3 +484,54 @@ def read_batch(
             return list(pool.map(one, paths))
     finally:
         bar.close()
+
+
+def _read_batch_dali(paths: list, sampler: Any, kwargs: dict, tick, on_error: str) -> list:
+    """:func:`read_batch` with DALI: probe, sample and size every file here,
+    then decode them all through one pipeline. With ``on_error="return"`` a
+    file that cannot be read yields its ``VideoError`` (or DALI's
+    ``ValueError``) in its place; when the batch fails, the files are decoded
+    one by one so each error stays with its own file."""
+    from fastvqa.video.dali_backend import decode_dali, read_batch_dali
+
+    device = str(kwargs["device"])
+    results: list = [None] * len(paths)
+    pending = []  # (position, decoder, frame indices)
+    for k, path in enumerate(paths):
+        try:
+            decoder = VideoDecoder(path, **kwargs)
+            idx = _indices(sampler, decoder.metadata)
+            on_gpu = decoder.device.is_cuda
+            _check_bytes(decoder.metadata, idx.size, decoder.geometry,
+                         "uint8" if on_gpu else decoder.dtype, float("inf") if on_gpu else None)
+            pending.append((k, decoder, idx))
+        except VideoError as err:
+            if on_error == "raise":
+                raise
+            results[k] = err
+            tick()
+
+    def finish(k, decoder, idx, frames):
+        results[k] = _result(decoder.metadata, idx, frames, decoder.layout, decoder.dtype)
+        tick()
+
+    if not pending:
+        return results
+    try:
+        decoded = read_batch_dali([d.metadata for _, d, _ in pending],
+                                  [idx.reshape(-1) for _, _, idx in pending],
+                                  geometries=[d.geometry for _, d, _ in pending], device=device)
+    except (VideoError, ValueError):
+        if on_error == "raise":
+            raise
+        for k, decoder, idx in pending:
+            try:
+                finish(k, decoder, idx, decode_dali(decoder.metadata, idx.reshape(-1),
+                                                    geometry=decoder.geometry, device=device))
+            except (VideoError, ValueError) as one_err:
+                results[k] = one_err
+                tick()
+    else:
+        for (k, decoder, idx), frames in zip(pending, decoded):
+            finish(k, decoder, idx, frames)
+    return results

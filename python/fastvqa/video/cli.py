@@ -26,7 +26,7 @@ CHUNK = 16  # videos decoded (and held in memory) at a time
 def _size(text: str):
     """``256`` (shorter side) or ``224x224`` / ``224,224`` (height x width),
     each between 1 and ``MAX_SIDE`` pixels."""
-    from fastvqa.video.pyav_backend import MAX_SIDE
+    from fastvqa.video.geometry import MAX_SIDE
 
     parts = [text]
     for sep in ("x", ","):
@@ -45,12 +45,22 @@ def _size(text: str):
     return values[0] if len(values) == 1 else tuple(values)
 
 
+def description() -> str:
+    """``fastvqa decode``'s description, listing the registered samplers."""
+    from fastvqa.video.samplers import spec_examples
+
+    return (f"Decode the frames a sampler picks ({spec_examples()}; append @START-END to "
+            "restrict) into an .npz or a folder of images.")
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    from fastvqa.video.device import BACKENDS
+    from fastvqa.video.samplers import spec_help
+
     p.add_argument("input", help="a video file, or a list file (.txt/.lst/.list: one path per "
                                  "line, # comments; relative paths are relative to the list)")
     p.add_argument("--sampler", required=True,
-                   help="fps:1 | uniform:16 | clips:16,4,1 | seconds:16 | "
-                        "hierarchical:15,35,65/5,7,13 | outside:10,20,8 (optionally @START-END)")
+                   help=f"{spec_help()} (optionally @START-END)")
     p.add_argument("--size", type=_size, help="shorter side (256) or HxW (224x224)")
     p.add_argument("--crop", type=_size, help="centre crop after resizing: 224 or HxW")
     p.add_argument("--out", required=True,
@@ -60,7 +70,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="output format of --out: npz, png or jpg (when omitted: npz for "
                         "FILE.npz, png for a folder with one video, npz for a folder with a "
                         "list)")
-    p.add_argument("--backend", choices=("auto", "pyav", "dali"), default="auto",
+    p.add_argument("--backend", choices=BACKENDS, default="auto",
                    help="decoder (auto: DALI on a GPU where present, else PyAV)")
     p.add_argument("--workers", type=int_at_least(1), default=None,
                    help="decoding threads on the CPU")
@@ -122,8 +132,14 @@ def _write_npz(path: Path, frames, video: Path) -> None:
     # Through a file object: NumPy appends ".npz" to a name that lacks it
     # (case-sensitively), so the name written is exactly the one checked.
     with open(path, "xb") as f:
-        np.savez(f, frames=frames.frames, timestamps=frames.timestamps, indices=frames.indices,
+        np.savez(f, frames=_numpy(frames.data), pts_seconds=frames.pts_seconds,
+                 duration_seconds=frames.duration_seconds, indices=frames.indices,
                  path=np.array(str(video)))
+
+
+def _numpy(data):
+    """Frames as NumPy (a CUDA tensor from DALI is copied to the host)."""
+    return data if isinstance(data, np.ndarray) else data.cpu().numpy()
 
 
 def _write_images(folder: Path, frames, fmt: str) -> None:
@@ -134,7 +150,10 @@ def _write_images(folder: Path, frames, fmt: str) -> None:
     with (folder / "frames.csv").open("x", newline="") as f:
         writer = csv.writer(f)
         writer.writerow(["file", "frame_index", "seconds"])
-        for k, (img, idx, ts) in enumerate(zip(frames.frames, frames.indices, frames.timestamps)):
+        data = _numpy(frames.data)
+        data = data.reshape((-1,) + data.shape[-3:])  # clips: one image per frame, in order
+        for k, (img, idx, ts) in enumerate(zip(data, frames.indices.reshape(-1),
+                                               frames.pts_seconds.reshape(-1))):
             name = f"{k:06d}.{fmt}"
             ctx = av.CodecContext.create(codec, "w")
             ctx.width, ctx.height, ctx.pix_fmt = img.shape[1], img.shape[0], pix_fmt
@@ -230,11 +249,13 @@ def run(args: argparse.Namespace) -> int:
                            f"these options; nothing written")
 
     show = not args.no_progress and len(plan) > 1
-    kwargs = dict(size=args.size, crop=args.crop, backend=args.backend, workers=args.workers,
-                  progress=False, on_error="raise" if not is_list else "return",
-                  rotate=args.rotate)
-    if args.rotate:
-        kwargs["backend"] = "pyav"
+    from fastvqa.video import resolve_backend
+
+    # auto: DALI on the GPU where present (then copied back for writing), else PyAV
+    backend = "pyav" if args.rotate else resolve_backend(args.backend, "cuda")
+    kwargs = dict(size=args.size, crop=args.crop, backend=backend, workers=args.workers,
+                  device="cuda" if backend == "dali" else "cpu", progress=False,
+                  on_error="raise" if not is_list else "return", rotate=args.rotate)
     progress = Progress(len(plan), show)
     done = 0
     try:

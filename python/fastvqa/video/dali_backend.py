@@ -33,13 +33,14 @@ Frame numbering:
     (the PyAV backend decodes them).
 
 Resize and crop:
-    ``size=`` int resizes the shorter side to ``size`` and the longer side to
-    ``round(longer * size / shorter)`` (half up); ``(H, W)`` resizes to exactly
-    that. Resize is bilinear with DALI's antialiasing filter when shrinking
-    (``fn.resize(interp_type=INTERP_LINEAR, antialias=True)``). ``crop=``
-    (int or ``(H, W)``) then cuts the centre, top-left corner at
-    ``((H - h) // 2, (W - w) // 2)`` (``fn.slice``), and must fit. On the GPU
-    both run on the GPU, after NVDEC.
+    This backend only executes a :class:`fastvqa.video.geometry.Geometry`
+    computed by the API layer (the same one the PyAV backend gets, so both
+    give the same shapes): ``fn.resize`` to exactly ``geometry.resize``
+    (bilinear, DALI's antialiasing filter when shrinking:
+    ``interp_type=INTERP_LINEAR, antialias=True``), then ``fn.slice`` at
+    ``geometry.crop``. On the GPU both run on the GPU, after NVDEC.
+
+This module never imports :mod:`fastvqa.video.api` (which calls it).
 
 Codecs:
     CPU (``device="cpu"``): VP8, VP9 and MJPEG only -- the FFmpeg bundled
@@ -54,13 +55,14 @@ import os
 import re
 import threading
 from dataclasses import dataclass
-from typing import Any, Optional, Sequence, Union
+from typing import Any, Optional, Sequence
 
 import numpy as np
 
 from fastvqa.video.errors import VideoError
+from fastvqa.video.geometry import Geometry
 
-SizeArg = Optional[Union[int, Sequence[int]]]
+__all__ = ["CPU_CODECS", "GPU_CODECS", "dali_device", "decode_dali", "read_batch_dali"]
 
 #: Codecs DALI's CPU decoder handles (VP8, VP9, MJPEG); everything else is NVDEC only.
 CPU_CODECS = frozenset({"vp8", "vp9", "mjpeg"})
@@ -74,8 +76,7 @@ def decode_dali(
     index: Any,
     frame_indices: Any,
     *,
-    size: SizeArg = None,
-    crop: SizeArg = None,
+    geometry: Optional[Geometry] = None,
     device: Any = "cuda",
     device_id: Optional[int] = None,
 ) -> Any:
@@ -87,9 +88,9 @@ def decode_dali(
         frame_indices: 1-D integers, indices into ``index.timestamps``
             (presentation order), in any order, repeats allowed; the output
             follows this order.
-        size: ``None``, the shorter side (int), or ``(H, W)``; see the module
-            docstring for rounding and interpolation.
-        crop: ``None``, or a centre crop (int or ``(H, W)``) taken after resizing.
+        geometry: the resize and crop
+            (:func:`fastvqa.video.geometry.output_geometry` of the coded
+            size); ``None`` keeps the coded frames.
         device: ``"cuda"``/``"cuda:k"`` (or a CUDA ``torch.device``: NVDEC,
             resize and crop on the GPU) or ``"cpu"`` (DALI's CPU decoder: VP8,
             VP9 and MJPEG only); the one device vocabulary
@@ -112,7 +113,7 @@ def decode_dali(
             message names the file and the reason.
     """
     return read_batch_dali(
-        [index], [frame_indices], size=size, crop=crop, device=device, device_id=device_id
+        [index], [frame_indices], geometries=[geometry], device=device, device_id=device_id
     )[0]
 
 
@@ -120,8 +121,7 @@ def read_batch_dali(
     indexes: Sequence[Any],
     frame_indices_list: Sequence[Any],
     *,
-    size: SizeArg = None,
-    crop: SizeArg = None,
+    geometries: Optional[Sequence[Optional[Geometry]]] = None,
     device: Any = "cuda",
     device_id: Optional[int] = None,
     batch_size: int = 8,
@@ -138,7 +138,9 @@ def read_batch_dali(
     Args:
         indexes: ``VideoIndex`` objects (see :func:`decode_dali`).
         frame_indices_list: one 1-D integer array per index.
-        size, crop, device, device_id: as in :func:`decode_dali`.
+        geometries: one :class:`~fastvqa.video.geometry.Geometry` (or
+            ``None``) per index; ``None``: no resize or crop for any.
+        device, device_id: as in :func:`decode_dali`.
         batch_size: files per pipeline run (``>= 1``); larger batches overlap
             more decoding but hold more encoded files and frames in memory.
         num_threads: DALI CPU threads (default ``min(8, os.cpu_count())``).
@@ -158,15 +160,18 @@ def read_batch_dali(
     if num_threads is None:
         num_threads = max(1, min(8, os.cpu_count() or 1))
     num_threads = _positive_int(num_threads, "num_threads")
-    size_hw = _pair_or_int(size, "size")
-    crop_hw = _pair_or_int(crop, "crop")
+    if geometries is None:
+        geometries = [None] * len(indexes)
+    if len(geometries) != len(indexes):
+        raise ValueError(f"read_batch_dali: got {len(indexes)} indexes but {len(geometries)} "
+                         "geometries")
 
     _import_dali()
     if device == "gpu":
         _check_gpu(device_id)  # before reading any file or building a GPU pipeline
     requests = [
-        _Request.make(ix, fi, size_hw, crop_hw, device)
-        for ix, fi in zip(indexes, frame_indices_list)
+        _Request.make(ix, fi, geo, device)
+        for ix, fi, geo in zip(indexes, frame_indices_list, geometries)
     ]
 
     results: list = [None] * len(requests)
@@ -176,8 +181,8 @@ def read_batch_dali(
             results[i] = _empty(req, device, device_id)
         else:
             todo.append(i)
-    config = _Config(device, device_id, size_hw is not None, crop_hw is not None,
-                     batch_size, num_threads)
+    config = _Config(device, device_id, any(r.resize_hw is not None for r in requests),
+                     any(r.crop_anchor is not None for r in requests), batch_size, num_threads)
     for start in range(0, len(todo), batch_size):
         chunk = todo[start:start + batch_size]
         outs = _run_chunk(config, [requests[i] for i in chunk])
@@ -197,12 +202,14 @@ class _Request:
     unique: np.ndarray  # sorted unique requested frames, DALI numbering, int32
     inverse: Optional[np.ndarray]  # requested order from `unique`; None when identical
     out_hw: tuple  # (H, W) after resize and crop
+    coded_hw: tuple  # (H, W) of the decoded frames
     resize_hw: Optional[tuple]
     crop_anchor: Optional[tuple]
     crop_hw: Optional[tuple]
 
     @staticmethod
-    def make(index: Any, frame_indices: Any, size_hw, crop_hw, device: str) -> "_Request":
+    def make(index: Any, frame_indices: Any, geometry: Optional[Geometry],
+             device: str) -> "_Request":
         path = str(index.path)
         codec = _codec_name(index.codec)
         if device == "cpu" and codec not in CPU_CODECS:
@@ -241,16 +248,12 @@ class _Request:
         unique, inverse = np.unique(fi, return_inverse=True)
         identical = unique.shape == fi.shape and bool(np.all(unique == fi))
         height, width = int(index.height), int(index.width)
-        resize_hw = None if size_hw is None else _resized_hw(height, width, size_hw)
-        h, w = resize_hw if resize_hw is not None else (height, width)
-        anchor = None
-        if crop_hw is not None:
-            ch, cw = (crop_hw, crop_hw) if isinstance(crop_hw, int) else crop_hw
-            if ch > h or cw > w:
-                raise ValueError(
-                    f"decode_dali: crop {ch}x{cw} (HxW) does not fit the {h}x{w} frames of {path}"
-                )
-            anchor, crop_hw, (h, w) = ((h - ch) // 2, (w - cw) // 2), (ch, cw), (ch, cw)
+        if geometry is None:
+            geometry = Geometry(None, None, (height, width))
+        anchor = crop_hw = None
+        if geometry.crop is not None:
+            top, left, ch, cw = geometry.crop
+            anchor, crop_hw = (top, left), (ch, cw)
         if unique.size:
             try:
                 data = np.fromfile(path, dtype=np.uint8)
@@ -265,8 +268,9 @@ class _Request:
             data=data,
             unique=(unique - skipped).astype(np.int32),
             inverse=None if identical else inverse.reshape(-1).astype(np.int64),
-            out_hw=(h, w),
-            resize_hw=resize_hw,
+            out_hw=tuple(geometry.shape),
+            coded_hw=(height, width),
+            resize_hw=None if geometry.resize is None else tuple(geometry.resize),
             crop_anchor=anchor,
             crop_hw=crop_hw,
         )
@@ -277,34 +281,6 @@ def _codec_name(codec: Any) -> str:
     aliases = {"libvpx": "vp8", "libvpx-vp9": "vp9", "libdav1d": "av1", "libaom-av1": "av1",
                "h265": "hevc", "avc": "h264", "vp09": "vp9", "vp08": "vp8", "av01": "av1"}
     return aliases.get(name, name)
-
-
-def _resized_hw(height: int, width: int, size_hw) -> tuple:
-    if not isinstance(size_hw, int):
-        return tuple(size_hw)
-    if height <= width:
-        return size_hw, max(1, int(np.floor(width * size_hw / height + 0.5)))
-    return max(1, int(np.floor(height * size_hw / width + 0.5))), size_hw
-
-
-def _pair_or_int(value: SizeArg, name: str):
-    if value is None:
-        return None
-    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
-        if value < 1:
-            raise ValueError(f"decode_dali: {name} must be >= 1, got {value}")
-        return int(value)
-    try:
-        pair = tuple(int(v) for v in value)
-    except TypeError:
-        raise TypeError(
-            f"decode_dali: {name} must be None, an int or (H, W), got {value!r}"
-        ) from None
-    if len(pair) != 2 or min(pair) < 1:
-        raise ValueError(
-            f"decode_dali: {name} must be an int or (H, W) of positive ints, got {value!r}"
-        )
-    return pair
 
 
 def _positive_int(value: Any, name: str) -> int:
@@ -470,10 +446,13 @@ def _run_once(config: _Config, requests: list) -> list:
             pipe.feed_input("encoded", [r.data for r in requests])
             pipe.feed_input("frames", [r.unique for r in requests])
             if config.resize:
-                pipe.feed_input("size", [np.asarray(r.resize_hw, np.float32) for r in requests])
+                pipe.feed_input("size", [np.asarray(r.resize_hw or r.coded_hw, np.float32)
+                                         for r in requests])
             if config.crop:
-                pipe.feed_input("anchor", [np.asarray(r.crop_anchor, np.int32) for r in requests])
-                pipe.feed_input("shape", [np.asarray(r.crop_hw, np.int32) for r in requests])
+                pipe.feed_input("anchor", [np.asarray(r.crop_anchor or (0, 0), np.int32)
+                                           for r in requests])
+                pipe.feed_input("shape", [np.asarray(r.crop_hw or r.out_hw, np.int32)
+                                          for r in requests])
             (out,) = pipe.run()
         except BaseException:
             _drop_pipeline(config)
@@ -508,75 +487,3 @@ def _empty(req: _Request, device: str, device_id: int):
     return torch.empty((0, h, w, 3), dtype=torch.uint8, device=f"cuda:{device_id}")
 
 
-__all__ = ["CPU_CODECS", "GPU_CODECS", "decode_dali", "read_batch_dali"]
-
-
-def decode_dali_batch(
-    paths: Sequence[Any],
-    sampler: Any,
-    *,
-    size: SizeArg = None,
-    crop: SizeArg = None,
-    backend: str = "dali",
-    device: Optional[str] = None,
-    layout: str = "NHWC",
-    dtype: str = "uint8",
-    progress: Optional[Any] = None,
-    on_error: str = "raise",
-) -> list:
-    """``fastvqa.video.read_batch`` for ``backend="dali"``: probe every file,
-    sample, then decode them all through :func:`read_batch_dali` (one pipeline).
-
-    Returns one :class:`~fastvqa.video.Frames` per path, in order. With
-    ``on_error="return"`` a file that cannot be read yields its ``VideoError``
-    (or DALI's ``ValueError``) in its place; when the batch fails, the files
-    are decoded one by one so each error stays with its own file.
-    """
-    from fastvqa.video.api import Frames, _finish, _indices, check_output_size
-    from fastvqa.video.index import probe
-
-    del backend  # always DALI here; accepted for read_batch's keyword set
-    dali_dev, device_id = dali_device(device)  # checked before any file is read
-    dali_dev = "cuda" if dali_dev == "gpu" else "cpu"  # back to the one vocabulary
-    tick = progress if progress is not None else (lambda: None)
-
-    results: list = [None] * len(paths)
-    pending = []  # (position, index, frame indices)
-    for k, path in enumerate(paths):
-        try:
-            index = probe(path)
-            idx = _indices(sampler, index)
-            check_output_size(index, len(idx), size=size, dtype=dtype,  # crop: checked below
-                              budget=float("inf") if dali_dev == "cuda" else None)
-            pending.append((k, index, idx))
-        except VideoError as err:
-            if on_error == "raise":
-                raise
-            results[k] = err
-            tick()
-
-    def finish(k, index, idx, frames):
-        results[k] = Frames(_finish(frames, layout, dtype), index.timestamps[idx].copy(), idx)
-        tick()
-
-    if pending:
-        try:
-            decoded = read_batch_dali([p[1] for p in pending], [p[2] for p in pending],
-                                      size=size, crop=crop, device=dali_dev,
-                                      device_id=device_id if dali_dev == "cuda" else None)
-        except (VideoError, ValueError) as err:
-            if on_error == "raise":
-                raise
-            del err
-            for k, index, idx in pending:
-                try:
-                    finish(k, index, idx, decode_dali(
-                        index, idx, size=size, crop=crop, device=dali_dev,
-                        device_id=device_id if dali_dev == "cuda" else None))
-                except (VideoError, ValueError) as one_err:
-                    results[k] = one_err
-                    tick()
-        else:
-            for (k, index, idx), frames in zip(pending, decoded):
-                finish(k, index, idx, frames)
-    return results

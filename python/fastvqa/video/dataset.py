@@ -17,7 +17,9 @@ from fastvqa.video.errors import VideoError
 
 class VideoDataset(IterableDataset):
     """Yields one dict per video: ``frames`` (uint8/float torch tensor,
-    ``layout``), ``timestamps`` (float64 tensor, seconds), ``indices`` (int64
+    ``layout``; clip samplers keep their clip axis, as
+    :attr:`fastvqa.video.Frames.data`), ``pts_seconds`` and
+    ``duration_seconds`` (float64 tensors, seconds), ``indices`` (int64
     tensor) and ``path``.
 
     Sharding: video ``i`` goes to the consumer ``i % (world * workers)`` where
@@ -64,8 +66,9 @@ class VideoDataset(IterableDataset):
                 if self.on_error == "raise":
                     raise
                 continue
-            frames = out.frames if isinstance(out.frames, torch.Tensor) else torch.from_numpy(out.frames)
-            yield {"frames": frames, "timestamps": torch.from_numpy(out.timestamps),
+            frames = out.data if isinstance(out.data, torch.Tensor) else torch.from_numpy(out.data)
+            yield {"frames": frames, "pts_seconds": torch.from_numpy(out.pts_seconds),
+                   "duration_seconds": torch.from_numpy(out.duration_seconds),
                    "indices": torch.from_numpy(out.indices), "path": path}
 
 

@@ -14,6 +14,9 @@ import os
 import re
 from typing import Any, NamedTuple, Optional
 
+#: The decoding backends, for every caller (read_frames, the command lines).
+BACKENDS = ("auto", "pyav", "dali")
+
 ACCEPTED = "None, 'cpu', 'cuda', 'cuda:K' (K = 0, 1, ...) or a torch.device of type cpu or cuda"
 
 

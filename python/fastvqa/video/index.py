@@ -26,6 +26,18 @@ def import_av():
     return av
 
 
+def seconds(ticks: np.ndarray, time_base: Fraction) -> np.ndarray:
+    """``ticks * time_base`` in float64 seconds, the nearest double to the
+    exact rational (``ticks * numerator`` is exact below 2**53, then one
+    division rounds): ``k * 1001 / 30000`` rather than ``k * 3.3366...e-05``,
+    which is off by an ulp for some ``k``."""
+    tb = Fraction(time_base)
+    ticks = np.asarray(ticks, dtype=np.int64)
+    if ticks.size and int(np.abs(ticks).max()) * tb.numerator >= 2**53:
+        return ticks.astype(np.float64) * float(tb)  # beyond exact range: one more rounding
+    return (ticks * tb.numerator).astype(np.float64) / tb.denominator
+
+
 @dataclass(frozen=True, eq=False)
 class VideoIndex:
     """What :func:`probe` learns from a video's packets, without decoding any.
@@ -72,6 +84,12 @@ class VideoIndex:
             rate (``avg_frame_rate``; for a variable frame rate file, its
             frames over its duration), else its guessed rate; ``None`` when
             the container states neither.
+        durations: ``int64 (n,)`` each frame's duration in ``time_base``
+            units, display order: the time to the next frame's pts (as
+            players show it); for the last frame, its packet's duration as
+            the container states it, else the median frame interval (one
+            interval at the exact ``rate`` for a one-frame file).
+            :attr:`duration_seconds` gives them in seconds.
 
     Orientation: ``width``/``height`` and every decoded frame are in the
     *coded* orientation; a display matrix (rotation metadata, as phones
@@ -93,9 +111,21 @@ class VideoIndex:
     decode_order: Optional[np.ndarray] = None
     dts: Optional[np.ndarray] = None
     rate: Optional[Fraction] = None
+    durations: Optional[np.ndarray] = None
 
     def __len__(self) -> int:
         return len(self.timestamps)
+
+    @property
+    def duration_seconds(self) -> np.ndarray:
+        """``float64 (n,)`` each frame's duration in seconds (:attr:`durations`
+        times ``time_base``, exactly rounded: :func:`seconds`; without them,
+        the time to the next frame and, for the last one, to the end of the
+        video)."""
+        if self.durations is not None:
+            return seconds(self.durations, self.time_base)
+        ends = np.append(self.timestamps[1:], self.start + self.duration)
+        return ends - self.timestamps
 
     @property
     def start(self) -> float:
@@ -219,15 +249,19 @@ def _probe(av, spath: str, strict: bool, logs: list) -> VideoIndex:
     dts = np.asarray(dts_list, dtype=np.int64)[order]
     durations = np.asarray(dur_list, dtype=np.int64)[order]
     tb = float(time_base)
-    timestamps = pts.astype(np.float64) * tb
+    timestamps = seconds(pts, time_base)
     n = len(pts)
     if durations[-1] > 0:
         last = int(durations[-1])
     elif n > 1:
         last = int(np.median(np.diff(pts)))
-    else:
-        last = int(round(1.0 / (float(rate) * tb))) if rate else 0
-    duration = float((pts[-1] + last - pts[0]) * tb)
+    else:  # one frame: a frame interval at the exact rate, in time_base units
+        last = round(1 / (rate * Fraction(time_base))) if rate else 0
+    # Each frame's duration: until the next frame in display order (packet
+    # durations are decode-order dts steps, which B-frames reorder); the last
+    # frame's is its packet's.
+    frame_durations = np.append(np.diff(pts), last).astype(np.int64)
+    duration = float(int(pts[-1] + last - pts[0]) * Fraction(time_base))  # exact, one rounding
     if header_duration is not None and duration > 0:
         # Packets end well before the header says: the file was cut short.
         slack = max(1.0, 3 * last * tb)
@@ -247,7 +281,7 @@ def _probe(av, spath: str, strict: bool, logs: list) -> VideoIndex:
         path=spath, codec=codec, width=int(width), height=int(height), duration=duration,
         fps=float(fps), timestamps=timestamps, keyframes=keyframes,
         time_base=Fraction(time_base), pts=pts, stream_index=stream_index,
-        decode_order=order.astype(np.int64), dts=dts, rate=rate,
+        decode_order=order.astype(np.int64), dts=dts, rate=rate, durations=frame_durations,
     )
 
 

@@ -3,69 +3,15 @@
 
 from __future__ import annotations
 
-import numbers
+import threading
+from contextlib import contextmanager
 from typing import Any, Optional
 
 import numpy as np
 
-from fastvqa.errors import InputError
 from fastvqa.video.errors import VideoError
-from fastvqa.video.index import VideoIndex, display_rotation, import_av
-
-
-#: The largest output side (pixels) a resize may produce: FFmpeg's own image
-#: size limit is about 16384 x 16384.
-MAX_SIDE = 16384
-
-
-def output_size(height: int, width: int, size=None) -> tuple:
-    """``(H, W)`` after the shorter-side (int) or exact (``(H, W)``) resize.
-
-    An int resizes the shorter side to ``size`` and the longer one to
-    ``int(size * long / short)`` (torchvision's ``Resize(int)`` rule,
-    truncating). A side above :data:`MAX_SIDE` is a ``ValueError``.
-    """
-    if size is None:
-        return height, width
-    if isinstance(size, numbers.Integral) and not isinstance(size, bool):
-        if size < 1:
-            raise InputError(f"size must be >= 1, got {size}")
-        if width <= height:
-            h, w = int(size * height / width), int(size)
-        else:
-            h, w = int(size), int(size * width / height)
-    else:
-        h, w = _pair("size", size)
-    if max(h, w) > MAX_SIDE:
-        raise InputError(f"size {size!r} resizes the {width}x{height} (WxH) video to {w}x{h}; "
-                         f"the largest side allowed is {MAX_SIDE} pixels")
-    return h, w
-
-
-def crop_box(height: int, width: int, crop=None) -> tuple:
-    """``(top, left, H, W)`` of the centre crop (torchvision's ``CenterCrop``
-    offsets: ``int(round((H - h) / 2))``). A crop larger than the (resized)
-    frame is a ``ValueError``."""
-    if crop is None:
-        return 0, 0, height, width
-    if isinstance(crop, numbers.Integral) and not isinstance(crop, bool):
-        ch, cw = int(crop), int(crop)
-    else:
-        ch, cw = _pair("crop", crop)
-    if ch < 1 or cw < 1 or ch > height or cw > width:
-        raise InputError(f"crop {ch}x{cw} does not fit in the {height}x{width} frame")
-    return int(round((height - ch) / 2.0)), int(round((width - cw) / 2.0)), ch, cw
-
-
-def _pair(name: str, value) -> tuple:
-    try:
-        h, w = value
-    except (TypeError, ValueError):
-        raise TypeError(f"{name} must be an int or (height, width), got {value!r}") from None
-    for v in (h, w):
-        if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1:
-            raise InputError(f"{name} must be positive integers, got {value!r}")
-    return int(h), int(w)
+from fastvqa.video.geometry import Geometry
+from fastvqa.video.index import VideoIndex, import_av
 
 
 def check_frame_indices(index: VideoIndex, frame_indices: Any) -> np.ndarray:
@@ -83,6 +29,13 @@ def check_frame_indices(index: VideoIndex, frame_indices: Any) -> np.ndarray:
     return idx
 
 
+def _keyframe_of(keys: np.ndarray, frame: int) -> int:
+    """The keyframe at or before ``frame`` (display order; the first keyframe
+    for frames before it)."""
+    return int(keys[np.searchsorted(keys, frame, side="right") - 1]) if frame >= keys[0] \
+        else int(keys[0])
+
+
 def _plan_seeks(index: VideoIndex, wanted: np.ndarray) -> list:
     """Which wanted frames start with a seek, and to which keyframe.
 
@@ -97,7 +50,7 @@ def _plan_seeks(index: VideoIndex, wanted: np.ndarray) -> list:
     plan = []
     current = -1  # last frame decoded so far (display index); -1: nothing yet
     for pos, w in enumerate(wanted):
-        k = int(keys[np.searchsorted(keys, w, side="right") - 1]) if w >= keys[0] else int(keys[0])
+        k = _keyframe_of(keys, w)
         if k > current + 1 and not (current == -1 and k == int(keys[0])):
             plan.append((pos, k))
         current = int(w)
@@ -108,10 +61,10 @@ def decode_pyav(
     index: VideoIndex,
     frame_indices: Any,
     *,
-    size=None,
-    crop=None,
+    geometry: Optional[Geometry] = None,
+    turns: int = 0,
     threads: Optional[str] = None,
-    rotate: bool = False,
+    file: Optional["PyAVFile"] = None,
 ) -> np.ndarray:
     """Decode the given frames of a probed video on the CPU with PyAV.
 
@@ -119,9 +72,10 @@ def decode_pyav(
         index: from :func:`fastvqa.video.probe`.
         frame_indices: frame numbers (display order), any order, repeats
             allowed; the output follows this order.
-        size: shorter-side resize (int; torchvision's rule) or exact
-            ``(H, W)``; ``None`` keeps the coded size.
-        crop: centre crop (int or ``(H, W)``) applied after the resize.
+        geometry: the resize and crop, as
+            :func:`fastvqa.video.geometry.output_geometry` computes them for
+            the frames as delivered (turned, with ``turns``); ``None`` keeps
+            the coded size.
         threads: PyAV ``thread_type`` (``"AUTO"``, ``"FRAME"``, ``"SLICE"``,
             ``"NONE"``), or ``None`` to choose from the plan: ``"AUTO"``
             (frame + slice threads) when the frames are decoded in long runs
@@ -134,11 +88,13 @@ def decode_pyav(
             seek, which flushes it), so no frame is lost in the threads, frames
             are identified by timestamp, and the container and decoder are
             closed on every path.
-        rotate: apply the display matrix (:func:`~fastvqa.video.index.display_rotation`,
-            a quarter-turn multiple) so frames come out as players show them;
-            ``size`` and ``crop`` then refer to the displayed orientation
-            (``H``/``W`` swap for 90 and 270). ``False`` (default): coded
-            orientation, ``index.height x index.width``.
+        file: a :class:`PyAVFile` to decode from, kept open across calls
+            (its first call opens it, with that call's ``threads``); ``None``
+            opens the file for this call only.
+        turns: quarter turns counter-clockwise applied to each frame after
+            the resize and before the crop (``display_rotation // 90`` to
+            show frames as players do); ``geometry`` refers to the turned
+            frames (``H``/``W`` swap for odd turns). ``0``: coded orientation.
 
     Returns:
         ``(n, H, W, 3)`` uint8 RGB NumPy array.
@@ -161,19 +117,17 @@ def decode_pyav(
     Raises:
         VideoError: the decoder fails (corrupt data) or a wanted frame never
             comes out of it (truncated or damaged stream).
-        ValueError: an index out of range, a crop larger than the frame.
+        ValueError: an index out of range.
     """
     av = import_av()
     idx = check_frame_indices(index, frame_indices)
-    turns = display_rotation(index.path, index.stream_index) // 90 if rotate else 0
+    turns = int(turns) % 4
     shown_h, shown_w = (index.width, index.height) if turns % 2 else (index.height, index.width)
-    out_h, out_w = output_size(shown_h, shown_w, size)
-    top, left, crop_h, crop_w = crop_box(out_h, out_w, crop)
+    if geometry is None:
+        geometry = Geometry(None, None, (shown_h, shown_w))
+    out_h, out_w = geometry.resize or (shown_h, shown_w)
+    top, left, crop_h, crop_w = geometry.crop or (0, 0, out_h, out_w)
     coded_h, coded_w = (out_w, out_h) if turns % 2 else (out_h, out_w)  # resize before turning
-    if rotate:
-        from fastvqa.video.api import check_output_size
-
-        check_output_size(index, len(idx), size=size, crop=crop, rotation=90 * turns)
     wanted, inverse = np.unique(idx, return_inverse=True)
     frames = np.empty((len(wanted), crop_h, crop_w, 3), dtype=np.uint8)
     if len(wanted) == 0:
@@ -198,8 +152,14 @@ def decode_pyav(
             rgb = np.rot90(rgb, turns)
         return rgb[top:top + crop_h, left:left + crop_w]
 
-    reader = _Reader(av, index, threads)
-    with reader:
+    context = _Reader(av, index, threads) if file is None else file.reader(av, index, threads)
+    with context as reader:
+        if not reader.fresh:  # a reused container: it stands wherever the last read left it
+            if reader.sequential:
+                reader.reopen()  # seeks are not trusted here: from the start again
+            elif 0 not in seek_at:
+                seek_at[0] = _keyframe_of(index.keyframes, int(wanted[0]))
+        reader.fresh = False
         pos = 0  # next wanted frame (position in `wanted`)
         starts = sorted(seek_at) + [len(wanted)]
         by_decode = _pts_in_decode_order(index)
@@ -357,12 +317,42 @@ def _pts_in_decode_order(index: VideoIndex) -> Optional[np.ndarray]:
     return out
 
 
+class PyAVFile:
+    """One video kept open for many :func:`decode_pyav` calls
+    (:class:`fastvqa.video.VideoDecoder` holds one). Opened on first use;
+    calls are serialised by a lock; after a call that failed the container
+    is closed and the next call reopens it. :meth:`close` closes it."""
+
+    def __init__(self):
+        self._reader = None
+        self._lock = threading.Lock()
+
+    @contextmanager
+    def reader(self, av, index: VideoIndex, threads: str):
+        with self._lock:
+            if self._reader is None:
+                self._reader = _Reader(av, index, threads)
+            try:
+                yield self._reader
+            except BaseException:
+                self._reader.close()
+                self._reader = None
+                raise
+
+    def close(self) -> None:
+        with self._lock:
+            if self._reader is not None:
+                self._reader.close()
+                self._reader = None
+
+
 class _Reader:
     """The open container and its video stream, reopened from the start on demand."""
 
     def __init__(self, av, index: VideoIndex, threads: str):
         self.av, self.index, self.threads = av, index, threads
         self.sequential = False  # True once reopened: no more seeks
+        self.fresh = True  # nothing demuxed yet
         self.container = None
         self._open()
 

@@ -23,11 +23,12 @@ Restricting to a time range:
     the frame on screen at ``start`` is its first frame).
 
 Spec strings (``from_spec``, used by ``fastvqa decode --sampler``):
-    ``fps:1``, ``fps:2,0.5`` (rate, offset), ``uniform:16``,
-    ``uniform:16,linspace``, ``clips:16,4`` / ``clips:16,4,1``,
-    ``seconds:16`` / ``seconds:16,1``, ``hierarchical:15,35,65/5,7,13``
-    (``/keep|drop|merge`` optional), ``outside:12.5,20,8`` (start, end, n);
-    any of them may end with ``@start-end`` to restrict it to a time range.
+    ``NAME:ARGS`` of a sampler in the registry :data:`SAMPLERS`
+    (:func:`register_sampler`; the command line's help and the docs list
+    each one's syntax from it), optionally ending with ``@start-end`` to
+    restrict it to a time range: ``fps:1``, ``uniform:16,linspace``,
+    ``clips:16,4,1``, ``seconds:16``, ``hierarchical:15,35,65/5,7,13``,
+    ``outside:12.5,20,8@0-60``.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ import abc
 import math
 import numbers
 from dataclasses import dataclass
-from typing import Optional
+from typing import Callable, Optional
 
 import numpy as np
 
@@ -109,9 +110,24 @@ class Sampler(abc.ABC):
     """Base of all samplers: ``indices(index)`` and ``within(start, end)``."""
 
     def indices(self, index) -> np.ndarray:
-        """Frame indices (int64, into ``index.timestamps``) to decode, in output order."""
+        """Frame indices (int64, into ``index.timestamps``) to decode, in output
+        order, flat (``(n,)``; clip by clip for a clip sampler)."""
         tl = _timeline(index)
         return self._local(tl) + tl.offset
+
+    @property
+    def clip_length(self) -> Optional[int]:
+        """Frames per clip for a sampler that picks clips (:class:`Clips`,
+        :class:`SecondWindows`), ``None`` for one that picks frames."""
+        return None
+
+    def sample(self, index) -> np.ndarray:
+        """:meth:`indices` with the clip axis: ``(n_clips, clip_length)`` for a
+        clip sampler (``(0, clip_length)`` when no clip fits), ``(n,)`` otherwise.
+        What :func:`fastvqa.video.read_frames` decodes."""
+        idx = self.indices(index)
+        k = self.clip_length
+        return idx if k is None else idx.reshape(-1, k)
 
     @abc.abstractmethod
     def _local(self, tl: _Timeline) -> np.ndarray:
@@ -198,8 +214,8 @@ class Clips(Sampler):
 
     DVD (16-frame clips every 4 frames, clip ``k`` = frames ``[4k, 4k + 15]``,
     72 clips for 301 frames) is ``Clips(16, 4)`` = ``Clips(16, 4, 1)``.
-    Output: ``K * length`` indices, clip by clip; reshape to
-    ``(K, length, ...)``.
+    :meth:`sample` (and so ``read_frames``) gives ``(K, length)`` indices;
+    :meth:`indices` the same ``K * length`` flat, clip by clip.
 
     Naming: ``stride`` here is the papers' "stride" (between clip starts).
     DALI calls that ``step`` and calls the in-clip gap ``stride``: this
@@ -215,6 +231,10 @@ class Clips(Sampler):
         _check_int("Clips", "length", self.length)
         _check_int("Clips", "stride", self.stride)
         _check_int("Clips", "step", self.step)
+
+    @property
+    def clip_length(self) -> int:
+        return self.length
 
     def starts(self, n: int) -> np.ndarray:
         """First frame of each clip for a video (or range) of ``n`` frames."""
@@ -247,8 +267,9 @@ class SecondWindows(Sampler):
     to ``[0, S - 1]``, with ``before = window // 2`` and
     ``after = (window - 1) // 2``: for ``window=16`` that is ``[s - 8, s + 7]``
     (WildQA's I3D clips: ``ceil(15/2) = 8`` before, ``15 // 2 = 7`` after).
-    Output: ``S * window`` indices, window by window; reshape to
-    ``(S, window, ...)``. Backends decode each distinct frame once.
+    :meth:`sample` (and so ``read_frames``) gives ``(S, window)`` indices;
+    :meth:`indices` the same flat, window by window. Backends decode each
+    distinct frame once.
     """
 
     window: int = 16
@@ -257,6 +278,10 @@ class SecondWindows(Sampler):
     def __post_init__(self):
         _check_int("SecondWindows", "window", self.window)
         _check_number("SecondWindows", "fps", self.fps)
+
+    @property
+    def clip_length(self) -> int:
+        return self.window
 
     def _local(self, tl):
         base = Fps(self.fps)._local(tl)
@@ -421,6 +446,10 @@ class Within(Sampler):
             if self.end <= self.start:
                 raise InputError(f"Within: end {self.end} must be after start {self.start}")
 
+    @property
+    def clip_length(self) -> Optional[int]:
+        return self.sampler.clip_length
+
     def _local(self, tl):
         end = tl.duration if self.end is None else min(float(self.end), tl.duration)
         start = float(self.start)
@@ -436,54 +465,137 @@ class Within(Sampler):
         return self.sampler._local(sub) + first
 
 
-# ----------------------------------------------------------------- spec strings
+# ----------------------------------------------------------------- the registry
 
 
-def from_spec(spec: str) -> Sampler:
-    """Parse a sampler spec string (see the module doc), e.g. ``"uniform:16"``.
-    A spec that does not parse, or whose values a sampler refuses, raises
-    :class:`fastvqa.errors.InputError` (a ``ValueError``) naming the spec, as
-    every sampler's own checks of user values do."""
-    if not isinstance(spec, str) or ":" not in spec:
-        raise InputError(f"sampler spec {spec!r}: expected NAME:ARGS, e.g. fps:1, uniform:16, "
-                         "clips:16,4,1, seconds:16, hierarchical:15,35,65/5,7,13, outside:10,20,8")
-    rng = None
-    if "@" in spec:
-        spec, rng = spec.rsplit("@", 1)
-    name, _, args = spec.partition(":")
-    name = name.strip().lower()
-    try:
-        sampler = _parse(name, args.strip())
-        if rng is not None:
-            lo, _, hi = rng.partition("-")
-            sampler = sampler.within(float(lo), float(hi) if hi.strip() else None)
-    except (TypeError, ValueError, IndexError) as err:
-        raise InputError(f"sampler spec {spec!r}: {err}") from None
-    return sampler
+@dataclass(frozen=True)
+class SamplerEntry:
+    """One registered sampler: its spec ``name``, the class, how its spec
+    arguments parse, and the text the command line and the docs show."""
+
+    name: str
+    cls: type
+    parse: Callable[[str], Sampler]
+    syntax: str  # e.g. "fps:RATE[,OFFSET]"
+    example: str  # e.g. "fps:1"
+    help: str  # one line
+
+
+#: spec name -> :class:`SamplerEntry`, in registration order (the order
+#: ``fastvqa decode --help`` and error messages list them).
+SAMPLERS: dict = {}
+
+
+def register_sampler(name: str, *, syntax: str, example: str, help: str,
+                     parse: Optional[Callable[[str], Sampler]] = None):
+    """Class decorator: make a :class:`Sampler` subclass known to
+    :func:`from_spec`, ``fastvqa decode --sampler`` and the docs as ``name``.
+
+    ``parse(args)`` builds the sampler from the text after ``name:``
+    (default: the comma-separated numbers as positional arguments); it may
+    raise ``TypeError``/``ValueError``/``IndexError``, which :func:`from_spec`
+    reports naming the spec. ``syntax``, ``example`` and ``help`` are what
+    the command line and the docs show. A name registered twice is a
+    ``ValueError``.
+    """
+    key = name.strip().lower()
+    if not key or ":" in key or "@" in key or key != name:
+        raise ValueError(f"sampler name must be lower case without ':' or '@', got {name!r}")
+    if key in SAMPLERS:
+        raise ValueError(f"sampler {name!r} is already registered "
+                         f"({SAMPLERS[key].cls.__name__})")
+
+    def decorate(cls):
+        if not (isinstance(cls, type) and issubclass(cls, Sampler)):
+            raise TypeError(f"register_sampler({name!r}) decorates a Sampler subclass, "
+                            f"got {cls!r}")
+        SAMPLERS[key] = SamplerEntry(key, cls, parse or (lambda args: cls(*_nums(args))),
+                                     syntax, example, help)
+        return cls
+
+    return decorate
+
+
+def spec_help(sep: str = " | ") -> str:
+    """The registered spec syntaxes joined by ``sep``, for help texts."""
+    return sep.join(e.syntax for e in SAMPLERS.values())
+
+
+def spec_examples(sep: str = ", ") -> str:
+    """One example spec per registered sampler, joined by ``sep``."""
+    return sep.join(e.example for e in SAMPLERS.values())
 
 
 def _nums(text: str, cast=float) -> list:
     return [cast(x) for x in text.split(",") if x.strip()]
 
 
-def _parse(name: str, args: str) -> Sampler:
-    if name == "fps":
-        return Fps(*_nums(args))
-    if name == "uniform":
-        parts = args.split(",")
-        return Uniform(int(parts[0]), *(p.strip() for p in parts[1:]))
-    if name == "clips":
-        return Clips(*_nums(args, int))
-    if name in ("seconds", "secondwindows"):
-        vals = _nums(args)
-        return SecondWindows(int(vals[0]), *vals[1:]) if vals else SecondWindows()
-    if name == "hierarchical":
-        parts = args.split("/")
-        if len(parts) < 2:
-            raise InputError("expected hierarchical:LENGTHS/FRAMES[/keep|drop|merge]")
-        return Hierarchical(tuple(_nums(parts[0])), tuple(_nums(parts[1], int)),
-                            *(p.strip() for p in parts[2:]))
-    if name == "outside":
-        s, e, n = _nums(args)
-        return Outside((s, e), int(n))
-    raise InputError(f"unknown sampler {name!r} (fps, uniform, clips, seconds, hierarchical, outside)")
+def _parse_uniform(args: str) -> Sampler:
+    parts = args.split(",")
+    return Uniform(int(parts[0]), *(p.strip() for p in parts[1:]))
+
+
+def _parse_seconds(args: str) -> Sampler:
+    vals = _nums(args)
+    return SecondWindows(int(vals[0]), *vals[1:]) if vals else SecondWindows()
+
+
+def _parse_hierarchical(args: str) -> Sampler:
+    parts = args.split("/")
+    if len(parts) < 2:
+        raise InputError("expected hierarchical:LENGTHS/FRAMES[/keep|drop|merge]")
+    return Hierarchical(tuple(_nums(parts[0])), tuple(_nums(parts[1], int)),
+                        *(p.strip() for p in parts[2:]))
+
+
+def _parse_outside(args: str) -> Sampler:
+    s, e, n = _nums(args)
+    return Outside((s, e), int(n))
+
+
+register_sampler("fps", syntax="fps:RATE[,OFFSET]", example="fps:1",
+                 help="the frame on screen every 1/RATE s (Fps)")(Fps)
+register_sampler("uniform", syntax="uniform:N[,center|linspace]", example="uniform:16",
+                 help="N frames spread evenly (Uniform)", parse=_parse_uniform)(Uniform)
+register_sampler("clips", syntax="clips:LENGTH,STRIDE[,STEP]", example="clips:16,4,1",
+                 help="clips of LENGTH frames every STRIDE frames (Clips)",
+                 parse=lambda args: Clips(*_nums(args, int)))(Clips)
+register_sampler("seconds", syntax="seconds:WINDOW[,FPS]", example="seconds:16",
+                 help="a window of WINDOW frames around each 1/FPS-s frame (SecondWindows)",
+                 parse=_parse_seconds)(SecondWindows)
+register_sampler("hierarchical", syntax="hierarchical:LENGTHS/FRAMES[/keep|drop|merge]",
+                 example="hierarchical:15,35,65/5,7,13",
+                 help="FRAMES frames from each LENGTHS-s segment, per level (Hierarchical)",
+                 parse=_parse_hierarchical)(Hierarchical)
+register_sampler("outside", syntax="outside:START,END,N", example="outside:10,20,8",
+                 help="N frames outside [START, END] s (Outside)", parse=_parse_outside)(Outside)
+
+
+# ----------------------------------------------------------------- spec strings
+
+
+def from_spec(spec: str) -> Sampler:
+    """Parse a sampler spec string ``NAME:ARGS[@START-END]`` of a registered
+    sampler (:data:`SAMPLERS`), e.g. ``"uniform:16"``.
+    A spec that does not parse, or whose values a sampler refuses, raises
+    :class:`fastvqa.errors.InputError` (a ``ValueError``) naming the spec, as
+    every sampler's own checks of user values do."""
+    if not isinstance(spec, str) or ":" not in spec:
+        raise InputError(f"sampler spec {spec!r}: expected NAME:ARGS, e.g. {spec_examples()}")
+    rng = None
+    if "@" in spec:
+        spec, rng = spec.rsplit("@", 1)
+    name, _, args = spec.partition(":")
+    name = name.strip().lower()
+    entry = SAMPLERS.get(name)
+    if entry is None:
+        raise InputError(f"sampler spec {spec!r}: unknown sampler {name!r} "
+                         f"({', '.join(SAMPLERS)})")
+    try:
+        sampler = entry.parse(args.strip())
+        if rng is not None:
+            lo, _, hi = rng.partition("-")
+            sampler = sampler.within(float(lo), float(hi) if hi.strip() else None)
+    except (TypeError, ValueError, IndexError) as err:
+        raise InputError(f"sampler spec {spec!r}: {err}") from None
+    return sampler
