@@ -8,12 +8,15 @@ import argparse
 import math
 from typing import Callable, Iterable
 
+from fastvqa._benchmarks import BENCHMARKS
+
 #: Every benchmark's one command-line name: ``fastvqa eval``, ``baseline``,
 #: ``distractors --benchmark`` and ``duplicates --benchmark`` all take these
 #: (each command the ones it supports, :func:`benchmark_choices`). A benchmark
 #: with several tasks (WildQA: evidence and QA) keeps its one name; the task
 #: is a further word (``fastvqa eval wildqa qa``).
-BENCHMARK_NAMES = ("deveqa", "dvd", "nextgqa", "qvhighlights", "sokbench", "wildqa")
+#: The names are the rows of :data:`fastvqa._benchmarks.BENCHMARKS`.
+BENCHMARK_NAMES = tuple(BENCHMARKS)
 
 
 def benchmark_choices(names: Iterable[str]) -> tuple[str, ...]:
@@ -23,7 +26,7 @@ def benchmark_choices(names: Iterable[str]) -> tuple[str, ...]:
     unknown = sorted(names - set(BENCHMARK_NAMES))
     if unknown:
         raise ValueError(f"unknown benchmark name(s) {unknown}: add them to "
-                         "fastvqa._argtypes.BENCHMARK_NAMES")
+                         "fastvqa._benchmarks.BENCHMARKS (BENCHMARK_NAMES)")
     return tuple(n for n in BENCHMARK_NAMES if n in names)
 
 

@@ -52,11 +52,13 @@ from typing import Any, Callable, Optional
 
 from fastvqa import errors as _errors
 from fastvqa._argtypes import benchmark_choices
+from fastvqa._benchmarks import BENCHMARKS as _TABLE
 from fastvqa._lazy import lazy_exports
 from fastvqa.metrics.result import MetricResult
 
-# Modules that register benchmarks, imported when the command line needs them.
-MODULES = ("nextgqa", "wildqa", "dvd", "sokbench", "qvhighlights")
+# Modules that register benchmarks, imported when the command line needs them
+# (the benchmark table's ``module`` column, each once).
+MODULES = tuple(dict.fromkeys(b.module for b in _TABLE.values()))
 
 
 @dataclass

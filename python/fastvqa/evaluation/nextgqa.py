@@ -46,6 +46,7 @@ from typing import Any, Optional
 
 import numpy as np
 
+from fastvqa._benchmarks import BENCHMARKS as _TABLE
 from fastvqa.data.answers import INVALID_ANSWER, NO_ANSWER
 from fastvqa.data.errors import DataFormatError
 from fastvqa.data.record import QARecord, spans_to_csr
@@ -59,6 +60,9 @@ DEFAULT_BINS = {"nextgqa": "0,30,60,90,inf", "deveqa": "0,60,120,inf"}
 
 
 # ------------------------------------------------------------------- options
+
+
+SPLITS = _TABLE["nextgqa"].splits
 
 
 def _add_common(p: argparse.ArgumentParser, bench: str) -> None:
@@ -78,7 +82,7 @@ def _add_common(p: argparse.ArgumentParser, bench: str) -> None:
 
 def _add_nextgqa_args(p: argparse.ArgumentParser) -> None:
     _add_common(p, "nextgqa")
-    p.add_argument("--split", choices=("test", "val"), default="test",
+    p.add_argument("--split", choices=SPLITS, default="test",
                    help="which gsub_<split>.json / <split>.csv of the --gt folder")
 
 
@@ -95,13 +99,12 @@ def _add_deveqa_args(p: argparse.ArgumentParser) -> None:
 
 
 def _add_nextgqa_baseline_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--split", choices=("test", "val"), default="test",
+    p.add_argument("--split", choices=SPLITS, default="test",
                    help="which split of the --gt folder")
 
 
 # ------------------------------------------------------------------- loading
 
-SPLITS = ("test", "val")
 
 
 def _load_gt(gt, bench: str, *, split: str = "test", schema: str = "auto",

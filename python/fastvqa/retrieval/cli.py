@@ -32,9 +32,9 @@ from typing import Any, Iterator, Optional
 
 from fastvqa._argtypes import (benchmark_choices, int_at_least, unit_interval,
                                unit_interval_positive)
+from fastvqa._benchmarks import BENCHMARKS as _TABLE
 from fastvqa._outputs import check_new
-from fastvqa.errors import InputError
-from fastvqa.errors import CommandError
+from fastvqa.errors import CommandError, InputError
 
 ENCODERS = ("tfidf", "sentence")
 INDEX_FORMAT = "fastvqa-text-index-1"
@@ -321,26 +321,14 @@ def _search_checked(args: argparse.Namespace) -> int:
 
 # ------------------------------------------------------- benchmark loaders
 
-#: Benchmark (:data:`fastvqa._argtypes.BENCHMARK_NAMES`) -> its loader in
-#: fastvqa.data. ``fastvqa duplicates --benchmark`` reads any of them;
-#: ``fastvqa distractors --benchmark`` those in DISTRACTOR_BENCHMARKS.
-LOADERS = {"deveqa": "load_deveqa", "dvd": "load_dvd", "nextgqa": "load_nextgqa",
-           "qvhighlights": "load_qvhighlights", "sokbench": "load_sokbench",
-           "wildqa": "load_wildqa"}
-
-#: The splits a benchmark folder holds, where the benchmark fixes them
-#: (``--split``); other benchmarks take any file stem.
-SPLITS = {"nextgqa": ("test", "val"), "wildqa": ("test", "dev", "raw_test", "raw_dev")}
-
-#: What a folder given for each benchmark must hold.
-FOLDERS = {
-    "nextgqa": "gsub_<split>.json (and <split>.csv), as the loader reads them",
-    "dvd": "DVD dialogue .json files (every one below it, except metadata.json)",
-    "wildqa": "<split>.json (test, dev, raw_test or raw_dev)",
-    "deveqa": "<split>.json or <split>.jsonl",
-    "sokbench": "SOK-Bench question .json files (every one in it, in name order)",
-    "qvhighlights": "highlight_<split>_release.jsonl or <split>.jsonl",
-}
+#: Benchmark -> its loader in fastvqa.data, the splits a folder of it holds
+#: (where fixed) and what such a folder holds: from the one benchmark table
+#: (:data:`fastvqa._benchmarks.BENCHMARKS`). ``fastvqa duplicates --benchmark``
+#: reads any of them; ``fastvqa distractors --benchmark`` those in
+#: DISTRACTOR_BENCHMARKS.
+LOADERS = {b.name: b.loader for b in _TABLE.values()}
+SPLITS = {b.name: b.splits for b in _TABLE.values() if b.splits is not None}
+FOLDERS = {b.name: b.folder for b in _TABLE.values()}
 
 
 def check_split(benchmark: str, split: str) -> None:
