@@ -109,11 +109,11 @@ def test_io_decode_runs():
     probs = torch.tensor([[0.9, 0.6, 0.2, 0.7, 0.7, math.nan, 0.8],
                           [0.1, 0.5, 0.5, 0.1, 0.9, 0.9, 0.9]])
     logits = torch.logit(probs)
-    spans, scores, offsets = IOHead(2).decode(logits, torch.tensor([7, 5]))
+    spans, offsets, scores = IOHead(2).decode(logits, torch.tensor([7, 5]))
     assert offsets.tolist() == [0, 3, 5]
     assert spans.tolist() == [[6, 6], [0, 1], [3, 4], [4, 4], [1, 2]]
     torch.testing.assert_close(scores, torch.tensor([0.8, 0.75, 0.7, 0.9, 0.5]))
-    spans, _, offsets = IOHead(2).decode(logits, torch.tensor([7, 5]), min_len=2)
+    spans, offsets, _ = IOHead(2).decode(logits, torch.tensor([7, 5]), min_len=2)
     assert spans.tolist() == [[0, 1], [3, 4], [1, 2]] and offsets.tolist() == [0, 2, 3]
 
 

@@ -91,7 +91,7 @@ def test_io_head_locates_planted_span():
         return head.loss(head(h), IOHead.tags_from_spans(gold[:, None], T), lengths)
 
     h, lengths, gold = train(head, loss_fn)
-    spans, _, offsets = head.decode(head(h), lengths)
+    spans, offsets, _ = head.decode(head(h), lengths)
     best = torch.full_like(gold, -1)
     has = offsets[1:] > offsets[:-1]
     best[has] = spans[offsets[:-1][has]]  # each row's best-scoring run

@@ -5,12 +5,26 @@ from __future__ import annotations
 
 import math
 import numbers
-from typing import Any
+from typing import Any, NamedTuple
 
 from fastvqa import _arrays
 from fastvqa._ext import _C
+from fastvqa.ragged import Ragged
 
 _METHODS = ("hard", "linear", "gaussian")
+
+
+class NmsResult(NamedTuple):
+    """What :func:`nms_1d` keeps, for every method: ragged by group, with the
+    offsets second as in every ragged result (:class:`fastvqa.ragged.Ragged`)."""
+
+    keep: Any     #: [K] int64 indices into the input spans, grouped, in selection order
+    offsets: Any  #: [G + 1] int64: group g kept keep[offsets[g]:offsets[g + 1]]
+    scores: Any   #: [K] the score of each kept span at selection (decayed for soft-NMS)
+
+    def ragged(self) -> Ragged:
+        """``Ragged(keep, offsets)``: the kept indices, one row per group."""
+        return Ragged(self.keep, self.offsets)
 
 
 def nms_1d(
@@ -22,7 +36,7 @@ def nms_1d(
     sigma: float = 0.5,
     offsets: Any = None,
     score_threshold: float = -math.inf,
-) -> tuple[Any, ...]:
+) -> NmsResult:
     """Non-maximum suppression of temporal spans, per group.
 
     Spans are ``[start, end]`` in seconds (continuous ends, not step indices);
@@ -63,16 +77,16 @@ def nms_1d(
         score_threshold: spans scoring below it are dropped (see above).
 
     Returns:
-        ``(keep, keep_offsets)`` for ``"hard"``, ``(keep, keep_offsets,
-        kept_scores)`` for the soft methods, in the input's framework and on
-        its device. ``keep`` is ``[K]`` int64 indices into the input, grouped
-        by group in order and, within a group, in selection order (for hard
-        NMS: descending score with the tie rule above); ``keep_offsets`` is
-        ``[G + 1]`` int64 (group ``g``'s kept spans are
-        ``keep[keep_offsets[g]:keep_offsets[g + 1]]``; ``[0, K]`` without
-        ``offsets``). ``kept_scores`` is ``[K]``, the decayed scores at
-        selection, in the input float dtype. ``N = 0`` and empty groups are
-        legal and give empty results.
+        :class:`NmsResult` ``(keep, offsets, scores)`` for every method, in
+        the input's framework and on its device. ``keep`` is ``[K]`` int64
+        indices into the input, grouped by group in order and, within a
+        group, in selection order (for hard NMS: descending score with the tie
+        rule above); ``offsets`` is ``[G + 1]`` int64 (group ``g``'s kept
+        spans are ``keep[offsets[g]:offsets[g + 1]]``; ``[0, K]`` without
+        ``offsets``). ``scores`` is ``[K]``, the score of each kept span at
+        selection in the input float dtype: for hard NMS its input score, for
+        soft-NMS the decayed one. ``N = 0`` and empty groups are legal and
+        give empty results.
 
     NaN:
         A span with a NaN score is never kept (it ranks after every number).
@@ -117,8 +131,7 @@ def nms_1d(
         off = None if offsets is None else _arrays.numpy_index(offsets, op, "offsets")
         out = _C.nms_1d(sp, sc, off, iou_threshold, method, sigma, score_threshold, 0,
                         _arrays.numpy_alloc)
-    keep, keep_offsets, kept_scores = out
-    return (keep, keep_offsets) if method == "hard" else (keep, keep_offsets, kept_scores)
+    return NmsResult(*out)
 
 
 def _real(value: Any, op: str, name: str) -> float:

@@ -4,10 +4,18 @@
 from __future__ import annotations
 
 import operator
-from typing import Any, Optional
+from typing import Any, NamedTuple, Optional
 
 from fastvqa import _arrays
 from fastvqa._ext import _C
+
+
+class ScoredSpans(NamedTuple):
+    """The best spans of each row and their scores, best first
+    (:func:`span_argmax`, :func:`fastvqa.ops.top_spans`)."""
+
+    spans: Any   #: [..., 2] int64 inclusive (start, end) step indices, (-1, -1) padding
+    scores: Any  #: [...] their scores in the input float dtype, -inf padding
 
 
 def span_argmax(
@@ -18,7 +26,7 @@ def span_argmax(
     min_len: int = 1,
     topk: int = 1,
     lengths: Any = None,
-) -> tuple[Any, Any]:
+) -> ScoredSpans:
     """The best start/end spans of each row.
 
     A span is a pair of step indices ``(i, j)`` with ``i <= j``, both ends
@@ -37,7 +45,7 @@ def span_argmax(
             or after ``lengths[b]`` are padding and never part of a span.
 
     Returns:
-        ``(spans, scores)``: ``spans`` is ``[B, topk, 2]`` int64 inclusive
+        :class:`ScoredSpans` ``(spans, scores)``: ``spans`` is ``[B, topk, 2]`` int64 inclusive
         ``(start, end)`` step indices, ``scores`` is ``[B, topk]`` in the input
         float dtype, best first. Rows with fewer valid spans than ``topk`` are
         filled with ``(-1, -1)`` and ``-inf``.
@@ -68,11 +76,11 @@ def span_argmax(
         _arrays.require_all_torch(op, start=start, end=end, lengths=lengths)
         from fastvqa.ops import _torch
 
-        return _torch.span_argmax(start, end, max_len, min_len, topk, lengths)
+        return ScoredSpans(*_torch.span_argmax(start, end, max_len, min_len, topk, lengths))
     s, e = _arrays.numpy_common_float(op, start=start, end=end)
     lens = None if lengths is None else _arrays.numpy_index(lengths, op, "lengths")
     spans, scores = _C.span_argmax(s, e, max_len, min_len, topk, lens, 0, _arrays.numpy_alloc)
-    return spans, scores
+    return ScoredSpans(spans, scores)
 
 
 def _int(value: Any, op: str, name: str) -> int:

@@ -8,7 +8,7 @@ from typing import Any, Optional
 
 from fastvqa import _arrays
 from fastvqa._ext import _C
-from fastvqa.ops.span_argmax import _int, _optional_int
+from fastvqa.ops.span_argmax import ScoredSpans, _int, _optional_int
 
 _REDUCES = ("sum", "mean", "contrast")
 
@@ -119,7 +119,7 @@ def top_spans(
     max_len: Optional[int] = None,
     lengths: Any = None,
     nms_iou: Optional[float] = None,
-) -> tuple[Any, Any]:
+) -> ScoredSpans:
     """The ``k`` best spans of each row, without building the band in memory.
 
     Scores and validity are exactly those of :func:`span_scores` (so the result
@@ -141,7 +141,7 @@ def top_spans(
             intersection of the index ranges.
 
     Returns:
-        ``(spans, scores)``: ``spans`` is ``[B, k, 2]`` int64 inclusive
+        :class:`ScoredSpans` ``(spans, scores)``: ``spans`` is ``[B, k, 2]`` int64 inclusive
         ``(start, end)`` step indices, ``scores`` is ``[B, k]`` in the input
         float dtype, best first. Rows with fewer valid (or surviving) spans are
         filled with ``(-1, -1)`` and ``-inf``.
@@ -174,10 +174,12 @@ def top_spans(
         _arrays.require_all_torch(op, x=x, lengths=lengths)
         from fastvqa.ops import _torch_span_scores
 
-        return _torch_span_scores.top_spans(x, k, reduce, min_len, max_len, lengths, nms_iou)
+        return ScoredSpans(*_torch_span_scores.top_spans(x, k, reduce, min_len, max_len,
+                                                         lengths, nms_iou))
     x_np = _arrays.numpy_float(x, op, "x")
     lens = None if lengths is None else _arrays.numpy_index(lengths, op, "lengths")
-    return _C.top_spans(x_np, k, reduce, min_len, max_len, lens, nms_iou, 0, _arrays.numpy_alloc)
+    return ScoredSpans(*_C.top_spans(x_np, k, reduce, min_len, max_len, lens, nms_iou, 0,
+                                     _arrays.numpy_alloc))
 
 
 span_scores.__doc__ += _SEMANTICS_DOC  # type: ignore[operator]

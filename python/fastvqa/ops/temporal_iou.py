@@ -3,10 +3,17 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from fastvqa import _arrays
 from fastvqa._ext import _C
+
+
+class Overlap(NamedTuple):
+    """Per-prediction best overlaps from :func:`grounding_overlap`."""
+
+    iou: Any  #: [N] best IoU of each prediction over its ground truth
+    iop: Any  #: [N] best IoP (intersection over the prediction), taken independently
 
 _MODES_DOC = """
     Spans are ``[start, end]`` in seconds (any unit, as long as both inputs share
@@ -97,7 +104,7 @@ def _overlap(a: Any, b: Any, mode: str, paired: bool) -> Any:
     return _C.temporal_iou(a_np, b_np, mode, paired, 0, _arrays.numpy_alloc)
 
 
-def grounding_overlap(pred: Any, gt: Any, gt_offsets: Any) -> tuple[Any, Any]:
+def grounding_overlap(pred: Any, gt: Any, gt_offsets: Any) -> Overlap:
     """Per-prediction IoU and IoP against a ragged set of ground-truth spans,
     exactly as the official NExT-GQA evaluator computes them.
 
@@ -110,7 +117,7 @@ def grounding_overlap(pred: Any, gt: Any, gt_offsets: Any) -> tuple[Any, Any]:
             at 0, be non-decreasing and end at ``K``; rows may be empty.
 
     Returns:
-        ``(iou, iop)``, each ``[N]``, same kind and device as ``pred``: the
+        :class:`Overlap` ``(iou, iop)``, each ``[N]``, same kind and device as ``pred``: the
         maximum over the row's ground truth, taken independently for IoU and IoP
         (they may come from different segments), starting from 0.
 
@@ -143,8 +150,7 @@ def grounding_overlap(pred: Any, gt: Any, gt_offsets: Any) -> tuple[Any, Any]:
         _arrays.require_all_torch(op, pred=pred, gt=gt, gt_offsets=gt_offsets)
         from fastvqa.ops import _torch
 
-        return _torch.grounding_overlap(pred, gt, gt_offsets)
+        return Overlap(*_torch.grounding_overlap(pred, gt, gt_offsets))
     pred_np, gt_np = _arrays.numpy_common_float(op, pred=pred, gt=gt)
     offsets = _arrays.numpy_index(gt_offsets, op, "gt_offsets")
-    iou, iop = _C.grounding_overlap(pred_np, gt_np, offsets, 0, _arrays.numpy_alloc)
-    return iou, iop
+    return Overlap(*_C.grounding_overlap(pred_np, gt_np, offsets, 0, _arrays.numpy_alloc))
