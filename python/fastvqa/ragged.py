@@ -150,7 +150,7 @@ def check_offsets(offsets: Any, total: int, *, rows: Optional[int] = None,
     if arr[0] != 0 or arr[-1] != total or (arr[1:] < arr[:-1]).any():
         bad = np.flatnonzero(arr[1:] < arr[:-1])
         detail = f"; offsets[{bad[0] + 1}] < offsets[{bad[0]}]" if bad.size else ""
-        raise InputError(f"{where} must start at 0, never decrease and end at {total} (the "
+        raise InputError(f"{where} must start at 0, never decrease and end at K = {total} (the "
                          f"number of items); got {arr[0]} ... {arr[-1]}{detail}")
     return arr
 
