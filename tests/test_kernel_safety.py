@@ -108,7 +108,7 @@ def call():
 s, e = rng.standard_normal((2, B, T))
 def call():
     for k in (1, 3):
-        spans, scores = ops.span_argmax(s, e, max_len=16, topk=k, lengths=lengths)
+        spans, scores = ops.span_argmax(s, e, max_len=16, k=k, lengths=lengths)
         assert spans.shape == (B, k, 2) and scores.shape == (B, k)
         assert (spans >= -1).all() and (spans < T).all()
 """,
@@ -267,7 +267,7 @@ def call():
 s, e = torch.randn(2, B, T, device=dev)
 def call():
     for k in (1, 3):
-        spans, _ = ops.span_argmax(s, e, max_len=16, topk=k, lengths=lengths)
+        spans, _ = ops.span_argmax(s, e, max_len=16, k=k, lengths=lengths)
         assert bool(((spans >= -1) & (spans < T)).all())
 """,
     "io_to_spans": _CUDA_SETUP + """

@@ -401,7 +401,7 @@ def _random_problem(n, groups, seed, device="cpu", dtype=torch.float32):
 
 @pytest.mark.parametrize("device", DEVICES)
 def test_opcheck(device):
-    from fastvqa.ops import _torch_nms  # noqa: F401  (registers the ops)
+    from fastvqa.ops import _torch_nms_1d  # noqa: F401  (registers the ops)
 
     spans, scores, offsets = _random_problem(40, 4, 0, device)
     op = torch.ops.fastvqa.nms_1d.default

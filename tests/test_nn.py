@@ -62,7 +62,7 @@ def test_padding_does_not_change_loss_or_decode():
         decoded.append(head.decode(s, e, LENGTHS, max_len=3)[0])
     torch.testing.assert_close(losses[0], losses[1])
     assert torch.equal(decoded[0], decoded[1])
-    assert decoded[0][2].tolist() == [[-1, -1]] and decoded[0][1, 0, 1] < 4
+    assert decoded[0][2].tolist() == [-1, -1] and decoded[0][1, 1] < 4
 
 
 def test_fully_masked_batch_gives_zero_loss_not_nan():
@@ -80,7 +80,7 @@ def test_span_decode_matches_brute_force():
     torch.manual_seed(2)
     head = SpanHead(8)
     s, e = head(_hidden())
-    spans, scores = head.decode(s, e, LENGTHS, max_len=3, topk=2)
+    spans, scores = head.decode(s, e, LENGTHS, max_len=3, k=2)
     for b, n in enumerate(LENGTHS.tolist()):
         if n == 0:
             continue

@@ -6,10 +6,8 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from fastvqa import _arrays
+from fastvqa import _arrays, _checks
 from fastvqa._ext import _C
-from fastvqa.ops.nms_1d import _real
-from fastvqa.ops.span_argmax import _int
 from fastvqa.ragged import Ragged
 
 
@@ -78,13 +76,13 @@ def io_to_spans(
         (unbacked) size.
     """
     op = "io_to_spans"
-    threshold = _real(threshold, op, "threshold")
-    min_len = _int(min_len, op, "min_len")
+    threshold = _checks.real(threshold, op, "threshold")
+    min_len = _checks.integer(min_len, op, "min_len")
     if _arrays.any_torch(probs, lengths):
         _arrays.require_all_torch(op, probs=probs, lengths=lengths)
-        from fastvqa.ops import _torch_nms
+        from fastvqa.ops import _torch_io_tags
 
-        spans, scores, offsets = _torch_nms.io_to_spans(probs, threshold, min_len, lengths)
+        spans, scores, offsets = _torch_io_tags.io_to_spans(probs, threshold, min_len, lengths)
     else:
         (p,) = _arrays.numpy_common_float(op, probs=probs)
         lens = None if lengths is None else _arrays.numpy_index(lengths, op, "lengths")
@@ -130,9 +128,9 @@ def io_to_start_end(probs: Any, *, lengths: Any = None) -> StartEnd:
     op = "io_to_start_end"
     if _arrays.any_torch(probs, lengths):
         _arrays.require_all_torch(op, probs=probs, lengths=lengths)
-        from fastvqa.ops import _torch_nms
+        from fastvqa.ops import _torch_io_tags
 
-        return StartEnd(*_torch_nms.io_to_start_end(probs, lengths))
+        return StartEnd(*_torch_io_tags.io_to_start_end(probs, lengths))
     (p,) = _arrays.numpy_common_float(op, probs=probs)
     lens = None if lengths is None else _arrays.numpy_index(lengths, op, "lengths")
     return StartEnd(*_C.io_to_start_end(p, lens, 0, _arrays.numpy_alloc))

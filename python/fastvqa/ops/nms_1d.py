@@ -4,14 +4,11 @@
 from __future__ import annotations
 
 import math
-import numbers
 from typing import Any, NamedTuple
 
-from fastvqa import _arrays
+from fastvqa import _arrays, _checks
 from fastvqa._ext import _C
 from fastvqa.ragged import Ragged
-
-_METHODS = ("hard", "linear", "gaussian")
 
 
 class NmsResult(NamedTuple):
@@ -111,20 +108,15 @@ def nms_1d(
         once to learn the output size.
     """
     op = "nms_1d"
-    if not isinstance(method, str):
-        raise TypeError(f"{op}: method must be a string, got {type(method).__name__}")
-    if method not in _METHODS:
-        raise ValueError(
-            f"{op}: method must be one of 'hard', 'linear', 'gaussian', got {method!r}"
-        )
-    iou_threshold = _real(iou_threshold, op, "iou_threshold")
-    sigma = _real(sigma, op, "sigma")
-    score_threshold = _real(score_threshold, op, "score_threshold")
+    method = _checks.string(method, op, "method")  # its values are checked in C++
+    iou_threshold = _checks.real(iou_threshold, op, "iou_threshold")
+    sigma = _checks.real(sigma, op, "sigma")
+    score_threshold = _checks.real(score_threshold, op, "score_threshold")
     if _arrays.any_torch(spans, scores, offsets):
         _arrays.require_all_torch(op, spans=spans, scores=scores, offsets=offsets)
-        from fastvqa.ops import _torch_nms
+        from fastvqa.ops import _torch_nms_1d
 
-        out = _torch_nms.nms_1d(spans, scores, offsets, iou_threshold, method, sigma,
+        out = _torch_nms_1d.nms_1d(spans, scores, offsets, iou_threshold, method, sigma,
                                 score_threshold)
     else:
         sp, sc = _arrays.numpy_common_float(op, spans=spans, scores=scores)
@@ -133,9 +125,3 @@ def nms_1d(
                         _arrays.numpy_alloc)
     return NmsResult(*out)
 
-
-def _real(value: Any, op: str, name: str) -> float:
-    """A real number as a float; bools and non-numbers raise TypeError."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{op}: {name} must be a real number, got {type(value).__name__}")
-    return float(value)

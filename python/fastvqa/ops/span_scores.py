@@ -6,11 +6,9 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from fastvqa import _arrays
+from fastvqa import _arrays, _checks
 from fastvqa._ext import _C
-from fastvqa.ops.span_argmax import ScoredSpans, _int, _optional_int
-
-_REDUCES = ("sum", "mean", "contrast")
+from fastvqa.ops.span_argmax import ScoredSpans
 
 _SEMANTICS_DOC = """
     Spans are inclusive step pairs ``[i, j]`` (``n = j - i + 1`` steps). A span
@@ -97,9 +95,9 @@ def span_scores(
         gradient overflows only when its own terms reach the float64 range.
     """
     op = "span_scores"
-    reduce = _reduce(reduce, op)
-    min_len = _int(min_len, op, "min_len")
-    max_len = _optional_int(max_len, op, "max_len")
+    reduce = _checks.string(reduce, op, "reduce")  # its values are checked in C++
+    min_len = _checks.integer(min_len, op, "min_len")
+    max_len = _checks.optional_integer(max_len, op, "max_len")
     if _arrays.any_torch(x, lengths):
         _arrays.require_all_torch(op, x=x, lengths=lengths)
         from fastvqa.ops import _torch_span_scores
@@ -162,14 +160,11 @@ def top_spans(
     Not differentiable: torch results never require grad.
     """
     op = "top_spans"
-    k = _int(k, op, "k")
-    reduce = _reduce(reduce, op)
-    min_len = _int(min_len, op, "min_len")
-    max_len = _optional_int(max_len, op, "max_len")
-    if nms_iou is not None:
-        if isinstance(nms_iou, bool) or not isinstance(nms_iou, (int, float)):
-            raise TypeError(f"{op}: nms_iou must be a float or None, got {type(nms_iou).__name__}")
-        nms_iou = float(nms_iou)
+    k = _checks.integer(k, op, "k")
+    reduce = _checks.string(reduce, op, "reduce")  # its values are checked in C++
+    min_len = _checks.integer(min_len, op, "min_len")
+    max_len = _checks.optional_integer(max_len, op, "max_len")
+    nms_iou = _checks.optional_real(nms_iou, op, "nms_iou")  # its range is checked in C++
     if _arrays.any_torch(x, lengths):
         _arrays.require_all_torch(op, x=x, lengths=lengths)
         from fastvqa.ops import _torch_span_scores
@@ -185,10 +180,3 @@ def top_spans(
 span_scores.__doc__ += _SEMANTICS_DOC  # type: ignore[operator]
 top_spans.__doc__ += _SEMANTICS_DOC  # type: ignore[operator]
 
-
-def _reduce(value: Any, op: str) -> str:
-    if not isinstance(value, str):
-        raise TypeError(f"{op}: reduce must be a string, got {type(value).__name__}")
-    if value not in _REDUCES:
-        raise ValueError(f"{op}: reduce must be one of 'sum', 'mean', 'contrast', got {value!r}")
-    return value

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from fastvqa import _arrays
+from fastvqa import _arrays, _checks
 from fastvqa._ext import _C
 
 
@@ -93,13 +93,12 @@ paired_temporal_iou.__doc__ += _MODES_DOC  # type: ignore[operator]
 
 def _overlap(a: Any, b: Any, mode: str, paired: bool) -> Any:
     op = "paired_temporal_iou" if paired else "temporal_iou"
-    if not isinstance(mode, str):
-        raise TypeError(f"{op}: mode must be a string, got {type(mode).__name__}")
+    mode = _checks.string(mode, op, "mode")  # its values are checked in C++
     if _arrays.any_torch(a, b):
         _arrays.require_all_torch(op, a=a, b=b)
-        from fastvqa.ops import _torch
+        from fastvqa.ops import _torch_temporal_iou
 
-        return _torch.temporal_iou(a, b, mode, paired)
+        return _torch_temporal_iou.temporal_iou(a, b, mode, paired)
     a_np, b_np = _arrays.numpy_common_float(op, a=a, b=b)
     return _C.temporal_iou(a_np, b_np, mode, paired, 0, _arrays.numpy_alloc)
 
@@ -148,9 +147,9 @@ def grounding_overlap(pred: Any, gt: Any, gt_offsets: Any) -> Overlap:
     op = "grounding_overlap"
     if _arrays.any_torch(pred, gt, gt_offsets):
         _arrays.require_all_torch(op, pred=pred, gt=gt, gt_offsets=gt_offsets)
-        from fastvqa.ops import _torch
+        from fastvqa.ops import _torch_temporal_iou
 
-        return Overlap(*_torch.grounding_overlap(pred, gt, gt_offsets))
+        return Overlap(*_torch_temporal_iou.grounding_overlap(pred, gt, gt_offsets))
     pred_np, gt_np = _arrays.numpy_common_float(op, pred=pred, gt=gt)
     offsets = _arrays.numpy_index(gt_offsets, op, "gt_offsets")
     return Overlap(*_C.grounding_overlap(pred_np, gt_np, offsets, 0, _arrays.numpy_alloc))
