@@ -138,9 +138,11 @@ def main() -> int:
     topk = f"top-{K}"
     impls = []
     if cpu:
-        impls.append(H.Impl("top-1", *fv_np, lambda: span_argmax(start_np, end_np, max_len=L)))
+        # k=1: the (B, 1, 2) layout of the baselines (the default k=None gives (B, 2)).
+        impls.append(H.Impl("top-1", *fv_np,
+                            lambda: span_argmax(start_np, end_np, max_len=L, k=1)))
     impls += [
-        H.Impl("top-1", *fv_t, lambda: span_argmax(start_t, end_t, max_len=L)),
+        H.Impl("top-1", *fv_t, lambda: span_argmax(start_t, end_t, max_len=L, k=1)),
         H.Impl("top-1", "torch dense", fv_t[1], lambda: torch_dense(start_t, end_t, invalid, 1),
                ref=fv_t, target=targets.get("torch dense")),
     ]
@@ -152,7 +154,7 @@ def main() -> int:
         impls.append(H.Impl("top-1", "torch banded", fv_t[1],
                             lambda: torch_banded(start_t, end_t, L), ref=fv_t))
     impls += [
-        H.Impl(topk, *fv_t, lambda: span_argmax(start_t, end_t, max_len=L, topk=K)),
+        H.Impl(topk, *fv_t, lambda: span_argmax(start_t, end_t, max_len=L, k=K)),
         H.Impl(topk, "torch dense", fv_t[1], lambda: torch_dense(start_t, end_t, invalid, K),
                ref=fv_t),
     ]

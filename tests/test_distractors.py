@@ -261,6 +261,13 @@ def test_mining_bad_inputs():
             miner.mine(["q"], ["a"], 3, exclude_similar_to_answer=tau)
     with pytest.raises(ValueError, match="diversity"):
         miner.mine(["q"], ["a"], 3, diversity=2)
+    # the shared validators (fastvqa._checks): one-line messages naming the argument
+    with pytest.raises(ValueError, match=r"^mine: diversity must lie in \[0, 1\], got 2.0$"):
+        miner.mine(["q"], ["a"], 3, diversity=2)
+    with pytest.raises(TypeError, match=r"^mine: k must be an integer, got bool$"):
+        miner.mine(["q"], ["a"], True)
+    with pytest.raises(ValueError, match=r"^DistractorMiner: n_neighbours must be >= 1, got 0$"):
+        DistractorMiner(BANK_Q, BANK_A, n_neighbours=0)
     with pytest.raises(ValueError, match="2 answers for 1"):
         miner.mine(["q"], ["a", "b"], 3)
     with pytest.raises(ValueError, match="exclude_ids"):

@@ -121,7 +121,7 @@ def test_torch_half_inputs_compute_in_float32_and_keep_dtype(dtype):
     s = torch.tensor([[0.0, 2.0, 1.0]], dtype=dt)
     e = torch.tensor([[1.0, 0.0, 3.0]], dtype=dt)
     spans, scores = span_argmax(s, e)
-    assert spans.tolist() == [[[1, 2]]] and scores.dtype == dt and scores.item() == 5.0
+    assert spans.tolist() == [[1, 2]] and scores.dtype == dt and scores.item() == 5.0
     iou, iop = grounding_overlap(
         torch.tensor([[0.0, 4.0]], dtype=dt), torch.tensor([[2.0, 6.0]], dtype=dt), torch.tensor([0, 1])
     )

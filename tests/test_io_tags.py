@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from fastvqa.ops import io_to_spans, io_to_start_end, span_argmax
+from fastvqa.ops import RaggedSpans, StartEnd, io_to_spans, io_to_start_end, span_argmax
 from tests.conftest import DEVICES, to_np
 from tests.conftest import assert_opcheck  # noqa: E402
 from tests.reference.io_tags import io_to_spans_ref, io_to_start_end_ref
@@ -40,7 +40,8 @@ def problems(draw, values=st.sampled_from(QUARTERS + [math.nan]), max_B=5, max_T
 
 
 def check_spans(out, probs, lengths, threshold, min_len, dtype, cast_back=None):
-    spans, scores, offsets = (to_np(x) for x in out)
+    assert isinstance(out, RaggedSpans) and out._fields == ("spans", "offsets", "scores")
+    spans, offsets, scores = (to_np(x) for x in out)
     r_spans, r_scores, r_off = io_to_spans_ref(probs, threshold, lengths, min_len, dtype)
     if cast_back is not None:  # half inputs: float32 means cast back to the input dtype
         r_scores = r_scores.astype(np.float32).astype(cast_back).astype(np.float64)
@@ -62,7 +63,7 @@ def test_io_to_spans_numpy(prob, dtype, layout):
     elif layout == "reversed":
         p = np.ascontiguousarray(p[:, ::-1])[:, ::-1]
     out = io_to_spans(p, threshold=threshold, lengths=lengths, min_len=min_len)
-    assert all(isinstance(x, np.ndarray) for x in out) and out[1].dtype == dtype
+    assert all(isinstance(x, np.ndarray) for x in out) and out.scores.dtype == dtype
     check_spans(out, probs, lengths, threshold, min_len, dtype)
 
 
@@ -78,7 +79,7 @@ def test_io_to_spans_torch(prob, dtype, strided):
         p = big[:, ::2]
     lens = None if lengths is None else torch.from_numpy(lengths).int()
     out = io_to_spans(p, threshold=threshold, lengths=lens, min_len=min_len)
-    assert all(isinstance(x, torch.Tensor) for x in out) and out[1].dtype == dtype
+    assert all(isinstance(x, torch.Tensor) for x in out) and out.scores.dtype == dtype
     check_spans(out, probs, lengths, threshold, min_len,
                 np.float64 if dtype == torch.float64 else np.float32,
                 cast_back=np.float16 if dtype == torch.float16 else None)
@@ -102,14 +103,29 @@ def test_io_to_spans_hand_computed():
         [0.5, np.nan, 0.5, 0.4, 0.5, 0.5, 0.0, 0.0],
         [0.0] * 8,
     ])
-    spans, scores, off = io_to_spans(probs, lengths=[8, 3, 8, 8])
+    spans, off, scores = io_to_spans(probs, lengths=[8, 3, 8, 8])
     assert off.tolist() == [0, 2, 3, 6, 6]
     # row 0: [4, 7] mean 0.8, [1, 2] mean 0.65; row 1 cut at 3; row 2: NaN splits,
     # equal means 0.5 ordered by start.
     assert spans.tolist() == [[4, 7], [1, 2], [0, 2], [0, 0], [2, 2], [4, 5]]
     np.testing.assert_allclose(scores, [0.8, 0.65, 0.6, 0.5, 0.5, 0.5])
-    spans, _, off = io_to_spans(probs, min_len=2, threshold=0.55)
+    spans, off, _ = io_to_spans(probs, min_len=2, threshold=0.55)
     assert spans.tolist() == [[4, 6], [1, 2], [0, 7]] and off.tolist() == [0, 2, 3, 3, 3]
+
+
+def test_results_are_named_with_offsets_second():
+    # 0.1 returned (spans, scores, offsets) here but (keep, offsets, scores) from nms_1d.
+    probs = np.array([[0.1, 0.6, 0.7, 0.2, 0.9], [0.0] * 5])
+    out = io_to_spans(probs)
+    assert isinstance(out, RaggedSpans) and out._fields == ("spans", "offsets", "scores")
+    assert out.offsets.tolist() == [0, 2, 2]
+    assert out.spans.tolist() == [[4, 4], [1, 2]]
+    np.testing.assert_allclose(out.scores, [0.9, 0.65])
+    assert [r.tolist() for r in out.ragged().rows()] == [[[4, 4], [1, 2]], []]
+    se = io_to_start_end(probs)
+    assert isinstance(se, StartEnd) and se._fields == ("start", "end")
+    np.testing.assert_allclose(se.start[0], [0.1, 0.5, 0.1, -0.5, 0.7])
+    np.testing.assert_allclose(se.end[0], [-0.5, -0.1, 0.5, -0.7, 0.9])
 
 
 @pytest.mark.parametrize("kind", ["numpy", "torch"])
@@ -118,7 +134,7 @@ def test_io_empty(kind, shape):
     p = np.zeros(shape, np.float32)
     if kind == "torch":
         p = torch.from_numpy(p)
-    spans, scores, off = io_to_spans(p)
+    spans, off, scores = io_to_spans(p)
     assert to_np(spans).shape == (0, 2) and to_np(scores).dtype == np.float32
     assert to_np(off).tolist() == [0] * (shape[0] + 1)
     start, end = io_to_start_end(p)
@@ -163,13 +179,13 @@ def test_span_argmax_decodes_the_first_run(tags, lengths):
     lengths = np.array(lengths)
     start, end = io_to_start_end(tags, lengths=lengths)
     spans, scores = span_argmax(start, end)
-    runs, _, off = io_to_spans(tags, lengths=lengths)
+    runs, off, _ = io_to_spans(tags, lengths=lengths)
     for b in range(4):
         row_runs = sorted(runs[off[b]:off[b + 1]].tolist())
         if row_runs:
-            assert spans[b, 0].tolist() == row_runs[0] and scores[b, 0] == 2.0
+            assert spans[b].tolist() == row_runs[0] and scores[b] == 2.0
         else:
-            assert scores[b, 0] < 2.0 or lengths[b] == 0
+            assert scores[b] < 2.0 or lengths[b] == 0
 
 
 # --------------------------------------------------------------------------- #
@@ -226,7 +242,7 @@ def _probs(device, B=4, T=24, seed=0):
 
 @pytest.mark.parametrize("device", DEVICES)
 def test_opcheck(device):
-    from fastvqa.ops import _torch_nms  # noqa: F401  (registers the ops)
+    from fastvqa.ops import _torch_io_tags  # noqa: F401  (registers the ops)
 
     p = _probs(device)
     lengths = torch.tensor([24, 10, 0, 5], device=device)
@@ -240,7 +256,7 @@ def test_opcheck(device):
 
 
 def _pipeline(probs, lengths):
-    spans, scores, off = io_to_spans(probs, threshold=0.5, lengths=lengths)
+    spans, off, scores = io_to_spans(probs, threshold=0.5, lengths=lengths)
     start, end = io_to_start_end(probs, lengths=lengths)
     best, best_scores = span_argmax(start, end, max_len=8)
     return spans, scores.sum() + best_scores.sum(), off, best

@@ -108,7 +108,7 @@ def call():
 s, e = rng.standard_normal((2, B, T))
 def call():
     for k in (1, 3):
-        spans, scores = ops.span_argmax(s, e, max_len=16, topk=k, lengths=lengths)
+        spans, scores = ops.span_argmax(s, e, max_len=16, k=k, lengths=lengths)
         assert spans.shape == (B, k, 2) and scores.shape == (B, k)
         assert (spans >= -1).all() and (spans < T).all()
 """,
@@ -131,7 +131,7 @@ def mutate():
     p[:] = sparse
     p[:] = dense
 def call():
-    spans, scores, offsets = ops.io_to_spans(p, threshold=0.5, lengths=lengths)
+    spans, offsets, scores = ops.io_to_spans(p, threshold=0.5, lengths=lengths)
     n = spans.shape[0]
     assert spans.shape == (n, 2) and scores.shape == (n,) and offsets.shape == (B + 1,)
     assert offsets[0] == 0 and offsets[-1] == n and (np.diff(offsets) >= 0).all()
@@ -267,14 +267,14 @@ def call():
 s, e = torch.randn(2, B, T, device=dev)
 def call():
     for k in (1, 3):
-        spans, _ = ops.span_argmax(s, e, max_len=16, topk=k, lengths=lengths)
+        spans, _ = ops.span_argmax(s, e, max_len=16, k=k, lengths=lengths)
         assert bool(((spans >= -1) & (spans < T)).all())
 """,
     "io_to_spans": _CUDA_SETUP + """
 p = torch.zeros(B, T, device=dev)
 p[:, ::2] = 1.0
 def call():
-    spans, scores, offsets = ops.io_to_spans(p, threshold=0.5, lengths=lengths)
+    spans, offsets, scores = ops.io_to_spans(p, threshold=0.5, lengths=lengths)
     assert int(offsets[-1]) == spans.shape[0]
     assert bool(((spans >= -1) & (spans < T)).all())
 """,
@@ -319,9 +319,9 @@ def test_misaligned_inputs_give_the_results_of_aligned_ones():
     np.testing.assert_array_equal(ops.span_scores(wide, reduce="sum"),
                                   ops.span_scores(x, reduce="sum"))
     offsets = np.array([0, 2, 5], dtype=np.int64)
-    keep, keep_off = ops.nms_1d(_misaligned(spans), _misaligned(spans[:, 0]), iou_threshold=0.5,
+    keep, keep_off, _ = ops.nms_1d(_misaligned(spans), _misaligned(spans[:, 0]), iou_threshold=0.5,
                                 offsets=_misaligned(offsets))
-    ref_keep, ref_off = ops.nms_1d(spans, spans[:, 0].copy(), iou_threshold=0.5,
+    ref_keep, ref_off, _ = ops.nms_1d(spans, spans[:, 0].copy(), iou_threshold=0.5,
                                    offsets=offsets)
     np.testing.assert_array_equal(keep, ref_keep)
     np.testing.assert_array_equal(keep_off, ref_off)
@@ -349,9 +349,9 @@ def test_empty_nms_groups_with_empty_outputs():
     # Groups that keep nothing copy zero bytes from and to arrays that may
     # have no storage at all (memcpy with a null pointer is undefined).
     empty = np.zeros((0, 2))
-    keep, off = ops.nms_1d(empty, np.zeros(0), iou_threshold=0.5,
+    keep, off, _ = ops.nms_1d(empty, np.zeros(0), iou_threshold=0.5,
                            offsets=np.zeros(4, dtype=np.int64))
     assert keep.shape == (0,) and off.tolist() == [0, 0, 0, 0]
-    keep, off = ops.nms_1d(np.array([[0.0, 1.0]]), np.array([0.5]), iou_threshold=0.5,
+    keep, off, _ = ops.nms_1d(np.array([[0.0, 1.0]]), np.array([0.5]), iou_threshold=0.5,
                            offsets=np.array([0, 0, 1], dtype=np.int64), score_threshold=0.9)
     assert keep.shape == (0,) and off.tolist() == [0, 0, 0]

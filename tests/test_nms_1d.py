@@ -19,7 +19,7 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fastvqa.ops import nms_1d, temporal_iou
+from fastvqa.ops import NmsResult, nms_1d, temporal_iou
 from tests.conftest import DEVICES, to_np
 from tests.conftest import assert_opcheck  # noqa: E402
 from tests.reference.nms_1d import nms_1d_ref
@@ -57,10 +57,10 @@ def ref(spans, scores, dtype, **kw):
 
 
 def run(spans, scores, **kw):
-    """nms_1d with the scores output made uniform (hard returns two arrays)."""
+    """nms_1d, checking its result has the same three named fields for every method."""
     out = nms_1d(spans, scores, **kw)
-    method = kw.get("method", "hard")
-    assert len(out) == (2 if method == "hard" else 3)
+    assert isinstance(out, NmsResult) and out._fields == ("keep", "offsets", "scores")
+    assert out.keep is out[0] and out.offsets is out[1] and out.scores is out[2]
     return out
 
 
@@ -95,12 +95,12 @@ def check_against_ref(out, spans, scores, offsets, kw, dtype):
     assert keep.dtype == np.int64 and keep_off.dtype == np.int64
     np.testing.assert_array_equal(keep, r_keep)
     np.testing.assert_array_equal(keep_off, r_off)
-    if kw["method"] != "hard":
-        kept = to_np(out[2]).astype(np.float64)
-        if kw["method"] == "gaussian" and np.dtype(dtype) == np.float32 and EXPF is None:
-            np.testing.assert_allclose(kept, r_scores, rtol=1e-6)
-        else:
-            np.testing.assert_array_equal(kept, r_scores)
+    # Hard NMS returns the input scores of the kept spans (as the reference does).
+    kept = to_np(out[2]).astype(np.float64)
+    if kw["method"] == "gaussian" and np.dtype(dtype) == np.float32 and EXPF is None:
+        np.testing.assert_allclose(kept, r_scores, rtol=1e-6)
+    else:
+        np.testing.assert_array_equal(kept, r_scores)
 
 
 # --------------------------------------------------------------------------- #
@@ -115,8 +115,7 @@ def test_numpy_matches_reference(prob, dtype):
     sp, sc = spans.astype(dtype), scores.astype(dtype)
     out = run(sp, sc, offsets=offsets, **kw)
     assert all(isinstance(x, np.ndarray) for x in out)
-    if len(out) == 3:
-        assert out[2].dtype == dtype
+    assert out[2].dtype == dtype
     check_against_ref(out, spans, scores, offsets, kw, dtype)
 
 
@@ -154,7 +153,7 @@ def test_hard_invariants(prob):
     dropped span overlaps a kept span of its group that ranks before it by more."""
     spans, scores, offsets, kw = prob
     thr = kw["iou_threshold"]
-    keep, keep_off = nms_1d(spans, scores, iou_threshold=thr, offsets=offsets)
+    keep, keep_off, _ = nms_1d(spans, scores, iou_threshold=thr, offsets=offsets)
     off = [0, len(spans)] if offsets is None else list(offsets)
     for g in range(len(off) - 1):
         kept = keep[keep_off[g]:keep_off[g + 1]]
@@ -195,24 +194,43 @@ def test_hard_hand_computed():
     spans = np.array([[0.0, 10.0], [1.0, 11.0], [20.0, 30.0], [0.0, 10.0], [5.0, 15.0]])
     scores = np.array([0.9, 0.8, 0.7, 0.95, 0.6])
     # [0,10] vs [1,11]: 9/11 = 0.82; vs [5,15]: 5/15 = 1/3; identical spans: 1.
-    keep, off = nms_1d(spans, scores, iou_threshold=0.5)
+    keep, off, _ = nms_1d(spans, scores, iou_threshold=0.5)
     assert keep.tolist() == [3, 2, 4] and off.tolist() == [0, 3]
-    keep, _ = nms_1d(spans, scores, iou_threshold=0.3)
+    keep, _, _ = nms_1d(spans, scores, iou_threshold=0.3)
     assert keep.tolist() == [3, 2]
     # Strict >: an IoU equal to the threshold does not suppress.
-    keep, _ = nms_1d(spans, scores, iou_threshold=1.0)
+    keep, _, _ = nms_1d(spans, scores, iou_threshold=1.0)
     assert keep.tolist() == [3, 0, 1, 2, 4]
-    keep, _ = nms_1d(spans, scores, iou_threshold=9 / 11)
+    keep, _, _ = nms_1d(spans, scores, iou_threshold=9 / 11)
     assert keep.tolist() == [3, 1, 2, 4]
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_result_has_the_same_named_fields_for_every_method(method):
+    # 0.1 returned (keep, offsets) for hard and (keep, offsets, scores) for soft.
+    spans = np.array([[0.0, 10.0], [1.0, 11.0], [20.0, 30.0], [0.0, 10.0], [5.0, 15.0]])
+    scores = np.array([0.9, 0.8, 0.7, 0.95, 0.6])
+    out = nms_1d(spans, scores, iou_threshold=0.5, method=method, offsets=[0, 3, 5])
+    assert isinstance(out, NmsResult) and out._fields == ("keep", "offsets", "scores")
+    keep, offsets, kept = out
+    if method == "hard":  # the kept spans' own scores
+        assert keep.tolist() == [0, 2, 3, 4] and offsets.tolist() == [0, 2, 4]
+        assert kept.tolist() == [0.9, 0.7, 0.95, 0.6]
+    else:  # soft-NMS with the default score_threshold returns every span, reordered
+        assert offsets.tolist() == [0, 3, 5] and keep.tolist()[::3] == [0, 3]
+        assert kept.shape == (5,) and kept[0] == 0.9 and kept[3] == 0.95
+    bounds = offsets.tolist()
+    assert [r.tolist() for r in out.ragged().rows()] == [keep.tolist()[:bounds[1]],
+                                                         keep.tolist()[bounds[1]:]]
 
 
 def test_threshold_equal_iou_is_kept_in_both_dtypes():
     spans = np.array([[0.0, 3.0], [1.0, 3.0]])  # IoU 2/3 exactly
     scores = np.array([1.0, 0.5])
     for dtype in (np.float32, np.float64):
-        keep, _ = nms_1d(spans.astype(dtype), scores.astype(dtype), iou_threshold=0.5)
+        keep, _, _ = nms_1d(spans.astype(dtype), scores.astype(dtype), iou_threshold=0.5)
         assert keep.tolist() == [0]
-        keep, _ = nms_1d(spans.astype(dtype), scores.astype(dtype), iou_threshold=0.7)
+        keep, _, _ = nms_1d(spans.astype(dtype), scores.astype(dtype), iou_threshold=0.7)
         assert keep.tolist() == [0, 1]
 
 
@@ -220,18 +238,18 @@ def test_ties_order():
     # Equal scores: smaller start, then smaller end, then smaller index.
     spans = np.array([[5.0, 6.0], [1.0, 3.0], [1.0, 2.0], [1.0, 2.0], [0.0, 9.0]])
     scores = np.array([1.0, 1.0, 1.0, 1.0, 0.5])
-    keep, _ = nms_1d(spans, scores, iou_threshold=1.0)
+    keep, _, _ = nms_1d(spans, scores, iou_threshold=1.0)
     assert keep.tolist() == [2, 3, 1, 0, 4]
-    keep, _ = nms_1d(spans, scores, iou_threshold=0.9)  # 3 duplicates 2
+    keep, _, _ = nms_1d(spans, scores, iou_threshold=0.9)  # 3 duplicates 2
     assert keep.tolist() == [2, 1, 0, 4]
 
 
 def test_groups_are_independent_and_empty_groups_allowed():
     spans = np.array([[0.0, 10.0], [0.0, 10.0], [0.0, 10.0]])
     scores = np.array([0.5, 0.9, 0.7])
-    keep, off = nms_1d(spans, scores, iou_threshold=0.5, offsets=[0, 0, 2, 2, 3, 3])
+    keep, off, _ = nms_1d(spans, scores, iou_threshold=0.5, offsets=[0, 0, 2, 2, 3, 3])
     assert keep.tolist() == [1, 2] and off.tolist() == [0, 0, 1, 1, 2, 2]
-    keep, off = nms_1d(spans, scores, iou_threshold=0.5)
+    keep, off, _ = nms_1d(spans, scores, iou_threshold=0.5)
     assert keep.tolist() == [1] and off.tolist() == [0, 1]
 
 
@@ -260,7 +278,7 @@ def test_soft_hand_computed():
 
 def test_score_threshold_applies_to_hard():
     spans = np.array([[0.0, 1.0], [5.0, 6.0], [9.0, 10.0]])
-    keep, _ = nms_1d(spans, np.array([0.9, 0.1, 0.5]), iou_threshold=0.5, score_threshold=0.5)
+    keep, _, _ = nms_1d(spans, np.array([0.9, 0.1, 0.5]), iou_threshold=0.5, score_threshold=0.5)
     assert keep.tolist() == [0, 2]
 
 
@@ -278,7 +296,7 @@ def test_nan_behaviour():
         else:
             assert keep == [2, 1, 3]
     # -inf scores are valid and rank last.
-    keep, _ = nms_1d(spans[[1, 3]], np.array([-np.inf, 0.0]), iou_threshold=1.0)
+    keep, _, _ = nms_1d(spans[[1, 3]], np.array([-np.inf, 0.0]), iou_threshold=1.0)
     assert keep.tolist() == [1, 0]
 
 
@@ -293,8 +311,7 @@ def test_empty(kind, method):
         assert type(out[0]) is type(spans)
         assert to_np(out[0]).shape == (0,) and to_np(out[0]).dtype == np.int64
         assert to_np(out[1]).tolist() == expect
-        if method != "hard":
-            assert to_np(out[2]).dtype == np.float32
+        assert to_np(out[2]).dtype == np.float32
 
 
 def test_dtypes():
@@ -384,7 +401,7 @@ def _random_problem(n, groups, seed, device="cpu", dtype=torch.float32):
 
 @pytest.mark.parametrize("device", DEVICES)
 def test_opcheck(device):
-    from fastvqa.ops import _torch_nms  # noqa: F401  (registers the ops)
+    from fastvqa.ops import _torch_nms_1d  # noqa: F401  (registers the ops)
 
     spans, scores, offsets = _random_problem(40, 4, 0, device)
     op = torch.ops.fastvqa.nms_1d.default
@@ -394,7 +411,7 @@ def test_opcheck(device):
 
 
 def _pipeline(spans, scores, offsets):
-    keep, keep_off = nms_1d(spans, scores, iou_threshold=0.5, offsets=offsets)
+    keep, keep_off, _ = nms_1d(spans, scores, iou_threshold=0.5, offsets=offsets)
     keep2, _, soft = nms_1d(spans, scores, iou_threshold=0.5, method="gaussian")
     return spans[keep].sum() + scores[keep].sum(), keep, keep_off, soft.sum() + keep2.numel()
 

@@ -62,7 +62,7 @@ def test_padding_does_not_change_loss_or_decode():
         decoded.append(head.decode(s, e, LENGTHS, max_len=3)[0])
     torch.testing.assert_close(losses[0], losses[1])
     assert torch.equal(decoded[0], decoded[1])
-    assert decoded[0][2].tolist() == [[-1, -1]] and decoded[0][1, 0, 1] < 4
+    assert decoded[0][2].tolist() == [-1, -1] and decoded[0][1, 1] < 4
 
 
 def test_fully_masked_batch_gives_zero_loss_not_nan():
@@ -80,7 +80,7 @@ def test_span_decode_matches_brute_force():
     torch.manual_seed(2)
     head = SpanHead(8)
     s, e = head(_hidden())
-    spans, scores = head.decode(s, e, LENGTHS, max_len=3, topk=2)
+    spans, scores = head.decode(s, e, LENGTHS, max_len=3, k=2)
     for b, n in enumerate(LENGTHS.tolist()):
         if n == 0:
             continue
@@ -109,11 +109,11 @@ def test_io_decode_runs():
     probs = torch.tensor([[0.9, 0.6, 0.2, 0.7, 0.7, math.nan, 0.8],
                           [0.1, 0.5, 0.5, 0.1, 0.9, 0.9, 0.9]])
     logits = torch.logit(probs)
-    spans, scores, offsets = IOHead(2).decode(logits, torch.tensor([7, 5]))
+    spans, offsets, scores = IOHead(2).decode(logits, torch.tensor([7, 5]))
     assert offsets.tolist() == [0, 3, 5]
     assert spans.tolist() == [[6, 6], [0, 1], [3, 4], [4, 4], [1, 2]]
     torch.testing.assert_close(scores, torch.tensor([0.8, 0.75, 0.7, 0.9, 0.5]))
-    spans, _, offsets = IOHead(2).decode(logits, torch.tensor([7, 5]), min_len=2)
+    spans, offsets, _ = IOHead(2).decode(logits, torch.tensor([7, 5]), min_len=2)
     assert spans.tolist() == [[0, 1], [3, 4], [1, 2]] and offsets.tolist() == [0, 2, 3]
 
 

@@ -178,7 +178,7 @@ def test_tie_heavy_numpy_matches_reference(prob, dtype, layout_s, layout_e, len_
     s_before, e_before = s.copy(), e.copy()
     lens = None if lengths is None else lengths.astype(len_dtype)
 
-    spans, scores = span_argmax(s, e, max_len=max_len, min_len=min_len, topk=topk, lengths=lens)
+    spans, scores = span_argmax(s, e, max_len=max_len, min_len=min_len, k=topk, lengths=lens)
 
     ref_spans, ref_scores = span_argmax_ref(start, end, max_len, min_len, topk, lengths)
     assert isinstance(spans, np.ndarray) and isinstance(scores, np.ndarray)
@@ -209,7 +209,7 @@ def test_tie_heavy_torch_matches_reference(prob, dtype, layout_s, layout_e, len_
     e = torch_layout(end, layout_e, dtype)
     lens = None if lengths is None else torch.from_numpy(lengths).to(len_dtype)
 
-    spans, scores = span_argmax(s, e, max_len=max_len, min_len=min_len, topk=topk, lengths=lens)
+    spans, scores = span_argmax(s, e, max_len=max_len, min_len=min_len, k=topk, lengths=lens)
 
     ref_spans, ref_scores = span_argmax_ref(start, end, max_len, min_len, topk, lengths)
     assert isinstance(spans, torch.Tensor) and isinstance(scores, torch.Tensor)
@@ -233,7 +233,7 @@ def test_tie_heavy_torch_half_precision(prob, dtype, layout):
     e = torch_layout(end, layout, dtype)
     lens = None if lengths is None else torch.from_numpy(lengths)
 
-    spans, scores = span_argmax(s, e, max_len=max_len, min_len=min_len, topk=topk, lengths=lens)
+    spans, scores = span_argmax(s, e, max_len=max_len, min_len=min_len, k=topk, lengths=lens)
 
     ref_spans, ref_scores = span_argmax_ref(start, end, max_len, min_len, topk, lengths)
     assert spans.dtype == torch.int64 and scores.dtype == dtype
@@ -280,7 +280,7 @@ def test_general_floats(wp, kind, layout):
         e = torch_layout(end, layout, t_dtype)
         lens = None if lengths is None else torch.from_numpy(lengths)
 
-    spans, scores = span_argmax(s, e, max_len=max_len, min_len=min_len, topk=topk, lengths=lens)
+    spans, scores = span_argmax(s, e, max_len=max_len, min_len=min_len, k=topk, lengths=lens)
     spans, scores = to_np(spans), to_np(scores)
     assert scores.dtype == np_dtype
 
@@ -335,12 +335,12 @@ def test_top1_equals_hf_style_decoding(seed, B, T, max_len, scale):
     spans, scores = span_argmax(start, end, max_len=max_len)
     for b in range(B):
         (hi, hj), log_prob = hf_style_best_span(start_logits[b], end_logits[b], max_len)
-        assert tuple(spans[b, 0]) == (hi, hj)
-        assert scores[b, 0] == pytest.approx(log_prob, rel=1e-9, abs=1e-9)
+        assert tuple(spans[b]) == (hi, hj)
+        assert scores[b] == pytest.approx(log_prob, rel=1e-9, abs=1e-9)
     # And against the explicit-enumeration reference.
     ref_spans, ref_scores = span_argmax_ref(start, end, max_len)
-    np.testing.assert_array_equal(spans, ref_spans)
-    np.testing.assert_allclose(scores, ref_scores, rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal(spans, ref_spans[:, 0])
+    np.testing.assert_allclose(scores, ref_scores[:, 0], rtol=1e-12, atol=1e-12)
 
 
 def test_hf_style_decoding_tie_rule_is_row_major_first():
@@ -348,13 +348,13 @@ def test_hf_style_decoding_tie_rule_is_row_major_first():
     order: smaller start, then smaller end -- the same rule as span_argmax."""
     logits = np.zeros(5)
     (i, j), _ = hf_style_best_span(logits, logits)
-    spans, _ = span_argmax(log_softmax(logits)[None], log_softmax(logits)[None])
-    assert (i, j) == (0, 0) == tuple(spans[0, 0])
+    spans, _ = span_argmax(log_softmax(logits), log_softmax(logits))  # one row
+    assert (i, j) == (0, 0) == tuple(spans)
     start = np.array([0.0, 2.0, 0.0, 2.0, 0.0])
     end = np.array([0.0, 0.0, 1.0, 0.0, 1.0])
     (i, j), _ = hf_style_best_span(start, end, max_len=3)
-    spans, _ = span_argmax(log_softmax(start)[None], log_softmax(end)[None], max_len=3)
-    assert (i, j) == (1, 2) == tuple(spans[0, 0])
+    spans, _ = span_argmax(log_softmax(start), log_softmax(end), max_len=3)
+    assert (i, j) == (1, 2) == tuple(spans)
 
 
 # --------------------------------------------------------------------------- #
@@ -407,7 +407,7 @@ def test_long_rows_tie_heavy(T, max_len, topk):
     for dtype in (np.float32, np.float64):
         spans, scores = span_argmax(
             start.astype(dtype), end.astype(dtype), max_len=max_len, min_len=min_len,
-            topk=topk, lengths=lengths,
+            k=topk, lengths=lengths,
         )
         np.testing.assert_array_equal(spans, ref[0])
         np.testing.assert_array_equal(scores.astype(np.float64), ref[1])
@@ -441,73 +441,73 @@ FILL = [-1, -1]
         ([[0, 5, 0, 0]], [[0, 0, 0, 7]], {}, [[1, 3]], [12]),
         # then the three spans ending at 3 with a 0 start (ties: smaller start first)
         (
-            [[0, 5, 0, 0]], [[0, 0, 0, 7]], {"topk": 6},
+            [[0, 5, 0, 0]], [[0, 0, 0, 7]], {"k": 6},
             [[1, 3], [0, 3], [2, 3], [3, 3], [1, 1], [1, 2]], [12, 7, 7, 7, 5, 5],
         ),
         # max_len 2: windows (0,0)0 (0,1)0 (1,1)5 (1,2)5 (2,2)0 (2,3)7 (3,3)7
         (
-            [[0, 5, 0, 0]], [[0, 0, 0, 7]], {"max_len": 2, "topk": 5},
+            [[0, 5, 0, 0]], [[0, 0, 0, 7]], {"max_len": 2, "k": 5},
             [[2, 3], [3, 3], [1, 1], [1, 2], [0, 0]], [7, 7, 5, 5, 0],
         ),
         # exactly length 2: (0,1)0 (1,2)5 (2,3)7, then padding
         (
-            [[0, 5, 0, 0]], [[0, 0, 0, 7]], {"max_len": 2, "min_len": 2, "topk": 4},
+            [[0, 5, 0, 0]], [[0, 0, 0, 7]], {"max_len": 2, "min_len": 2, "k": 4},
             [[2, 3], [1, 2], [0, 1], FILL], [7, 5, 0, NEG],
         ),
         # min_len 3 excludes (1, 1) and (1, 2) and (2, 3), (3, 3)
         (
-            [[0, 5, 0, 0]], [[0, 0, 0, 7]], {"min_len": 3, "topk": 4},
+            [[0, 5, 0, 0]], [[0, 0, 0, 7]], {"min_len": 3, "k": 4},
             [[1, 3], [0, 3], [0, 2], FILL], [12, 7, 0, NEG],
         ),
         # max_len 1: only (i, i)
-        ([[0, 5, 0, 0]], [[0, 0, 0, 7]], {"max_len": 1, "topk": 2}, [[3, 3], [1, 1]], [7, 5]),
+        ([[0, 5, 0, 0]], [[0, 0, 0, 7]], {"max_len": 1, "k": 2}, [[3, 3], [1, 1]], [7, 5]),
         # all tied: row-major order of the upper triangle
         (
-            [[0, 0, 0]], [[0, 0, 0]], {"topk": 7},
+            [[0, 0, 0]], [[0, 0, 0]], {"k": 7},
             [[0, 0], [0, 1], [0, 2], [1, 1], [1, 2], [2, 2], FILL], [0, 0, 0, 0, 0, 0, NEG],
         ),
         # all tied, band of 2
         (
-            [[0, 0, 0]], [[0, 0, 0]], {"topk": 6, "max_len": 2},
+            [[0, 0, 0]], [[0, 0, 0]], {"k": 6, "max_len": 2},
             [[0, 0], [0, 1], [1, 1], [1, 2], [2, 2], FILL], [0, 0, 0, 0, 0, NEG],
         ),
         # lengths cut the row
         (
-            [[0, 0, 0]], [[0, 0, 9]], {"topk": 4, "lengths": [2]},
+            [[0, 0, 0]], [[0, 0, 9]], {"k": 4, "lengths": [2]},
             [[0, 0], [0, 1], [1, 1], FILL], [0, 0, 0, NEG],
         ),
         # a late start cannot pair with an earlier end
         ([[0, 0, 9]], [[8, 0, 0]], {}, [[2, 2]], [9]),
         # NaN start/end make steps unusable: only (1, 1) is left
         (
-            [[np.nan, 1, 0]], [[5, 0, np.nan]], {"topk": 2},
+            [[np.nan, 1, 0]], [[5, 0, np.nan]], {"k": 2},
             [[1, 1], FILL], [1, NEG],
         ),
         # -inf spans are valid and rank last, ordered by the tie rule
         (
-            [[NEG, 0]], [[0, NEG]], {"topk": 4},
+            [[NEG, 0]], [[0, NEG]], {"k": 4},
             [[0, 0], [0, 1], [1, 1], FILL], [NEG, NEG, NEG, NEG],
         ),
         (
-            [[NEG, 1]], [[2, 3]], {"topk": 4},
+            [[NEG, 1]], [[2, 3]], {"k": 4},
             [[1, 1], [0, 0], [0, 1], FILL], [4, NEG, NEG, NEG],
         ),
         # Every span ending at a -inf end ties at -inf, whatever the start
         # score: among them the smaller start wins, not the larger start score.
         (
-            [[0, 1, 0]], [[NEG, NEG, NEG]], {"topk": 3},
+            [[0, 1, 0]], [[NEG, NEG, NEG]], {"k": 3},
             [[0, 0], [0, 1], [0, 2]], [NEG, NEG, NEG],
         ),
         (
-            [[0, 0, 1]], [[0, NEG, NEG]], {"topk": 4},
+            [[0, 0, 1]], [[0, NEG, NEG]], {"k": 4},
             [[0, 0], [0, 1], [0, 2], [1, 1]], [0, NEG, NEG, NEG],
         ),
         (
-            [[0, 0, 0, 1]], [[0, 0, NEG, NEG]], {"topk": 5},
+            [[0, 0, 0, 1]], [[0, 0, NEG, NEG]], {"k": 5},
             [[0, 0], [0, 1], [1, 1], [0, 2], [0, 3]], [0, 0, 0, NEG, NEG],
         ),
         # all-NaN row: nothing
-        ([[np.nan, np.nan]], [[1, 2]], {"topk": 2}, [FILL, FILL], [NEG, NEG]),
+        ([[np.nan, np.nan]], [[1, 2]], {"k": 2}, [FILL, FILL], [NEG, NEG]),
         # max_len larger than T is the same as no limit
         ([[1, 0]], [[0, 1]], {"max_len": 10}, [[0, 1]], [2]),
         # min_len larger than T: nothing
@@ -527,18 +527,19 @@ def test_hand_computed(start, end, kwargs, exp_spans, exp_scores, dtype):
     end = np.array(end, dtype=dtype)
     if "lengths" in kwargs:
         kwargs = dict(kwargs, lengths=np.array(kwargs["lengths"]))
+    kwargs = {"k": 1, **kwargs}  # the expected values have a k axis
     spans, scores = span_argmax(start, end, **kwargs)
     np.testing.assert_array_equal(spans, np.array([exp_spans], dtype=np.int64))
     np.testing.assert_array_equal(scores, np.array([exp_scores], dtype=dtype))
     # The reference agrees on all of them.
-    r_spans, r_scores = span_argmax_ref(start, end, **kwargs)
+    r_spans, r_scores = span_argmax_ref(start, end, **_ref_kwargs(kwargs))
     np.testing.assert_array_equal(r_spans, spans)
     np.testing.assert_array_equal(r_scores, scores.astype(np.float64))
 
 
 def test_lengths_zero_row_is_filled():
     start = np.array([[1.0, 2.0, 3.0], [1.0, 2.0, 3.0]])
-    spans, scores = span_argmax(start, start, topk=2, lengths=np.array([0, 3]))
+    spans, scores = span_argmax(start, start, k=2, lengths=np.array([0, 3]))
     np.testing.assert_array_equal(spans[0], [FILL, FILL])
     np.testing.assert_array_equal(scores[0], [NEG, NEG])
     np.testing.assert_array_equal(spans[1], [[2, 2], [1, 2]])
@@ -551,7 +552,7 @@ def test_empty_time_axis(kind, topk):
     x = np.zeros((3, 0))
     if kind == "torch":
         x = torch.from_numpy(x)
-    spans, scores = span_argmax(x, x, topk=topk)
+    spans, scores = span_argmax(x, x, k=topk)
     spans, scores = to_np(spans), to_np(scores)
     assert spans.shape == (3, topk, 2) and scores.shape == (3, topk)
     assert spans.dtype == np.int64 and scores.dtype == np.float64
@@ -568,7 +569,7 @@ def test_empty_batch(kind, T, topk):
     lengths = np.zeros((0,), dtype=np.int64)
     lengths = torch.from_numpy(lengths) if kind == "torch" else lengths
     for lens in (None, lengths):
-        spans, scores = span_argmax(x, x, topk=topk, lengths=lens)
+        spans, scores = span_argmax(x, x, k=topk, lengths=lens)
         assert type(spans) is type(x) and type(scores) is type(x)
         spans, scores = to_np(spans), to_np(scores)
         assert spans.shape == (0, topk, 2) and spans.dtype == np.int64
@@ -585,8 +586,8 @@ def test_numpy_integer_inputs_are_float64():
     end = np.array([[0, 0, 0, 7]], dtype=np.int64)
     spans, scores = span_argmax(start, end)
     assert scores.dtype == np.float64
-    np.testing.assert_array_equal(spans, [[[1, 3]]])
-    np.testing.assert_array_equal(scores, [[12.0]])
+    np.testing.assert_array_equal(spans, [[1, 3]])
+    np.testing.assert_array_equal(scores, [12.0])
 
 
 def test_numpy_mixed_float_dtypes_promote_to_float64():
@@ -594,21 +595,21 @@ def test_numpy_mixed_float_dtypes_promote_to_float64():
     end = np.array([[0.1, 0.2]], dtype=np.float64)
     spans, scores = span_argmax(start, end)
     assert scores.dtype == np.float64
-    np.testing.assert_array_equal(spans, [[[1, 1]]])
-    assert scores[0, 0] == np.float64(np.float32(0.2)) + 0.2
+    np.testing.assert_array_equal(spans, [[1, 1]])
+    assert scores[0] == np.float64(np.float32(0.2)) + 0.2
 
 
 def test_python_lists_are_accepted_as_numpy():
     spans, scores = span_argmax([[0, 5, 0, 0]], [[0, 0, 0, 7]], lengths=[3])
     assert isinstance(spans, np.ndarray) and isinstance(scores, np.ndarray)
-    np.testing.assert_array_equal(spans, [[[1, 1]]])
-    np.testing.assert_array_equal(scores, [[5.0]])
+    np.testing.assert_array_equal(spans, [[1, 1]])
+    np.testing.assert_array_equal(scores, [5.0])
 
 
 def test_torch_outputs_and_dtypes():
     start = torch.tensor([[0.0, 5.0, 0.0, 0.0]])
     end = torch.tensor([[0.0, 0.0, 0.0, 7.0]])
-    spans, scores = span_argmax(start, end, topk=2)
+    spans, scores = span_argmax(start, end, k=2)
     assert isinstance(spans, torch.Tensor) and isinstance(scores, torch.Tensor)
     assert spans.dtype == torch.int64 and scores.dtype == torch.float32
     assert spans.device == start.device == scores.device
@@ -620,7 +621,7 @@ def test_torch_outputs_and_dtypes():
 def test_torch_scores_dtype_preserved(dtype):
     start = torch.tensor([[0.0, 5.0, 0.0, 0.0]], dtype=dtype)
     end = torch.tensor([[0.0, 0.0, 0.0, 7.0]], dtype=dtype)
-    spans, scores = span_argmax(start, end, topk=11)  # 10 valid spans
+    spans, scores = span_argmax(start, end, k=11)  # 10 valid spans
     assert scores.dtype == dtype and spans.dtype == torch.int64
     assert spans[0, 0].tolist() == [1, 3] and scores[0, 0].item() == 12.0
     assert spans[0, -1].tolist() == [-1, -1] and scores[0, -1].item() == -math.inf
@@ -631,7 +632,7 @@ def test_torch_half_scores_are_float32_sums_cast_back():
     torch.manual_seed(0)
     start = (torch.randn(4, 30) * 10).half()
     end = (torch.randn(4, 30) * 10).half()
-    spans, scores = span_argmax(start, end, topk=5, max_len=7)
+    spans, scores = span_argmax(start, end, k=5, max_len=7)
     m_spans, m_scores = span_argmax_ref(
         start.float().numpy(), end.float().numpy(), 7, 1, 5, compute_dtype=np.float32
     )
@@ -645,7 +646,7 @@ def test_torch_integer_inputs_use_default_dtype():
     end = torch.tensor([[0, 0, 0, 7]], dtype=torch.int32)
     spans, scores = span_argmax(start, end)
     assert scores.dtype == torch.get_default_dtype()
-    assert spans.tolist() == [[[1, 3]]] and scores.tolist() == [[12.0]]
+    assert spans.tolist() == [[1, 3]] and scores.tolist() == [12.0]
 
 
 def test_torch_integer_inputs_follow_changed_default_dtype():
@@ -656,15 +657,15 @@ def test_torch_integer_inputs_follow_changed_default_dtype():
     finally:
         torch.set_default_dtype(old)
     assert scores.dtype == torch.float64
-    assert spans.tolist() == [[[1, 1]]] and scores.tolist() == [[6.0]]
+    assert spans.tolist() == [[1, 1]] and scores.tolist() == [6.0]
 
 
 def test_torch_requires_grad_inputs():
     torch.manual_seed(1)
     start = torch.randn(3, 12, requires_grad=True)
     end = torch.randn(3, 12, requires_grad=True)
-    spans, scores = span_argmax(start, end, topk=4, max_len=5)
-    ref_spans, ref_scores = span_argmax(start.detach(), end.detach(), topk=4, max_len=5)
+    spans, scores = span_argmax(start, end, k=4, max_len=5)
+    ref_spans, ref_scores = span_argmax(start.detach(), end.detach(), k=4, max_len=5)
     assert torch.equal(spans, ref_spans)
     assert torch.equal(scores.detach(), ref_scores)
     assert start.grad is None and end.grad is None
@@ -677,7 +678,7 @@ def test_torch_requires_grad_inputs():
 def test_outputs_do_not_alias_inputs():
     start = np.zeros((2, 3))
     end = np.zeros((2, 3))
-    spans, scores = span_argmax(start, end, topk=2)
+    spans, scores = span_argmax(start, end, k=2)
     scores[...] = 42.0
     spans[...] = 7
     np.testing.assert_array_equal(start, 0.0)
@@ -694,7 +695,6 @@ X = np.zeros((2, 4))
 @pytest.mark.parametrize(
     "args, kwargs, exc, match",
     [
-        ((X[0], X[0]), {}, ValueError, r"must have shape \(B, T\)"),
         ((X[None], X[None]), {}, ValueError, r"must have shape \(B, T\)"),
         ((X, X[0]), {}, ValueError, r"must have shape \(B, T\)"),
         ((X, X[:1]), {}, ValueError, "same shape"),
@@ -702,16 +702,16 @@ X = np.zeros((2, 4))
         ((X.astype(bool), X.astype(bool)), {}, TypeError, "must hold real numbers"),
         ((X, X.astype(bool)), {}, TypeError, "must hold real numbers"),
         ((X.astype(complex), X.astype(complex)), {}, TypeError, "must hold real numbers"),
-        ((X, X), {"topk": 0}, ValueError, "topk must be >= 1"),
-        ((X, X), {"topk": -3}, ValueError, "topk must be >= 1"),
+        ((X, X), {"k": 0}, ValueError, "span_argmax: k must be >= 1"),
+        ((X, X), {"k": -3}, ValueError, "span_argmax: k must be >= 1"),
         ((X, X), {"min_len": 0}, ValueError, "min_len must be >= 1"),
         ((X, X), {"min_len": -1}, ValueError, "min_len"),
         ((X, X), {"max_len": 0}, ValueError, "max_len must be >= 1"),
         ((X, X), {"max_len": -2}, ValueError, "max_len must be >= 1"),
         ((X, X), {"max_len": 2, "min_len": 3}, ValueError, "max_len must be >= min_len"),
-        ((X, X), {"topk": 2.5}, TypeError, "topk"),
-        ((X, X), {"topk": 2.0}, TypeError, "topk"),
-        ((X, X), {"topk": True}, TypeError, "topk"),
+        ((X, X), {"k": 2.5}, TypeError, "span_argmax: k must be an integer"),
+        ((X, X), {"k": 2.0}, TypeError, "span_argmax: k must be an integer"),
+        ((X, X), {"k": True}, TypeError, "span_argmax: k must be an integer"),
         ((X, X), {"max_len": 2.5}, TypeError, "max_len"),
         ((X, X), {"max_len": True}, TypeError, "max_len"),
         ((X, X), {"min_len": 1.5}, TypeError, "min_len"),
@@ -736,7 +736,6 @@ X = np.zeros((2, 4))
             TypeError,
             "must hold integers",
         ),
-        ((torch.zeros(4), torch.zeros(4)), {}, ValueError, r"must have shape \(B, T\)"),
         ((torch.zeros(2, 4), torch.zeros(2, 3)), {}, ValueError, "same shape"),
         (
             (torch.zeros(2, 4, dtype=torch.bool), torch.zeros(2, 4, dtype=torch.bool)),
@@ -770,7 +769,7 @@ def test_errors(args, kwargs, exc, match):
 
 
 def test_numpy_integer_scalars_are_accepted_as_ints():
-    spans, _ = span_argmax(X, X, topk=np.int64(2), max_len=np.int32(3), min_len=np.int16(1))
+    spans, _ = span_argmax(X, X, k=np.int64(2), max_len=np.int32(3), min_len=np.int16(1))
     assert spans.shape == (2, 2, 2)
 
 
@@ -794,7 +793,7 @@ def test_tie_heavy_on_device(device, prob, dtype, layout, len_dtype):
     e = torch_layout(end, layout, dtype, device)
     lens = None if lengths is None else torch.from_numpy(lengths).to(len_dtype).to(device)
 
-    spans, scores = span_argmax(s, e, max_len=max_len, min_len=min_len, topk=topk, lengths=lens)
+    spans, scores = span_argmax(s, e, max_len=max_len, min_len=min_len, k=topk, lengths=lens)
     assert spans.device.type == device and scores.device.type == device
     assert spans.dtype == torch.int64 and scores.dtype == dtype
 
@@ -804,7 +803,7 @@ def test_tie_heavy_on_device(device, prob, dtype, layout, len_dtype):
 
     # Identical to the CPU kernel, span for span.
     c_spans, c_scores = span_argmax(
-        s.cpu(), e.cpu(), max_len=max_len, min_len=min_len, topk=topk,
+        s.cpu(), e.cpu(), max_len=max_len, min_len=min_len, k=topk,
         lengths=None if lens is None else lens.cpu(),
     )
     assert torch.equal(spans.cpu(), c_spans)
@@ -826,7 +825,7 @@ def test_long_rows_on_device(device, max_len, topk):
         s = torch.from_numpy(start).to(dtype=dtype, device=device)
         e = torch.from_numpy(end).to(dtype=dtype, device=device).t().contiguous().t()
         lens = torch.from_numpy(lengths).to(device)
-        spans, scores = span_argmax(s, e, max_len=max_len, topk=topk, lengths=lens)
+        spans, scores = span_argmax(s, e, max_len=max_len, k=topk, lengths=lens)
         assert spans.device.type == device
         np.testing.assert_array_equal(spans.cpu().numpy(), ref_spans)
         np.testing.assert_array_equal(scores.cpu().numpy().astype(np.float64), ref_scores)
@@ -837,7 +836,7 @@ def test_hand_computed_on_device(device):
     start = torch.tensor([[0.0, 5.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0]], device=device)
     end = torch.tensor([[0.0, 0.0, 0.0, 7.0], [0.0, 0.0, 0.0, 0.0]], device=device)
     lengths = torch.tensor([4, 2], device=device)
-    spans, scores = span_argmax(start, end, max_len=2, topk=5, lengths=lengths)
+    spans, scores = span_argmax(start, end, max_len=2, k=5, lengths=lengths)
     assert spans.device.type == device
     assert spans.cpu().tolist() == [
         [[2, 3], [3, 3], [1, 1], [1, 2], [0, 0]],
@@ -855,8 +854,69 @@ def test_rounding_ties_go_to_the_smaller_start(max_len, topk):
     start = np.array([[0.5, 1.0]], dtype=np.float32)
     end = np.array([[-np.inf, 2.0**24]], dtype=np.float32)
     assert np.float32(0.5) + np.float32(2.0**24) == np.float32(1.0) + np.float32(2.0**24)
-    spans, scores = span_argmax(start, end, max_len=max_len, topk=topk)
+    spans, scores = span_argmax(start, end, max_len=max_len, k=topk)
     assert spans[0, 0].tolist() == [0, 1]
     assert scores[0, 0] == np.float32(2.0**24)
     if topk == 2:
         assert spans[0, 1].tolist() == [1, 1]
+
+
+def _ref_kwargs(kwargs):
+    """span_argmax keywords for span_argmax_ref, which calls k ``topk``."""
+    return {("topk" if name == "k" else name): v for name, v in kwargs.items()}
+
+
+
+# --------------------------------------------------------------------------- #
+# Result shapes: top-1 without a k axis, a single row without a batch axis
+# --------------------------------------------------------------------------- #
+
+
+@pytest.mark.parametrize("kind", ["numpy", "torch"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_shapes_by_k_and_single_row_match_the_reference(kind, dtype):
+    # 0.1: top-1 returned (B, 1, 2) and a 1-D row was refused.
+    rng = np.random.default_rng(7)
+    start, end = rng.standard_normal((2, 5, 12))
+    lengths = np.array([12, 0, 7, 1, 3])
+    conv = torch.from_numpy if kind == "torch" else np.asarray
+    s, e = conv(start.astype(dtype)), conv(end.astype(dtype))
+    r32 = dict(compute_dtype=np.float32) if dtype == np.float32 else {}
+    ref_spans, ref_scores = span_argmax_ref(start.astype(dtype), end.astype(dtype), 4, 1, 3,
+                                            lengths, **r32)
+    # top-1, batched: (B, 2) and (B,)
+    out = span_argmax(s, e, max_len=4, lengths=conv(lengths))
+    assert type(out.spans) is type(s) and tuple(out.spans.shape) == (5, 2)
+    assert tuple(out.scores.shape) == (5,)
+    np.testing.assert_array_equal(to_np(out.spans), ref_spans[:, 0])
+    np.testing.assert_array_equal(to_np(out.scores).astype(np.float64), ref_scores[:, 0])
+    assert to_np(out.spans)[1].tolist() == [-1, -1] and to_np(out.scores)[1] == -np.inf
+    # an explicit k keeps its axis, k = 1 included
+    for k in (1, 3):
+        spans, scores = span_argmax(s, e, max_len=4, k=k, lengths=conv(lengths))
+        assert tuple(spans.shape) == (5, k, 2) and tuple(scores.shape) == (5, k)
+        np.testing.assert_array_equal(to_np(spans), ref_spans[:, :k])
+    # a single row: no batch axis; lengths as an integer or a one-element array
+    for b in range(5):
+        for lens in (int(lengths[b]), conv(lengths[b:b + 1])):
+            if kind == "torch" and isinstance(lens, int):
+                continue  # torch inputs take tensor lengths only
+            spans, scores = span_argmax(s[b], e[b], max_len=4, lengths=lens)
+            assert type(spans) is type(s) and tuple(spans.shape) == (2,)
+            assert tuple(scores.shape) == ()
+            np.testing.assert_array_equal(to_np(spans), ref_spans[b, 0])
+            assert float(scores) == ref_scores[b, 0]
+            spans, scores = span_argmax(s[b], e[b], max_len=4, lengths=lens, k=3)
+            assert tuple(spans.shape) == (3, 2) and tuple(scores.shape) == (3,)
+            np.testing.assert_array_equal(to_np(spans), ref_spans[b])
+            np.testing.assert_array_equal(to_np(scores).astype(np.float64), ref_scores[b])
+
+
+def test_single_row_hand_computed_and_mismatched_ranks():
+    # start + end of (i, j): best is (1, 3) = 5 + 7; with max_len 2, (2, 3) and (3, 3)
+    # tie at 0 + 7 and the smaller start wins.
+    assert span_argmax([0, 5, 0, 0], [0, 0, 0, 7]).spans.tolist() == [1, 3]
+    assert span_argmax([0, 5, 0, 0], [0, 0, 0, 7], max_len=2).spans.tolist() == [2, 3]
+    assert span_argmax(np.zeros(0), np.zeros(0)).spans.tolist() == [-1, -1]
+    with pytest.raises(ValueError, match="span_argmax"):
+        span_argmax(np.zeros(4), np.zeros((1, 4)))

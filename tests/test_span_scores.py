@@ -19,7 +19,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from fastvqa.ops import span_scores, top_spans
+from fastvqa.ops import (
+    nms_1d,
+    span_scores,
+    span_similarity,
+    span_similarity_all,
+    temporal_iou,
+    top_spans,
+)
 
 from tests.conftest import DEVICES
 from tests.conftest import assert_opcheck  # noqa: E402
@@ -571,7 +578,7 @@ def test_errors(kind):
         top_spans(x, 1, reduce="sum", nms_iou=1.5)
     with pytest.raises(ValueError, match=r"nms_iou must lie in \[0, 1\].*got nan"):
         top_spans(x, 1, reduce="sum", nms_iou=math.nan)
-    with pytest.raises(TypeError, match="top_spans: nms_iou must be a float or None, got str"):
+    with pytest.raises(TypeError, match="top_spans: nms_iou must be a real number, got str"):
         top_spans(x, 1, reduce="sum", nms_iou="0.5")
     with pytest.raises(TypeError, match="top_spans: k must be an integer, got bool"):
         top_spans(x, True, reduce="sum")
@@ -687,3 +694,46 @@ def test_long_rows_cpu_cuda_agree(device, reduce):
     for a, b in zip(results["cpu"], results[device]):
         torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-9, equal_nan=True)
     assert torch.equal(results["cpu"][2], results[device][2])
+
+
+# --------------------------------------------------------------------------- #
+# String options: checked once, in C++, with a one-line message
+# --------------------------------------------------------------------------- #
+
+_X = np.zeros((2, 4))
+
+
+def _zero_spans(x):
+    """[2, 1, 2] int64 spans (0, 0) in the framework of ``x``."""
+    z = np.zeros((2, 1, 2), np.int64)
+    return torch.from_numpy(z) if isinstance(x, torch.Tensor) else z
+
+
+_STRING_OPTIONS = [
+    (lambda x, v: span_scores(x, reduce=v), "span_scores", "reduce",
+     "must be one of 'sum', 'mean', 'contrast', got 'median'"),
+    (lambda x, v: top_spans(x, 2, reduce=v), "top_spans", "reduce",
+     "must be one of 'sum', 'mean', 'contrast', got 'median'"),
+    (lambda x, v: span_similarity(x[:, :, None], x[:, :1], _zero_spans(x), pool=v),
+     "span_similarity", "pool", "must be 'mean_of_cos' or 'cos_of_mean', got 'median'"),
+    (lambda x, v: span_similarity_all(x[:, :, None], x[:, :1], pool=v),
+     "span_similarity_all", "pool", "must be 'mean_of_cos' or 'cos_of_mean', got 'median'"),
+    (lambda x, v: nms_1d(x[0, :2].reshape(1, 2), x[0, :1], iou_threshold=0.5, method=v),
+     "nms_1d", "method", "must be one of 'hard', 'linear', 'gaussian', got 'median'"),
+    (lambda x, v: temporal_iou(x[:, :2], x[:, :2], v), "temporal_iou", "mode",
+     "must be one of 'iou', 'iop', 'iog', 'giou', got 'median'"),
+]
+
+
+@pytest.mark.parametrize("kind", ["numpy", "torch"])
+@pytest.mark.parametrize("call, op, arg, rest", _STRING_OPTIONS,
+                         ids=[f"{o}-{a}" for _, o, a, _ in _STRING_OPTIONS])
+def test_string_options_fail_in_one_line_naming_the_argument(kind, call, op, arg, rest):
+    x = torch.from_numpy(_X) if kind == "torch" else _X
+    with pytest.raises(ValueError) as info:
+        call(x, "median")
+    assert str(info.value) == f"{op}: {arg} {rest}"
+    # Not a string at all: pybind11 would print the whole signature; the wrapper says it.
+    with pytest.raises(TypeError) as info:
+        call(x, 3)
+    assert str(info.value) == f"{op}: {arg} must be a string, got int"

@@ -18,7 +18,8 @@ def _spans(n, device, dtype=torch.float32, seed=0):
 
 
 def _samples(device):
-    from fastvqa.ops import _torch  # noqa: F401  (registers the ops)
+    # importing them registers the ops
+    from fastvqa.ops import _torch_span_argmax, _torch_temporal_iou  # noqa: F401
 
     a, b = _spans(5, device), _spans(4, device, seed=1)
     s = torch.randn(3, 12, generator=torch.Generator().manual_seed(2)).to(device)
@@ -43,7 +44,7 @@ def test_opcheck(device):
 def _pipeline(a, b, start, end, offsets):
     giou = temporal_iou(a, b, "giou")
     paired = paired_temporal_iou(a, a.flip(0), "iop")
-    spans, scores = span_argmax(start, end, max_len=4, topk=2)
+    spans, scores = span_argmax(start, end, max_len=4, k=2)
     iou, iop = grounding_overlap(a, b, offsets)
     loss = (1 - giou).mean() + paired.sum() + scores.sum() + iou.sum() + iop.sum()
     return loss, spans

@@ -5,10 +5,11 @@ reported by argparse as ``argument --x: <message>`` with exit status 2."""
 from __future__ import annotations
 
 import argparse
-import math
 from typing import Callable, Iterable
 
+from fastvqa import _checks
 from fastvqa._benchmarks import BENCHMARKS
+from fastvqa.errors import InputError
 
 #: Every benchmark's one command-line name: ``fastvqa eval``, ``baseline``,
 #: ``distractors --benchmark`` and ``duplicates --benchmark`` all take these
@@ -30,6 +31,16 @@ def benchmark_choices(names: Iterable[str]) -> tuple[str, ...]:
     return tuple(n for n in BENCHMARK_NAMES if n in names)
 
 
+def _checked(check: Callable, value, message: str = "", **limits):
+    """``check(value, "", "", **limits)`` (:mod:`fastvqa._checks`, the one
+    definition of each range), its error as argparse's: ``message`` if given,
+    else the check's own."""
+    try:
+        return check(value, "", "", **limits)
+    except InputError as err:
+        raise argparse.ArgumentTypeError(message or str(err)) from None
+
+
 def int_at_least(minimum: int) -> Callable[[str], int]:
     """An integer >= ``minimum``."""
 
@@ -38,9 +49,8 @@ def int_at_least(minimum: int) -> Callable[[str], int]:
             value = int(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"expected an integer >= {minimum}, got {value}")
-        return value
+        return _checked(_checks.integer, value, f"expected an integer >= {minimum}, got {value}",
+                        minimum=minimum)
 
     return convert
 
@@ -67,10 +77,8 @@ def _number(text: str) -> float:
 
 def positive_float(text: str) -> float:
     """A finite number > 0."""
-    value = _number(text)
-    if not (value > 0 and math.isfinite(value)):
-        raise argparse.ArgumentTypeError(f"expected a finite number > 0, got {text}")
-    return value
+    return _checked(_checks.real, _number(text), f"expected a finite number > 0, got {text}",
+                    positive=True, finite=True)
 
 
 def unit_interval_positive(text: str) -> float:
@@ -83,7 +91,4 @@ def unit_interval_positive(text: str) -> float:
 
 def unit_interval(text: str) -> float:
     """A number in [0, 1]."""
-    value = _number(text)
-    if not 0.0 <= value <= 1.0:  # also rejects NaN
-        raise argparse.ArgumentTypeError(f"must lie in [0, 1], got {value}")
-    return value
+    return _checked(_checks.unit_interval, _number(text))

@@ -3,7 +3,7 @@
 from, dtype normalisation, output allocation in the caller's framework.
 
 NumPy inputs stay NumPy (zero-copy through the buffer protocol); torch inputs
-go through the ``torch.library`` ops in :mod:`fastvqa.ops._torch` (zero-copy
+go through the ``torch.library`` ops of ``fastvqa.ops._torch_<op>`` (zero-copy
 through DLPack). torch is never imported here.
 """
 

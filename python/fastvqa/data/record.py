@@ -8,6 +8,8 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
+from fastvqa.ragged import Ragged, from_rows
+
 
 @dataclass
 class QARecord:
@@ -41,17 +43,12 @@ class QARecord:
         return f"{self.video_id}_{self.question_id}"
 
 
-def spans_to_csr(rows: Sequence[Any]) -> tuple[np.ndarray, np.ndarray]:
-    """Ragged span lists -> ``(flat (K, 2) float64, offsets (N + 1,) int64)``.
+def spans_to_csr(rows: Sequence[Any]) -> Ragged:
+    """Ragged span lists -> ``Ragged(values (K, 2) float64, offsets (N + 1,) int64)``.
 
-    ``rows[i]`` is anything shaped ``(k_i, 2)`` (k_i may be 0); the result feeds
+    ``rows[i]`` is anything shaped ``(k_i, 2)`` (k_i may be 0; ``[]`` is an
+    empty row); the result (it unpacks as ``flat, offsets``) feeds
     :func:`fastvqa.ops.grounding_overlap` and :func:`fastvqa.metrics.grounded_qa`.
+    :func:`fastvqa.ragged.from_rows` with ``width=2``.
     """
-    counts = np.zeros(len(rows) + 1, dtype=np.int64)
-    parts = []
-    for i, r in enumerate(rows):
-        arr = np.asarray(r, dtype=np.float64).reshape(-1, 2)
-        counts[i + 1] = arr.shape[0]
-        parts.append(arr)
-    flat = np.concatenate(parts, axis=0) if parts else np.zeros((0, 2), dtype=np.float64)
-    return flat, np.cumsum(counts)
+    return from_rows(rows, width=2)

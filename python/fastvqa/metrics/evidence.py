@@ -20,6 +20,7 @@ from typing import Any, Optional
 
 import numpy as np
 
+from fastvqa import ragged
 from fastvqa.errors import InputError, InputTypeError
 from fastvqa.metrics.base import Metric
 from fastvqa.metrics.result import MetricResult, mean_or_nan
@@ -83,14 +84,6 @@ def _check_threshold(name: str, t: Any) -> float:
 # --------------------------------------------------------------------------
 
 
-def _csr(rows: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    counts = np.fromiter((r.shape[0] for r in rows), dtype=np.int64, count=len(rows))
-    offsets = np.zeros(len(rows) + 1, dtype=np.int64)
-    np.cumsum(counts, out=offsets[1:])
-    flat = np.concatenate(rows, axis=0) if rows else np.zeros((0, 2))
-    return np.ascontiguousarray(flat, dtype=np.float64).reshape(-1, 2), offsets
-
-
 class _Pairs:
     """Every (prediction, target span) pair of the same instance, with its IoU.
 
@@ -107,8 +100,8 @@ class _Pairs:
         from fastvqa.ops import paired_temporal_iou
 
         self.n = len(preds)
-        self.pred, self.p_off = _csr(preds)
-        self.gold, self.g_off = _csr(golds)
+        self.pred, self.p_off = ragged.from_rows(preds, width=2)
+        self.gold, self.g_off = ragged.from_rows(golds, width=2)
         self.k = np.diff(self.p_off)
         self.m = np.diff(self.g_off)
         self.inst_of_pred = np.repeat(np.arange(self.n), self.k)

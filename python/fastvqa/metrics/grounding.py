@@ -23,7 +23,7 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from fastvqa import _arrays
+from fastvqa import _arrays, ragged
 from fastvqa.data.answers import NO_ANSWER
 from fastvqa.errors import InputError, InputTypeError
 from fastvqa.metrics.base import Metric
@@ -345,18 +345,8 @@ def _target_csr(target: Any, n: int) -> tuple[Any, Any]:
 
 
 def _offsets(x: Any, n: int, k: int) -> np.ndarray:
-    arr = _to_numpy(x, "gt_offsets")
-    if arr.dtype.kind not in "iu":
-        raise InputTypeError(f"{_OP}: gt_offsets must be integers, got dtype {arr.dtype}")
-    if arr.ndim != 1 or arr.shape[0] != n + 1:
-        raise InputError(f"{_OP}: gt_offsets must have shape (N + 1,) = ({n + 1},), "
-                         f"got {arr.shape}")
-    arr = arr.astype(np.int64, copy=False)
-    if arr[0] != 0 or arr[-1] != k or (arr[1:] < arr[:-1]).any():
-        raise InputError(
-            f"{_OP}: gt_offsets must start at 0, never decrease and end at K = {k} "
-            f"(the number of gt_spans rows); got {arr[0]} ... {arr[-1]}")
-    return arr
+    return ragged.check_offsets(_to_numpy(x, "gt_offsets"), k, rows=n, op=_OP,
+                                name="gt_offsets")
 
 
 def _missing_rows(pred: np.ndarray) -> np.ndarray:

@@ -21,6 +21,7 @@ from typing import Any, Optional
 
 import numpy as np
 
+from fastvqa import ragged
 from fastvqa.errors import InputError, InputTypeError
 from fastvqa.metrics.base import Metric
 from fastvqa.metrics.result import MetricResult
@@ -129,20 +130,9 @@ def _pair_queries(predictions: Any, ground_truth: Any, match_number: bool
     return keys, [pred_by[k] for k in keys], [gt_by[k] for k in keys], info
 
 
-def _to_csr(rows: list[np.ndarray], width: int) -> tuple[np.ndarray, np.ndarray]:
-    counts = np.fromiter((r.shape[0] for r in rows), dtype=np.int64, count=len(rows))
-    offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-    flat = np.concatenate(rows, axis=0) if rows else np.zeros((0, width), dtype=np.float64)
-    return flat[:, :width].copy() if flat.shape[1] != width else flat, offsets
-
-
 # ----------------------------------------------------------------------------
 # Shared kernels on CSR arrays
 # ----------------------------------------------------------------------------
-
-
-def _segment_ids(offsets: np.ndarray) -> np.ndarray:
-    return np.repeat(np.arange(offsets.shape[0] - 1), np.diff(offsets))
 
 
 def _union_iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -187,9 +177,9 @@ def _pairs(p_off: np.ndarray, g_off: np.ndarray) -> tuple[np.ndarray, np.ndarray
     """All (prediction, ground-truth) index pairs within each query, grouped by
     prediction row (each row's ground truth in file order). Returns
     ``(pair_pred, pair_gt, pair_offsets)`` with ``pair_offsets`` ``(Kp + 1,)``."""
-    p_query = _segment_ids(p_off)
+    p_query = ragged.segment_ids(p_off)
     g_count = np.diff(g_off)[p_query]
-    pair_off = np.concatenate([[0], np.cumsum(g_count)]).astype(np.int64)
+    pair_off = ragged.offsets_from_counts(g_count)
     pair_pred = np.repeat(np.arange(p_query.shape[0]), g_count)
     local = np.arange(pair_off[-1]) - np.repeat(pair_off[:-1], g_count)
     pair_gt = g_off[p_query][pair_pred] + local
@@ -244,7 +234,7 @@ def _ap_per_query(pred: np.ndarray, p_off: np.ndarray, gt: np.ndarray, g_off: np
     """
     n_q = p_off.shape[0] - 1
     n_t = thresholds.shape[0]
-    p_query = _segment_ids(p_off)
+    p_query = ragged.segment_ids(p_off)
     # Stable sort by descending score within each query (Python's list.sort
     # with key=-score in the official code): lexsort is stable.
     order = np.lexsort((-pred[:, 2], p_query))
@@ -358,15 +348,15 @@ def _bucket(pred: np.ndarray, p_off: np.ndarray, gt: np.ndarray, g_off: np.ndarr
     predictions of the remaining queries."""
     length = gt[:, 1] - gt[:, 0]
     keep_w = (lo < length) & (length <= hi)
-    g_query = _segment_ids(g_off)
+    g_query = ragged.segment_ids(g_off)
     n_q = g_off.shape[0] - 1
     counts = np.bincount(g_query[keep_w], minlength=n_q)
     keep_q = counts > 0
-    new_g_off = np.concatenate([[0], np.cumsum(counts[keep_q])]).astype(np.int64)
-    p_query = _segment_ids(p_off)
+    new_g_off = ragged.offsets_from_counts(counts[keep_q])
+    p_query = ragged.segment_ids(p_off)
     keep_p = keep_q[p_query]
     p_counts = np.diff(p_off)[keep_q]
-    new_p_off = np.concatenate([[0], np.cumsum(p_counts)]).astype(np.int64)
+    new_p_off = ragged.offsets_from_counts(p_counts)
     return pred[keep_p], new_p_off, gt[keep_w], new_g_off
 
 
@@ -473,8 +463,8 @@ def moment_retrieval(
     if max_pred_windows is not None:
         preds = [p[:max_pred_windows] for p in preds]
     gts = [_windows(g, (2,), "ground truth", k) for k, g in zip(keys, gt_rows)]
-    pred, p_off = _to_csr(preds, 3)
-    gt, g_off = _to_csr(gts, 2)
+    pred, p_off = ragged.from_rows(preds, width=3)
+    gt, g_off = ragged.from_rows(gts, width=2)
 
     full = _qvh_core(pred, p_off, gt, g_off)
     metrics = {
@@ -533,7 +523,7 @@ def _nms_ragged(spans: np.ndarray, offsets: np.ndarray, threshold: float, top_k:
     n = spans.shape[0]
     remaining = np.ones(n, dtype=bool)
     keep = np.zeros(n, dtype=bool)
-    query = _segment_ids(offsets)
+    query = ragged.segment_ids(offsets)
     starts = offsets[:-1]
     ends = offsets[1:]
     index = np.arange(n)
@@ -641,8 +631,8 @@ def recall_at_n(
         preds = [p[np.argsort(-p[:, 2], kind="stable")] for p in preds]
     preds = [p[:, :2] for p in preds]
     gts = [_windows(g, (2,), "ground truth", k) for k, g in zip(keys, gt_rows)]
-    spans, p_off = _to_csr(preds, 2)
-    gt, g_off = _to_csr(gts, 2)
+    spans, p_off = ragged.from_rows(preds, width=2)
+    gt, g_off = ragged.from_rows(gts, width=2)
     n_q = len(keys)
     top = max(ns)
 
@@ -651,7 +641,7 @@ def recall_at_n(
     else:
         keep = np.ones(spans.shape[0], dtype=bool)
     # Rank among the kept windows of the query; only the top max(n) matter.
-    p_query = _segment_ids(p_off)
+    p_query = ragged.segment_ids(p_off)
     kept_before = np.cumsum(keep) - keep
     base = kept_before[p_off[:-1]] if n_q else np.zeros(0, dtype=np.int64)
     rank = kept_before - base[p_query]
@@ -662,7 +652,7 @@ def recall_at_n(
     # Each candidate against all its query's ground-truth windows: max hull IoU.
     g_count = np.diff(g_off)
     rows_gt = np.repeat(np.arange(cand.shape[0]), g_count[c_query])
-    c_off = np.concatenate([[0], np.cumsum(g_count[c_query])]).astype(np.int64)
+    c_off = ragged.offsets_from_counts(g_count[c_query])
     local = np.arange(c_off[-1]) - np.repeat(c_off[:-1], g_count[c_query])
     flat_gt = gt[g_off[c_query][rows_gt] + local]
     iou, _ = grounding_overlap(spans[cand], flat_gt, c_off)

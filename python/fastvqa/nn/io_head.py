@@ -10,7 +10,7 @@ import torch
 from torch import Tensor, nn
 
 from fastvqa.nn.masking import lengths_to_mask, safe_mean
-from fastvqa.ops import io_to_spans
+from fastvqa.ops import RaggedSpans, io_to_spans
 
 
 class IOHead(nn.Module):
@@ -50,12 +50,13 @@ class IOHead(nn.Module):
 
     @torch.no_grad()
     def decode(self, logits: Tensor, lengths: Optional[Tensor] = None, *,
-               threshold: float = 0.5, min_len: int = 1) -> tuple[Tensor, Tensor, Tensor]:
+               threshold: float = 0.5, min_len: int = 1) -> RaggedSpans:
         """Spans from ``sigmoid(logits) >= threshold``: every maximal run of
         valid steps, scored by its mean probability, sorted by score then start.
 
-        Returns ragged ``(spans [N, 2] inclusive int64, scores [N], offsets [B + 1])``:
-        row ``b``'s spans are ``spans[offsets[b]:offsets[b + 1]]``. Eager only
+        Returns :class:`fastvqa.ops.RaggedSpans` ``(spans [N, 2] inclusive
+        int64, offsets [B + 1], scores [N])``: row ``b``'s spans are
+        ``spans[offsets[b]:offsets[b + 1]]``. Eager only
         (the number of spans depends on the data).
         """
         return io_to_spans(torch.sigmoid(logits), threshold=threshold, lengths=lengths,

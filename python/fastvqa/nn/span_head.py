@@ -9,7 +9,7 @@ import torch
 from torch import Tensor, nn
 
 from fastvqa.nn.masking import lengths_to_mask, masked_log_softmax, safe_mean
-from fastvqa.ops import span_argmax
+from fastvqa.ops import ScoredSpans, span_argmax
 
 MULTI_SPAN = ("first", "mean", "logsumexp")
 
@@ -91,15 +91,17 @@ class SpanHead(nn.Module):
     @torch.no_grad()
     def decode(self, start_logits: Tensor, end_logits: Tensor,
                lengths: Optional[Tensor] = None, *, max_len: Optional[int] = None,
-               min_len: int = 1, topk: int = 1) -> tuple[Tensor, Tensor]:
+               min_len: int = 1, k: Optional[int] = None) -> ScoredSpans:
         """Best spans by ``log P(start) + log P(end)`` through :func:`fastvqa.ops.span_argmax`.
 
-        Returns ``(spans [B, topk, 2] inclusive int64, scores [B, topk])``;
+        Returns :class:`fastvqa.ops.ScoredSpans` ``(spans, scores)``: ``spans
+        [B, 2]`` inclusive int64 and ``scores [B]`` for the best span of each
+        row (``k=None``), ``[B, k, 2]`` and ``[B, k]`` for the ``k`` best;
         rows with fewer valid spans (e.g. ``lengths[b] == 0``) are padded with
         ``(-1, -1)`` and ``-inf``. Ties: higher score, smaller start, smaller end.
         """
         lp_s, lp_e, mask = self._log_probs(start_logits, end_logits, lengths)
-        return span_argmax(lp_s, lp_e, max_len=max_len, min_len=min_len, topk=topk,
+        return span_argmax(lp_s, lp_e, max_len=max_len, min_len=min_len, k=k,
                            lengths=mask.sum(-1))
 
     @staticmethod

@@ -4,7 +4,7 @@
 ``torch.compile(fullgraph=True)``. Importing this module imports torch; the
 public wrappers in :mod:`fastvqa.ops.span_scores` import it only when they
 receive a torch tensor. Conventions (DLPack, current stream, half computed in
-float32) are those of :mod:`fastvqa.ops._torch`.
+float32) are those of :mod:`fastvqa.ops._torch_common`.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import torch
 from torch import Tensor
 
 from fastvqa._ext import _C
-from fastvqa.ops._torch import (
+from fastvqa.ops._torch_common import (
     _allocator,
     _check_devices,
     _compute_dtype,
@@ -132,7 +132,7 @@ def _(
     )
 
 
-# Not differentiable (a selection): inputs are detached, as in _torch.py, so a
+# Not differentiable (a selection): inputs are detached, as in _torch_span_argmax.py, so a
 # result never claims a gradient it cannot give.
 def top_spans(
     x: Tensor,

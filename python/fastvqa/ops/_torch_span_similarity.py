@@ -15,7 +15,7 @@ import torch
 from torch import Tensor
 
 from fastvqa._ext import _C
-from fastvqa.ops._torch import (
+from fastvqa.ops._torch_common import (
     _allocator,
     _check_devices,
     _compute_dtype,

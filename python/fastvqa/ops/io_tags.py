@@ -4,17 +4,36 @@ IO -> start/end conversion that lets :func:`fastvqa.ops.span_argmax` decode them
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
-from fastvqa import _arrays
+from fastvqa import _arrays, _checks
 from fastvqa._ext import _C
-from fastvqa.ops.nms_1d import _real
-from fastvqa.ops.span_argmax import _int
+from fastvqa.ragged import Ragged
+
+
+class RaggedSpans(NamedTuple):
+    """Scored spans, ragged by row, with the offsets second as in every ragged
+    result (:class:`fastvqa.ragged.Ragged`)."""
+
+    spans: Any    #: [S, 2] int64 inclusive (start, end) step indices, row after row
+    offsets: Any  #: [B + 1] int64: row b's spans are spans[offsets[b]:offsets[b + 1]]
+    scores: Any   #: [S] the score of each span, in the input float dtype
+
+    def ragged(self) -> Ragged:
+        """``Ragged(spans, offsets)``: the spans, one row per input row."""
+        return Ragged(self.spans, self.offsets)
+
+
+class StartEnd(NamedTuple):
+    """Start and end scores for :func:`fastvqa.ops.span_argmax`."""
+
+    start: Any  #: [B, T] start scores
+    end: Any    #: [B, T] end scores
 
 
 def io_to_spans(
     probs: Any, *, threshold: float = 0.5, lengths: Any = None, min_len: int = 1
-) -> tuple[Any, Any, Any]:
+) -> RaggedSpans:
     """Maximal runs of inside steps as scored spans (WildQA's IO decoding).
 
     A step ``t < lengths[b]`` of row ``b`` is *inside* when ``probs[b, t] >=
@@ -35,11 +54,11 @@ def io_to_spans(
         min_len: shortest run kept, in steps (``>= 1``).
 
     Returns:
-        ``(spans, scores, row_offsets)`` in the input's framework and on its
-        device: ``spans`` is ``[S, 2]`` int64 inclusive ``(start, end)`` step
-        indices, ``scores`` is ``[S]`` in the input float dtype, ``row_offsets``
-        is ``[B + 1]`` int64 (row ``b``'s spans are
-        ``spans[row_offsets[b]:row_offsets[b + 1]]``). Within a row, spans are
+        :class:`RaggedSpans` ``(spans, offsets, scores)`` in the input's
+        framework and on its device: ``spans`` is ``[S, 2]`` int64 inclusive
+        ``(start, end)`` step indices, ``offsets`` is ``[B + 1]`` int64 (row
+        ``b``'s spans are ``spans[offsets[b]:offsets[b + 1]]``), ``scores`` is
+        ``[S]`` in the input float dtype. Within a row, spans are
         ordered by higher score, then smaller start. Rows with no run (all
         outside, ``lengths[b] = 0``) contribute nothing; ``B = 0`` or ``T = 0``
         gives empty results.
@@ -57,19 +76,22 @@ def io_to_spans(
         (unbacked) size.
     """
     op = "io_to_spans"
-    threshold = _real(threshold, op, "threshold")
-    min_len = _int(min_len, op, "min_len")
+    threshold = _checks.real(threshold, op, "threshold")
+    min_len = _checks.integer(min_len, op, "min_len")
     if _arrays.any_torch(probs, lengths):
         _arrays.require_all_torch(op, probs=probs, lengths=lengths)
-        from fastvqa.ops import _torch_nms
+        from fastvqa.ops import _torch_io_tags
 
-        return _torch_nms.io_to_spans(probs, threshold, min_len, lengths)
-    (p,) = _arrays.numpy_common_float(op, probs=probs)
-    lens = None if lengths is None else _arrays.numpy_index(lengths, op, "lengths")
-    return _C.io_to_spans(p, threshold, min_len, lens, 0, _arrays.numpy_alloc)
+        spans, scores, offsets = _torch_io_tags.io_to_spans(probs, threshold, min_len, lengths)
+    else:
+        (p,) = _arrays.numpy_common_float(op, probs=probs)
+        lens = None if lengths is None else _arrays.numpy_index(lengths, op, "lengths")
+        spans, scores, offsets = _C.io_to_spans(p, threshold, min_len, lens, 0,
+                                                _arrays.numpy_alloc)
+    return RaggedSpans(spans, offsets, scores)
 
 
-def io_to_start_end(probs: Any, *, lengths: Any = None) -> tuple[Any, Any]:
+def io_to_start_end(probs: Any, *, lengths: Any = None) -> StartEnd:
     """Inside/outside probabilities to start/end scores for :func:`span_argmax`.
 
     The conversion of WildQA's IO baseline (wildqa.md §6.3 item 11), along
@@ -90,7 +112,7 @@ def io_to_start_end(probs: Any, *, lengths: Any = None) -> tuple[Any, Any]:
         lengths: optional ``[B]`` integer valid lengths in ``[0, T]``.
 
     Returns:
-        ``(start, end)``: two ``[B, T]`` arrays in the input's framework, float
+        :class:`StartEnd` ``(start, end)``: two ``[B, T]`` arrays in the input's framework, float
         dtype and device.
 
     NaN:
@@ -106,9 +128,9 @@ def io_to_start_end(probs: Any, *, lengths: Any = None) -> tuple[Any, Any]:
     op = "io_to_start_end"
     if _arrays.any_torch(probs, lengths):
         _arrays.require_all_torch(op, probs=probs, lengths=lengths)
-        from fastvqa.ops import _torch_nms
+        from fastvqa.ops import _torch_io_tags
 
-        return _torch_nms.io_to_start_end(probs, lengths)
+        return StartEnd(*_torch_io_tags.io_to_start_end(probs, lengths))
     (p,) = _arrays.numpy_common_float(op, probs=probs)
     lens = None if lengths is None else _arrays.numpy_index(lengths, op, "lengths")
-    return _C.io_to_start_end(p, lens, 0, _arrays.numpy_alloc)
+    return StartEnd(*_C.io_to_start_end(p, lens, 0, _arrays.numpy_alloc))

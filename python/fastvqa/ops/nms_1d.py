@@ -4,13 +4,24 @@
 from __future__ import annotations
 
 import math
-import numbers
-from typing import Any
+from typing import Any, NamedTuple
 
-from fastvqa import _arrays
+from fastvqa import _arrays, _checks
 from fastvqa._ext import _C
+from fastvqa.ragged import Ragged
 
-_METHODS = ("hard", "linear", "gaussian")
+
+class NmsResult(NamedTuple):
+    """What :func:`nms_1d` keeps, for every method: ragged by group, with the
+    offsets second as in every ragged result (:class:`fastvqa.ragged.Ragged`)."""
+
+    keep: Any     #: [K] int64 indices into the input spans, grouped, in selection order
+    offsets: Any  #: [G + 1] int64: group g kept keep[offsets[g]:offsets[g + 1]]
+    scores: Any   #: [K] the score of each kept span at selection (decayed for soft-NMS)
+
+    def ragged(self) -> Ragged:
+        """``Ragged(keep, offsets)``: the kept indices, one row per group."""
+        return Ragged(self.keep, self.offsets)
 
 
 def nms_1d(
@@ -22,7 +33,7 @@ def nms_1d(
     sigma: float = 0.5,
     offsets: Any = None,
     score_threshold: float = -math.inf,
-) -> tuple[Any, ...]:
+) -> NmsResult:
     """Non-maximum suppression of temporal spans, per group.
 
     Spans are ``[start, end]`` in seconds (continuous ends, not step indices);
@@ -63,16 +74,16 @@ def nms_1d(
         score_threshold: spans scoring below it are dropped (see above).
 
     Returns:
-        ``(keep, keep_offsets)`` for ``"hard"``, ``(keep, keep_offsets,
-        kept_scores)`` for the soft methods, in the input's framework and on
-        its device. ``keep`` is ``[K]`` int64 indices into the input, grouped
-        by group in order and, within a group, in selection order (for hard
-        NMS: descending score with the tie rule above); ``keep_offsets`` is
-        ``[G + 1]`` int64 (group ``g``'s kept spans are
-        ``keep[keep_offsets[g]:keep_offsets[g + 1]]``; ``[0, K]`` without
-        ``offsets``). ``kept_scores`` is ``[K]``, the decayed scores at
-        selection, in the input float dtype. ``N = 0`` and empty groups are
-        legal and give empty results.
+        :class:`NmsResult` ``(keep, offsets, scores)`` for every method, in
+        the input's framework and on its device. ``keep`` is ``[K]`` int64
+        indices into the input, grouped by group in order and, within a
+        group, in selection order (for hard NMS: descending score with the tie
+        rule above); ``offsets`` is ``[G + 1]`` int64 (group ``g``'s kept
+        spans are ``keep[offsets[g]:offsets[g + 1]]``; ``[0, K]`` without
+        ``offsets``). ``scores`` is ``[K]``, the score of each kept span at
+        selection in the input float dtype: for hard NMS its input score, for
+        soft-NMS the decayed one. ``N = 0`` and empty groups are legal and
+        give empty results.
 
     NaN:
         A span with a NaN score is never kept (it ranks after every number).
@@ -97,32 +108,20 @@ def nms_1d(
         once to learn the output size.
     """
     op = "nms_1d"
-    if not isinstance(method, str):
-        raise TypeError(f"{op}: method must be a string, got {type(method).__name__}")
-    if method not in _METHODS:
-        raise ValueError(
-            f"{op}: method must be one of 'hard', 'linear', 'gaussian', got {method!r}"
-        )
-    iou_threshold = _real(iou_threshold, op, "iou_threshold")
-    sigma = _real(sigma, op, "sigma")
-    score_threshold = _real(score_threshold, op, "score_threshold")
+    method = _checks.string(method, op, "method")  # its values are checked in C++
+    iou_threshold = _checks.real(iou_threshold, op, "iou_threshold")
+    sigma = _checks.real(sigma, op, "sigma")
+    score_threshold = _checks.real(score_threshold, op, "score_threshold")
     if _arrays.any_torch(spans, scores, offsets):
         _arrays.require_all_torch(op, spans=spans, scores=scores, offsets=offsets)
-        from fastvqa.ops import _torch_nms
+        from fastvqa.ops import _torch_nms_1d
 
-        out = _torch_nms.nms_1d(spans, scores, offsets, iou_threshold, method, sigma,
+        out = _torch_nms_1d.nms_1d(spans, scores, offsets, iou_threshold, method, sigma,
                                 score_threshold)
     else:
         sp, sc = _arrays.numpy_common_float(op, spans=spans, scores=scores)
         off = None if offsets is None else _arrays.numpy_index(offsets, op, "offsets")
         out = _C.nms_1d(sp, sc, off, iou_threshold, method, sigma, score_threshold, 0,
                         _arrays.numpy_alloc)
-    keep, keep_offsets, kept_scores = out
-    return (keep, keep_offsets) if method == "hard" else (keep, keep_offsets, kept_scores)
+    return NmsResult(*out)
 
-
-def _real(value: Any, op: str, name: str) -> float:
-    """A real number as a float; bools and non-numbers raise TypeError."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{op}: {name} must be a real number, got {type(value).__name__}")
-    return float(value)

@@ -3,11 +3,20 @@
 
 from __future__ import annotations
 
-import operator
-from typing import Any, Optional
+from typing import Any, NamedTuple, Optional
 
-from fastvqa import _arrays
+import numpy as np
+
+from fastvqa import _arrays, _checks
 from fastvqa._ext import _C
+
+
+class ScoredSpans(NamedTuple):
+    """The best spans of each row and their scores, best first
+    (:func:`span_argmax`, :func:`fastvqa.ops.top_spans`)."""
+
+    spans: Any   #: [..., 2] int64 inclusive (start, end) step indices, (-1, -1) padding
+    scores: Any  #: [...] their scores in the input float dtype, -inf padding
 
 
 def span_argmax(
@@ -16,9 +25,9 @@ def span_argmax(
     *,
     max_len: Optional[int] = None,
     min_len: int = 1,
-    topk: int = 1,
+    k: Optional[int] = None,
     lengths: Any = None,
-) -> tuple[Any, Any]:
+) -> ScoredSpans:
     """The best start/end spans of each row.
 
     A span is a pair of step indices ``(i, j)`` with ``i <= j``, both ends
@@ -28,19 +37,35 @@ def span_argmax(
     ``min_len <= j - i + 1 <= max_len`` and ``j < lengths[b]``.
 
     Args:
-        start: ``[B, T]`` start scores, NumPy array or torch tensor.
+        start: ``[B, T]`` start scores, NumPy array or torch tensor; or ``[T]``,
+            a single row (then ``end`` is ``[T]`` too and the result has no
+            batch axis).
         end: ``[B, T]`` end scores, same kind, shape and device.
         max_len: longest span in steps (``>= min_len``); ``None`` for no limit.
         min_len: shortest span in steps (``>= 1``).
-        topk: spans per row (``>= 1``).
-        lengths: optional ``[B]`` integer valid lengths in ``[0, T]``; steps at
-            or after ``lengths[b]`` are padding and never part of a span.
+        k: ``None`` for the best span of each row (top-1, no ``k`` axis in
+            the result), or the number of spans per row (``>= 1``; a ``k``
+            axis, even for ``k = 1``).
+        lengths: optional ``[B]`` integer valid lengths in ``[0, T]`` (for a
+            single row: an integer or a one-element array); steps at or after
+            ``lengths[b]`` are padding and never part of a span.
 
     Returns:
-        ``(spans, scores)``: ``spans`` is ``[B, topk, 2]`` int64 inclusive
-        ``(start, end)`` step indices, ``scores`` is ``[B, topk]`` in the input
-        float dtype, best first. Rows with fewer valid spans than ``topk`` are
-        filled with ``(-1, -1)`` and ``-inf``.
+        :class:`ScoredSpans` ``(spans, scores)``, best first: ``spans`` int64
+        inclusive ``(start, end)`` step indices and ``scores`` in the input
+        float dtype, shaped
+
+        ================  ===============  ============
+        input, ``k``      ``spans``        ``scores``
+        ================  ===============  ============
+        ``[B, T]``, None  ``[B, 2]``       ``[B]``
+        ``[B, T]``, int   ``[B, k, 2]``    ``[B, k]``
+        ``[T]``, None     ``[2]``          ``[]`` (0-d)
+        ``[T]``, int      ``[k, 2]``       ``[k]``
+        ================  ===============  ============
+
+        A row with fewer valid spans than asked for (e.g. ``lengths[b] = 0``)
+        is filled with ``(-1, -1)`` and ``-inf``.
 
     Ties and special values:
         Spans are ordered by higher score, then smaller start, then smaller end;
@@ -61,28 +86,33 @@ def span_argmax(
         cast back. Not differentiable: torch results never require grad.
     """
     op = "span_argmax"
-    max_len = _optional_int(max_len, op, "max_len")
-    min_len = _int(min_len, op, "min_len")
-    topk = _int(topk, op, "topk")
-    if _arrays.any_torch(start, end, lengths):
+    max_len = _checks.optional_integer(max_len, op, "max_len")
+    min_len = _checks.integer(min_len, op, "min_len")
+    topk = 1 if k is None else _checks.integer(k, op, "k")
+    torch_in = _arrays.any_torch(start, end, lengths)
+    if not torch_in:
+        start, end = (_arrays.numpy_float(x, op, name) for x, name in ((start, "start"),
+                                                                      (end, "end")))
+    single = start.ndim == 1 and end.ndim == 1
+    if single:  # one row: a batch of one, the batch axis dropped again below
+        start, end = start[None], end[None]
+        if lengths is not None:
+            lengths = (lengths.reshape(1) if _arrays.is_torch(lengths)
+                       else np.reshape(lengths, (1,)))
+    if torch_in:
         _arrays.require_all_torch(op, start=start, end=end, lengths=lengths)
-        from fastvqa.ops import _torch
+        from fastvqa.ops import _torch_span_argmax
 
-        return _torch.span_argmax(start, end, max_len, min_len, topk, lengths)
-    s, e = _arrays.numpy_common_float(op, start=start, end=end)
-    lens = None if lengths is None else _arrays.numpy_index(lengths, op, "lengths")
-    spans, scores = _C.span_argmax(s, e, max_len, min_len, topk, lens, 0, _arrays.numpy_alloc)
-    return spans, scores
+        spans, scores = _torch_span_argmax.span_argmax(start, end, max_len, min_len, topk,
+                                                       lengths)
+    else:
+        s, e = _arrays.numpy_common_float(op, start=start, end=end)
+        lens = None if lengths is None else _arrays.numpy_index(lengths, op, "lengths")
+        spans, scores = _C.span_argmax(s, e, max_len, min_len, topk, lens, 0,
+                                       _arrays.numpy_alloc)
+    if k is None:
+        spans, scores = spans[:, 0], scores[:, 0]
+    if single:
+        spans, scores = spans[0], scores[0, ...]  # [0, ...]: a 0-d array, not a scalar
+    return ScoredSpans(spans, scores)
 
-
-def _int(value: Any, op: str, name: str) -> int:
-    if isinstance(value, bool):
-        raise TypeError(f"{op}: {name} must be an integer, got bool")
-    try:
-        return operator.index(value)
-    except TypeError:
-        raise TypeError(f"{op}: {name} must be an integer, got {type(value).__name__}") from None
-
-
-def _optional_int(value: Any, op: str, name: str) -> Optional[int]:
-    return None if value is None else _int(value, op, name)

@@ -6,11 +6,9 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from fastvqa import _arrays
+from fastvqa import _arrays, _checks
 from fastvqa._ext import _C
-from fastvqa.ops.span_argmax import _int, _optional_int
-
-_REDUCES = ("sum", "mean", "contrast")
+from fastvqa.ops.span_argmax import ScoredSpans
 
 _SEMANTICS_DOC = """
     Spans are inclusive step pairs ``[i, j]`` (``n = j - i + 1`` steps). A span
@@ -97,9 +95,9 @@ def span_scores(
         gradient overflows only when its own terms reach the float64 range.
     """
     op = "span_scores"
-    reduce = _reduce(reduce, op)
-    min_len = _int(min_len, op, "min_len")
-    max_len = _optional_int(max_len, op, "max_len")
+    reduce = _checks.string(reduce, op, "reduce")  # its values are checked in C++
+    min_len = _checks.integer(min_len, op, "min_len")
+    max_len = _checks.optional_integer(max_len, op, "max_len")
     if _arrays.any_torch(x, lengths):
         _arrays.require_all_torch(op, x=x, lengths=lengths)
         from fastvqa.ops import _torch_span_scores
@@ -119,7 +117,7 @@ def top_spans(
     max_len: Optional[int] = None,
     lengths: Any = None,
     nms_iou: Optional[float] = None,
-) -> tuple[Any, Any]:
+) -> ScoredSpans:
     """The ``k`` best spans of each row, without building the band in memory.
 
     Scores and validity are exactly those of :func:`span_scores` (so the result
@@ -141,7 +139,7 @@ def top_spans(
             intersection of the index ranges.
 
     Returns:
-        ``(spans, scores)``: ``spans`` is ``[B, k, 2]`` int64 inclusive
+        :class:`ScoredSpans` ``(spans, scores)``: ``spans`` is ``[B, k, 2]`` int64 inclusive
         ``(start, end)`` step indices, ``scores`` is ``[B, k]`` in the input
         float dtype, best first. Rows with fewer valid (or surviving) spans are
         filled with ``(-1, -1)`` and ``-inf``.
@@ -162,31 +160,23 @@ def top_spans(
     Not differentiable: torch results never require grad.
     """
     op = "top_spans"
-    k = _int(k, op, "k")
-    reduce = _reduce(reduce, op)
-    min_len = _int(min_len, op, "min_len")
-    max_len = _optional_int(max_len, op, "max_len")
-    if nms_iou is not None:
-        if isinstance(nms_iou, bool) or not isinstance(nms_iou, (int, float)):
-            raise TypeError(f"{op}: nms_iou must be a float or None, got {type(nms_iou).__name__}")
-        nms_iou = float(nms_iou)
+    k = _checks.integer(k, op, "k")
+    reduce = _checks.string(reduce, op, "reduce")  # its values are checked in C++
+    min_len = _checks.integer(min_len, op, "min_len")
+    max_len = _checks.optional_integer(max_len, op, "max_len")
+    nms_iou = _checks.optional_real(nms_iou, op, "nms_iou")  # its range is checked in C++
     if _arrays.any_torch(x, lengths):
         _arrays.require_all_torch(op, x=x, lengths=lengths)
         from fastvqa.ops import _torch_span_scores
 
-        return _torch_span_scores.top_spans(x, k, reduce, min_len, max_len, lengths, nms_iou)
+        return ScoredSpans(*_torch_span_scores.top_spans(x, k, reduce, min_len, max_len,
+                                                         lengths, nms_iou))
     x_np = _arrays.numpy_float(x, op, "x")
     lens = None if lengths is None else _arrays.numpy_index(lengths, op, "lengths")
-    return _C.top_spans(x_np, k, reduce, min_len, max_len, lens, nms_iou, 0, _arrays.numpy_alloc)
+    return ScoredSpans(*_C.top_spans(x_np, k, reduce, min_len, max_len, lens, nms_iou, 0,
+                                     _arrays.numpy_alloc))
 
 
 span_scores.__doc__ += _SEMANTICS_DOC  # type: ignore[operator]
 top_spans.__doc__ += _SEMANTICS_DOC  # type: ignore[operator]
 
-
-def _reduce(value: Any, op: str) -> str:
-    if not isinstance(value, str):
-        raise TypeError(f"{op}: reduce must be a string, got {type(value).__name__}")
-    if value not in _REDUCES:
-        raise ValueError(f"{op}: reduce must be one of 'sum', 'mean', 'contrast', got {value!r}")
-    return value

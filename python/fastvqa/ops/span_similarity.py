@@ -5,11 +5,8 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from fastvqa import _arrays
+from fastvqa import _arrays, _checks
 from fastvqa._ext import _C
-from fastvqa.ops.span_argmax import _int, _optional_int
-
-POOLS = ("mean_of_cos", "cos_of_mean")
 
 _COMMON_DOC = """
     Similarity:
@@ -82,8 +79,8 @@ def span_similarity(
         ``[B, S]`` similarities in the input float dtype, same kind and device.
     """
     op = "span_similarity"
-    pool = _pool(pool, op)
-    eps = _eps(eps, op)
+    pool = _checks.string(pool, op, "pool")  # its values, and eps >= 0, are checked in C++
+    eps = _checks.real(eps, op, "eps")
     if _arrays.any_torch(frames, query, spans):
         _arrays.require_all_torch(op, frames=frames, query=query, spans=spans)
         from fastvqa.ops import _torch_span_similarity as T
@@ -128,10 +125,10 @@ def span_similarity_all(
         ``i + d >= lengths[b]``) are ``-inf``.
     """
     op = "span_similarity_all"
-    pool = _pool(pool, op)
-    eps = _eps(eps, op)
-    min_len = _int(min_len, op, "min_len")
-    max_len = _optional_int(max_len, op, "max_len")
+    pool = _checks.string(pool, op, "pool")  # its values, and eps >= 0, are checked in C++
+    eps = _checks.real(eps, op, "eps")
+    min_len = _checks.integer(min_len, op, "min_len")
+    max_len = _checks.optional_integer(max_len, op, "max_len")
     if _arrays.any_torch(frames, query, lengths):
         _arrays.require_all_torch(op, frames=frames, query=query, lengths=lengths)
         from fastvqa.ops import _torch_span_similarity as T
@@ -146,18 +143,3 @@ def span_similarity_all(
 span_similarity.__doc__ += _COMMON_DOC
 span_similarity_all.__doc__ += _COMMON_DOC
 
-
-def _pool(pool: Any, op: str) -> str:
-    if not isinstance(pool, str):
-        raise TypeError(f"{op}: pool must be a string, got {type(pool).__name__}")
-    if pool not in POOLS:
-        raise ValueError(f"{op}: pool must be 'mean_of_cos' or 'cos_of_mean', got {pool!r}")
-    return pool
-
-
-def _eps(eps: Any, op: str) -> float:
-    if isinstance(eps, bool) or not isinstance(eps, (int, float)):
-        raise TypeError(f"{op}: eps must be a real number, got {type(eps).__name__}")
-    if not eps >= 0:
-        raise ValueError(f"{op}: eps must be >= 0, got {eps}")
-    return float(eps)

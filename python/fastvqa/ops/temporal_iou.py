@@ -3,10 +3,17 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
-from fastvqa import _arrays
+from fastvqa import _arrays, _checks
 from fastvqa._ext import _C
+
+
+class Overlap(NamedTuple):
+    """Per-prediction best overlaps from :func:`grounding_overlap`."""
+
+    iou: Any  #: [N] best IoU of each prediction over its ground truth
+    iop: Any  #: [N] best IoP (intersection over the prediction), taken independently
 
 _MODES_DOC = """
     Spans are ``[start, end]`` in seconds (any unit, as long as both inputs share
@@ -86,18 +93,17 @@ paired_temporal_iou.__doc__ += _MODES_DOC  # type: ignore[operator]
 
 def _overlap(a: Any, b: Any, mode: str, paired: bool) -> Any:
     op = "paired_temporal_iou" if paired else "temporal_iou"
-    if not isinstance(mode, str):
-        raise TypeError(f"{op}: mode must be a string, got {type(mode).__name__}")
+    mode = _checks.string(mode, op, "mode")  # its values are checked in C++
     if _arrays.any_torch(a, b):
         _arrays.require_all_torch(op, a=a, b=b)
-        from fastvqa.ops import _torch
+        from fastvqa.ops import _torch_temporal_iou
 
-        return _torch.temporal_iou(a, b, mode, paired)
+        return _torch_temporal_iou.temporal_iou(a, b, mode, paired)
     a_np, b_np = _arrays.numpy_common_float(op, a=a, b=b)
     return _C.temporal_iou(a_np, b_np, mode, paired, 0, _arrays.numpy_alloc)
 
 
-def grounding_overlap(pred: Any, gt: Any, gt_offsets: Any) -> tuple[Any, Any]:
+def grounding_overlap(pred: Any, gt: Any, gt_offsets: Any) -> Overlap:
     """Per-prediction IoU and IoP against a ragged set of ground-truth spans,
     exactly as the official NExT-GQA evaluator computes them.
 
@@ -110,7 +116,7 @@ def grounding_overlap(pred: Any, gt: Any, gt_offsets: Any) -> tuple[Any, Any]:
             at 0, be non-decreasing and end at ``K``; rows may be empty.
 
     Returns:
-        ``(iou, iop)``, each ``[N]``, same kind and device as ``pred``: the
+        :class:`Overlap` ``(iou, iop)``, each ``[N]``, same kind and device as ``pred``: the
         maximum over the row's ground truth, taken independently for IoU and IoP
         (they may come from different segments), starting from 0.
 
@@ -141,10 +147,9 @@ def grounding_overlap(pred: Any, gt: Any, gt_offsets: Any) -> tuple[Any, Any]:
     op = "grounding_overlap"
     if _arrays.any_torch(pred, gt, gt_offsets):
         _arrays.require_all_torch(op, pred=pred, gt=gt, gt_offsets=gt_offsets)
-        from fastvqa.ops import _torch
+        from fastvqa.ops import _torch_temporal_iou
 
-        return _torch.grounding_overlap(pred, gt, gt_offsets)
+        return Overlap(*_torch_temporal_iou.grounding_overlap(pred, gt, gt_offsets))
     pred_np, gt_np = _arrays.numpy_common_float(op, pred=pred, gt=gt)
     offsets = _arrays.numpy_index(gt_offsets, op, "gt_offsets")
-    iou, iop = _C.grounding_overlap(pred_np, gt_np, offsets, 0, _arrays.numpy_alloc)
-    return iou, iop
+    return Overlap(*_C.grounding_overlap(pred_np, gt_np, offsets, 0, _arrays.numpy_alloc))

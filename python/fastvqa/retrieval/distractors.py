@@ -21,6 +21,7 @@ from typing import Any, Optional, Sequence, Union
 
 import numpy as np
 
+from fastvqa import _checks
 from fastvqa.errors import InputError
 from fastvqa.retrieval.encoders import check_texts, unit_rows
 
@@ -54,15 +55,6 @@ def index_key(question: str, rule: str) -> str:
     return " ".join(question.split()[:3])
 
 
-def _check_unit(name: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)):
-        raise TypeError(f"{name} must be a number in [0, 1], got {value!r}")
-    value = float(value)
-    if not 0.0 <= value <= 1.0:  # also rejects NaN
-        raise InputError(f"{name} must be in [0, 1], got {value}")
-    return value
-
-
 class DistractorMiner:
     """Index a bank of question-answer pairs once; mine distractors for many
     questions (:meth:`mine`).
@@ -92,10 +84,8 @@ class DistractorMiner:
         if question_key not in QUESTION_KEYS:
             raise InputError(f"DistractorMiner: question_key must be one of {QUESTION_KEYS}, "
                              f"got {question_key!r}")
-        if isinstance(n_neighbours, bool) or not isinstance(n_neighbours, (int, np.integer)) \
-                or n_neighbours < 1:
-            raise InputError(f"DistractorMiner: n_neighbours must be an integer >= 1, "
-                             f"got {n_neighbours!r}")
+        n_neighbours = _checks.integer(n_neighbours, "DistractorMiner", "n_neighbours",
+                                       minimum=1)
         if isinstance(encoder, str) and encoder not in ("tfidf", "sentence"):
             raise InputError(f"DistractorMiner: encoder must be 'tfidf', 'sentence' or an "
                              f"object with encode(texts), got {encoder!r}")
@@ -221,10 +211,10 @@ class DistractorMiner:
         answers = check_texts(answers, "answers", "DistractorMiner.mine")
         if len(questions) != len(answers):
             raise ValueError(f"mine: {len(answers)} answers for {len(questions)} questions")
-        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 0:
-            raise InputError(f"mine: k must be an integer >= 0, got {k!r}")
-        tau = _check_unit("exclude_similar_to_answer (tau)", exclude_similar_to_answer)
-        diversity = _check_unit("diversity", diversity)
+        k = _checks.integer(k, "mine", "k", minimum=0)
+        tau = _checks.unit_interval(exclude_similar_to_answer, "mine",
+                                    "exclude_similar_to_answer (tau)")
+        diversity = _checks.unit_interval(diversity, "mine", "diversity")
         n = len(questions)
         own = np.full(n, -1, dtype=np.int64)
         if exclude_ids is not None:

@@ -33,7 +33,7 @@ py::tuple run(py::object start_obj, py::object end_obj, py::object max_len_obj, 
   FASTVQA_CHECK_TYPE(sv.dtype == ev.dtype, kOp, ": start and end must have the same dtype, got ",
                      sv.dtype_str, " and ", ev.dtype_str);
   check_same_device(sv, ev, kOp, "start", "end");
-  FASTVQA_CHECK(topk >= 1, kOp, ": topk must be >= 1, got ", topk);
+  FASTVQA_CHECK(topk >= 1, kOp, ": k must be >= 1, got ", topk);
   const int64_t batch = sv.shape[0], steps = sv.shape[1];
   int64_t max_len = max_len_arg(max_len_obj, min_len, steps, kOp, "no limit");
   if (max_len > steps) max_len = steps;
