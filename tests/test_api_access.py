@@ -22,7 +22,7 @@ import fastvqa
 PACKAGE_ROOT = Path(fastvqa.__file__).resolve().parents[1]
 
 #: The subpackages ``fastvqa`` exposes as attributes.
-SUBPACKAGES = ["data", "evaluation", "metrics", "nn", "ops", "retrieval", "video"]
+SUBPACKAGES = ["data", "evaluation", "metrics", "nn", "ops", "ragged", "retrieval", "video"]
 #: Those whose names need torch to resolve (``fastvqa.nn``; ``VideoDataset``).
 NEEDS_TORCH = {"fastvqa.nn": None, "fastvqa.video": {"VideoDataset"}}
 
@@ -56,6 +56,7 @@ def test_import_fastvqa_then_every_subpackage_by_attribute():
         assert fastvqa.retrieval.Index.__module__ == "fastvqa.retrieval.index"
         assert fastvqa.errors.CommandError.__module__ == "fastvqa.errors"
         assert fastvqa.evaluation.nextgqa.__name__ == "fastvqa.evaluation.nextgqa"
+        assert fastvqa.ragged.Ragged.__module__ == "fastvqa.ragged"
         assert fastvqa.errors.InputError.__module__ == "fastvqa.errors"
         assert "torch" not in sys.modules, "a NumPy-only subpackage imported torch"
         assert fastvqa.nn.__name__ == "fastvqa.nn"
@@ -118,7 +119,7 @@ def test_no_lazy_name_is_shadowed_by_a_submodule(module):
     its ops share their modules' names). A lazily exported name must not be a
     submodule's name unless it *is* that submodule."""
     mod = importlib.import_module(module)
-    subs = {m.name for m in pkgutil.iter_modules(mod.__path__)}
+    subs = {m.name for m in pkgutil.iter_modules(getattr(mod, "__path__", []))}  # a module: none
     for name in sorted(set(mod.__all__) & subs):
         importlib.import_module(f"{module}.{name}")  # what any other import may do first
         value = getattr(mod, name)

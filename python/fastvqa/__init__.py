@@ -14,7 +14,8 @@ from __future__ import annotations
 from fastvqa._ext import _C
 from fastvqa._lazy import lazy_exports
 
-_SUBPACKAGES = ("data", "errors", "evaluation", "metrics", "nn", "ops", "retrieval", "video")
+_SUBPACKAGES = ("data", "errors", "evaluation", "metrics", "nn", "ops", "ragged", "retrieval",
+                "video")
 
 __version__: str = _C.build_info()["version"]
 
