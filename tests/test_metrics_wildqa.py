@@ -257,7 +257,7 @@ def test_extra_thresholds_equal_separate_runs(problem, extra):
 @pytest.mark.parametrize("kwargs, exc, match", [
     ({"mode": "paper"}, ValueError, "mode must be one of"),
     ({"threshold": 1.5}, ValueError, "threshold must lie in"),
-    ({"threshold": "0.5"}, TypeError, "threshold must be a number"),
+    ({"threshold": "0.5"}, TypeError, "threshold must be a real number"),
     ({"thresholds": [0.5, -0.1]}, ValueError, r"thresholds\[1\]"),
     ({"thresholds": [0.5, 0.5]}, ValueError, "given twice"),
     ({"alternatives": [[]]}, ValueError, "primary gold only"),

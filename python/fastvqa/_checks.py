@@ -77,11 +77,23 @@ def optional_real(value: Any, op: str, name: str, **limits: Any) -> Optional[flo
     return None if value is None else real(value, op, name, **limits)
 
 
-def unit_interval(value: Any, op: str, name: str) -> float:
-    """A real number in ``[0, 1]`` (NaN refused) as a float."""
+def unit_interval(value: Any, op: str, name: str, *, positive: bool = False) -> float:
+    """A real number in ``[0, 1]`` (``positive``: in ``(0, 1]``, a threshold
+    that must keep something; NaN refused) as a float."""
     value = real(value, op, name)
+    if positive and not 0.0 < value <= 1.0:
+        raise InputError(f"{_subject(op, name)}must lie in (0, 1], got {value}")
     if not 0.0 <= value <= 1.0:
         raise InputError(f"{_subject(op, name)}must lie in [0, 1], got {value}")
+    return value
+
+
+def choice(value: Any, op: str, name: str, choices: tuple) -> Any:
+    """``value`` when it is one of ``choices`` (a Python-level option; the
+    compiled core checks its own string options)."""
+    if isinstance(value, bool) or value not in choices:
+        raise InputError(f"{_subject(op, name)}must be one of "
+                         f"{', '.join(map(repr, choices))}, got {value!r}")
     return value
 
 
@@ -93,4 +105,5 @@ def string(value: Any, op: str, name: str) -> str:
     return value
 
 
-__all__ = ["integer", "optional_integer", "optional_real", "real", "string", "unit_interval"]
+__all__ = ["choice", "integer", "optional_integer", "optional_real", "real", "string",
+           "unit_interval"]

@@ -10,7 +10,6 @@ import os
 import shutil
 import subprocess
 import sys
-from pathlib import Path
 from typing import Optional, Sequence
 
 from fastvqa._argtypes import int_at_least, int_in_range

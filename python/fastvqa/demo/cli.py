@@ -53,7 +53,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="output folder, kept (must not exist or be empty); default: a new "
                         "temporary folder, also kept, whose path is printed")
     p.add_argument("--seed", type=int_at_least(0), default=0,
-                   help=f"seed of the benchmark (scenes, questions, options), 0 to 2**63 - 1; "
+                   help="seed of the benchmark (scenes, questions, options), 0 to 2**63 - 1; "
                         "the same seed gives the same annotations")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
 

@@ -20,7 +20,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from fastvqa import ragged
+from fastvqa import _checks, ragged
 from fastvqa.errors import InputError, InputTypeError
 from fastvqa.metrics.base import Metric
 from fastvqa.metrics.result import MetricResult, mean_or_nan
@@ -68,15 +68,6 @@ def _span_array(where: str, row: Any) -> np.ndarray:
     if not np.isfinite(arr).all():
         raise InputError(f"iou_f1: {where} holds a NaN or infinite endpoint: {row!r}")
     return arr
-
-
-def _check_threshold(name: str, t: Any) -> float:
-    if isinstance(t, bool) or not isinstance(t, (int, float, np.integer, np.floating)):
-        raise InputTypeError(f"iou_f1: {name} must be a number, got {type(t).__name__}")
-    t = float(t)
-    if not 0.0 <= t <= 1.0:
-        raise InputError(f"iou_f1: {name} must lie in [0, 1], got {t}")
-    return t
 
 
 # --------------------------------------------------------------------------
@@ -319,8 +310,9 @@ def iou_f1(
     """
     if mode not in IOU_F1_MODES:
         raise InputError(f"iou_f1: mode must be one of {', '.join(IOU_F1_MODES)}; got {mode!r}")
-    main_t = _check_threshold("threshold", threshold)
-    extra_t = [_check_threshold(f"thresholds[{i}]", t) for i, t in enumerate(thresholds or ())]
+    main_t = _checks.unit_interval(threshold, "iou_f1", "threshold")
+    extra_t = [_checks.unit_interval(t, "iou_f1", f"thresholds[{i}]")
+               for i, t in enumerate(thresholds or ())]
     preds = _span_rows("preds", preds)
     n = len(preds)
     gold_rows = _span_rows("target", target, n)

@@ -23,7 +23,7 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from fastvqa import _arrays, ragged
+from fastvqa import _arrays, _checks, ragged
 from fastvqa.data.answers import NO_ANSWER
 from fastvqa.errors import InputError, InputTypeError
 from fastvqa.metrics.base import Metric
@@ -390,12 +390,7 @@ def _thresholds(ts: Sequence[float]) -> tuple[float, ...]:
         raise InputTypeError(f"{_OP}: thresholds must be a sequence of numbers, got {ts!r}")
     out = []
     for t in ts:
-        if isinstance(t, bool) or not isinstance(t, (int, float, np.integer, np.floating)):
-            raise InputTypeError(f"{_OP}: thresholds must be numbers, got {t!r}")
-        t = float(t)
-        if not 0.0 <= t <= 1.0:
-            raise InputError(f"{_OP}: thresholds must lie in [0, 1], got {t}")
-        out.append(t)
+        out.append(_checks.unit_interval(t, _OP, "thresholds"))
     if len({_fmt_threshold(t) for t in out}) != len(out):
         raise InputError(f"{_OP}: thresholds repeat: {out}")
     return tuple(out)

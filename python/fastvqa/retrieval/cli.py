@@ -28,7 +28,7 @@ import sys
 import time
 import warnings
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import Any, Iterator
 
 from fastvqa._argtypes import (benchmark_choices, int_at_least, unit_interval,
                                unit_interval_positive)

@@ -20,6 +20,7 @@ from typing import Any, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
+from fastvqa import _checks
 from fastvqa.errors import InputError
 from fastvqa.retrieval.encoders import check_texts
 
@@ -51,14 +52,7 @@ def normalize_question(text: str) -> str:
 def _check_threshold(threshold: Any, who: str) -> Optional[float]:
     if threshold is None:
         return None
-    if isinstance(threshold, bool) or not isinstance(threshold, (int, float, np.floating,
-                                                                  np.integer)):
-        raise TypeError(f"{who}: threshold must be a number in (0, 1] or None, "
-                        f"got {type(threshold).__name__}")
-    t = float(threshold)
-    if not 0.0 < t <= 1.0:  # also rejects NaN
-        raise InputError(f"{who}: threshold must lie in (0, 1] (cosine), got {threshold!r}")
-    return t
+    return _checks.unit_interval(threshold, who, "threshold (a cosine)", positive=True)
 
 
 def _exact_labels(questions: list[str], exact: str, who: str) -> tuple[np.ndarray, list[int]]:

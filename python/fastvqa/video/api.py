@@ -18,6 +18,7 @@ from typing import Any, NamedTuple, Optional, Sequence
 
 import numpy as np
 
+from fastvqa import _checks
 from fastvqa._progress import Progress
 from fastvqa.errors import InputError
 from fastvqa.video.device import BACKENDS, Device, gpu_visible, parse_device
@@ -188,12 +189,6 @@ def _finish(frames: Any, layout: str, dtype: str) -> Any:
     return frames
 
 
-def _check_choice(name: str, value: Any, choices: tuple) -> str:
-    if value not in choices:
-        raise ValueError(f"{name} must be one of {choices}, got {value!r}")
-    return value
-
-
 def _device(device: Any) -> Device:
     parsed = parse_device(device)
     return Device("cpu") if parsed is None else parsed
@@ -248,8 +243,8 @@ class VideoDecoder:
     def __init__(self, source: Any, *, size=None, crop=None, backend: str = "auto",
                  device: Any = "cpu", layout: str = "NHWC", dtype: str = "uint8",
                  rotate: bool = False, index: Optional[VideoIndex] = None):
-        self.layout = _check_choice("layout", layout, LAYOUTS)
-        self.dtype = _check_choice("dtype", dtype, DTYPES)
+        self.layout = _checks.choice(layout, "", "layout", LAYOUTS)
+        self.dtype = _checks.choice(dtype, "", "dtype", DTYPES)
         self.device = _device(device)
         self.backend = resolve_backend(backend, self.device)
         if rotate and self.backend == "dali":
@@ -446,9 +441,9 @@ def read_batch(
     or ``"return"`` (the error object takes that video's place in the list).
     ``rotate``: as in :func:`read_frames` (PyAV only).
     """
-    _check_choice("on_error", on_error, ("raise", "return"))
-    _check_choice("layout", layout, LAYOUTS)
-    _check_choice("dtype", dtype, DTYPES)
+    _checks.choice(on_error, "", "on_error", ("raise", "return"))
+    _checks.choice(layout, "", "layout", LAYOUTS)
+    _checks.choice(dtype, "", "dtype", DTYPES)
     paths = list(paths)
     device = _device(device)
     chosen = resolve_backend(backend, device)

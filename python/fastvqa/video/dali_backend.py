@@ -59,6 +59,7 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
+from fastvqa import _checks
 from fastvqa.video.errors import VideoError
 from fastvqa.video.geometry import Geometry
 
@@ -156,10 +157,10 @@ def read_batch_dali(
             f"read_batch_dali: got {len(indexes)} indexes but {len(frame_indices_list)} "
             "frame index arrays"
         )
-    batch_size = _positive_int(batch_size, "batch_size")
+    batch_size = _checks.integer(batch_size, "read_batch_dali", "batch_size", minimum=1)
     if num_threads is None:
         num_threads = max(1, min(8, os.cpu_count() or 1))
-    num_threads = _positive_int(num_threads, "num_threads")
+    num_threads = _checks.integer(num_threads, "read_batch_dali", "num_threads", minimum=1)
     if geometries is None:
         geometries = [None] * len(indexes)
     if len(geometries) != len(indexes):
@@ -281,12 +282,6 @@ def _codec_name(codec: Any) -> str:
     aliases = {"libvpx": "vp8", "libvpx-vp9": "vp9", "libdav1d": "av1", "libaom-av1": "av1",
                "h265": "hevc", "avc": "h264", "vp09": "vp9", "vp08": "vp8", "av01": "av1"}
     return aliases.get(name, name)
-
-
-def _positive_int(value: Any, name: str) -> int:
-    if isinstance(value, bool) or int(value) != value or value < 1:
-        raise ValueError(f"read_batch_dali: {name} must be a positive integer, got {value!r}")
-    return int(value)
 
 
 def dali_device(device: Any, device_id: Optional[int] = None) -> tuple:

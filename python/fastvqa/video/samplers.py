@@ -35,12 +35,12 @@ from __future__ import annotations
 
 import abc
 import math
-import numbers
 from dataclasses import dataclass
 from typing import Callable, Optional
 
 import numpy as np
 
+from fastvqa import _checks
 from fastvqa.errors import InputError
 
 #: Slack (seconds) when comparing a requested time with frame timestamps.
@@ -85,25 +85,6 @@ def _timeline(index) -> _Timeline:
     if len(ts) == 0:
         raise InputError("the video has no frames")
     return _Timeline(ts - ts[0], float(index.duration), 0)
-
-
-def _check_number(owner: str, name: str, value, *, positive: bool = True, allow_zero: bool = False):
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{owner}: {name} must be a number, got {type(value).__name__}")
-    value = float(value)
-    if not math.isfinite(value):
-        raise InputError(f"{owner}: {name} must be finite, got {value}")
-    if positive and (value < 0 or (value == 0 and not allow_zero)):
-        raise InputError(f"{owner}: {name} must be {'>= 0' if allow_zero else '> 0'}, got {value}")
-    return value
-
-
-def _check_int(owner: str, name: str, value, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{owner}: {name} must be an integer, got {type(value).__name__}")
-    if value < minimum:
-        raise InputError(f"{owner}: {name} must be >= {minimum}, got {value}")
-    return int(value)
 
 
 class Sampler(abc.ABC):
@@ -153,8 +134,8 @@ class Fps(Sampler):
     offset: float = 0.0
 
     def __post_init__(self):
-        _check_number("Fps", "fps", self.fps)
-        _check_number("Fps", "offset", self.offset, allow_zero=True)
+        _checks.real(self.fps, "Fps", "fps", finite=True, positive=True)
+        _checks.real(self.offset, "Fps", "offset", finite=True, minimum=0)
 
     def _local(self, tl):
         count = max(0, math.ceil((tl.duration - self.offset) * self.fps - 1e-9))
@@ -183,7 +164,7 @@ class Uniform(Sampler):
     mode: str = "center"
 
     def __post_init__(self):
-        _check_int("Uniform", "n", self.n)
+        _checks.integer(self.n, "Uniform", "n", minimum=1)
         _bounded("Uniform", self.n, f"n={self.n}")
         if self.mode not in ("center", "linspace"):
             raise InputError(f"Uniform: mode must be 'center' or 'linspace', got {self.mode!r}")
@@ -228,9 +209,9 @@ class Clips(Sampler):
     pad_last: bool = False
 
     def __post_init__(self):
-        _check_int("Clips", "length", self.length)
-        _check_int("Clips", "stride", self.stride)
-        _check_int("Clips", "step", self.step)
+        _checks.integer(self.length, "Clips", "length", minimum=1)
+        _checks.integer(self.stride, "Clips", "stride", minimum=1)
+        _checks.integer(self.step, "Clips", "step", minimum=1)
 
     @property
     def clip_length(self) -> int:
@@ -276,8 +257,8 @@ class SecondWindows(Sampler):
     fps: float = 1.0
 
     def __post_init__(self):
-        _check_int("SecondWindows", "window", self.window)
-        _check_number("SecondWindows", "fps", self.fps)
+        _checks.integer(self.window, "SecondWindows", "window", minimum=1)
+        _checks.real(self.fps, "SecondWindows", "fps", finite=True, positive=True)
 
     @property
     def clip_length(self) -> int:
@@ -332,9 +313,9 @@ class Hierarchical(Sampler):
             raise InputError(f"Hierarchical: lengths and frames must be non-empty and of one "
                              f"length, got {len(self.lengths)} and {len(self.frames)}")
         for v in self.lengths:
-            _check_number("Hierarchical", "lengths", v)
+            _checks.real(v, "Hierarchical", "lengths", finite=True, positive=True)
         for v in self.frames:
-            _check_int("Hierarchical", "frames", v)
+            _checks.integer(v, "Hierarchical", "frames", minimum=1)
         if self.last not in ("keep", "drop", "merge"):
             raise InputError(f"Hierarchical: last must be 'keep', 'drop' or 'merge', got {self.last!r}")
         if self.mode not in ("center", "linspace"):
@@ -391,12 +372,12 @@ class Outside(Sampler):
         span = tuple(self.span)
         if len(span) != 2:
             raise InputError(f"Outside: span must be (start, end), got {self.span!r}")
-        s = _check_number("Outside", "span start", span[0], allow_zero=True)
-        e = _check_number("Outside", "span end", span[1], allow_zero=True)
+        s = _checks.real(span[0], "Outside", "span start", finite=True, minimum=0)
+        e = _checks.real(span[1], "Outside", "span end", finite=True, minimum=0)
         if e < s:
             raise InputError(f"Outside: span end {e} is before its start {s}")
         object.__setattr__(self, "span", (s, e))
-        _check_int("Outside", "n", self.n)
+        _checks.integer(self.n, "Outside", "n", minimum=1)
         _bounded("Outside", self.n, f"n={self.n}")
 
     def _local(self, tl):
@@ -440,9 +421,9 @@ class Within(Sampler):
     def __post_init__(self):
         if not isinstance(self.sampler, Sampler):
             raise TypeError(f"Within: sampler must be a Sampler, got {type(self.sampler).__name__}")
-        _check_number("Within", "start", self.start, allow_zero=True)
+        _checks.real(self.start, "Within", "start", finite=True, minimum=0)
         if self.end is not None:
-            _check_number("Within", "end", self.end, allow_zero=True)
+            _checks.real(self.end, "Within", "end", finite=True, minimum=0)
             if self.end <= self.start:
                 raise InputError(f"Within: end {self.end} must be after start {self.start}")
 
