@@ -382,13 +382,7 @@ def _load(benchmark: str, path: Path, split: str = "test", **options) -> list:
 
 #: Benchmarks whose loaders ``fastvqa distractors`` reads, and what ``--gt`` is
 #: (QVHighlights is left out: its queries have no answers to mine).
-DISTRACTOR_BENCHMARKS = {
-    "deveqa": "a DeVE-QA annotation file (.json/.jsonl) or a folder with <split>.json[l]",
-    "dvd": "a DVD dialogue JSON file or folder",
-    "nextgqa": "a folder with <split>.csv and gsub_<split>.json",
-    "sokbench": "a SOK-Bench question file (.json) or a folder of them",
-    "wildqa": "a WildQA split file (.json) or the folder holding <split>.json",
-}
+DISTRACTOR_BENCHMARKS = {b.name: b.gt for b in _TABLE.values() if b.gt is not None}
 
 
 def add_distractor_arguments(p: argparse.ArgumentParser) -> None:
