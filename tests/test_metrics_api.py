@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 import fastvqa.metrics as M
-from fastvqa.data import QARecord
 from fastvqa.errors import InputError
+from tests.test_metrics_dvd import _record as _dvd_record
 
 # --------------------------------------------------------------------- cases
 # One small input per metric, as (function name, preds, target, per-question
@@ -47,15 +47,6 @@ def _rouge_case():
     target = ["the red cube is sliding", ["blue sphere", "a blue ball"], "two objects",
               ["it stops", "rotating"], "nothing"]
     return "rouge", preds, target, {}, {"references_mode": "max"}
-
-
-def _dvd_record(video, d, t, answer, qtype, subtype, interval, transfer=(), or_eff=0):
-    return QARecord(
-        video_id=video, question_id=f"{d}_{t}", answer=answer,
-        extra={"question_type": qtype, "question_subtype": subtype, "interval_type": interval,
-               "transfer_types": list(transfer), "turn_position": t + 1, "dialogue_index": d,
-               "turn_index": t, "or_distance": max(or_eff, 0), "or_distance_effective": or_eff},
-    )
 
 
 def _dvd_case():

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Predictions keyed by record (or in record order) -> one entry per record:
-shared by the metrics that score against :class:`fastvqa.data.QARecord` lists."""
+"""Predictions keyed by record (or in record order) -> one entry per record,
+and the check that a per-question argument has one entry per question:
+shared by the metrics."""
 
 from __future__ import annotations
 
@@ -45,3 +46,17 @@ def align_predictions(predictions: Any, records: Sequence, fn: str, *,
         raise InputError(f"{fn}: {len(predictions)} predictions for {len(records)} records "
                          "(a sequence must hold one prediction per record, in record order)")
     return list(predictions), {"unknown_keys": 0}
+
+
+def one_per_question(value: Any, n: int, op: str, name: str, what: str) -> Sequence:
+    """``value`` when it is a sequence (not a string or bytes) of ``n``
+    entries, one per question of ``preds``; else :class:`InputTypeError` (not
+    a sequence; ``what`` says what each entry is) or :class:`InputError`
+    (another length), each one line naming ``op`` and ``name``."""
+    if isinstance(value, (str, bytes)) or not isinstance(value, (Sequence, np.ndarray)):
+        raise InputTypeError(f"{op}: {name} must be a sequence with one {what} per "
+                             f"question, got {type(value).__name__}")
+    if len(value) != n:
+        raise InputError(f"{op}: {name} has {len(value)} entries but preds has {n}; give "
+                         "one entry per question, in the same order")
+    return value

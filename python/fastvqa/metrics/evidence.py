@@ -22,6 +22,7 @@ import numpy as np
 
 from fastvqa import _checks, ragged
 from fastvqa.errors import InputError, InputTypeError
+from fastvqa.metrics._align import one_per_question
 from fastvqa.metrics.base import Metric
 from fastvqa.metrics.result import MetricResult, mean_or_nan
 
@@ -397,12 +398,7 @@ def iou_f1(
 def _alternative_sets(alternatives: Any, n: int) -> list[list[np.ndarray]]:
     if alternatives is None:
         return [[] for _ in range(n)]
-    if isinstance(alternatives, (str, bytes)) or not isinstance(alternatives, Sequence):
-        raise InputTypeError("iou_f1: alternatives must be a sequence (one list of annotator span "
-                             f"lists per question), got {type(alternatives).__name__}")
-    if len(alternatives) != n:
-        raise InputError(f"iou_f1: alternatives has {len(alternatives)} entries but "
-                         f"preds has {n}; give one entry per question")
+    one_per_question(alternatives, n, "iou_f1", "alternatives", "list of annotator span lists")
     out = []
     for i, sets in enumerate(alternatives):
         if isinstance(sets, (str, bytes, dict)) or not isinstance(sets, (Sequence, np.ndarray)):

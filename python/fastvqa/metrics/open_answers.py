@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from fastvqa.errors import InputError, InputTypeError
+from fastvqa.metrics._align import one_per_question
 from fastvqa.metrics.base import Metric
 from fastvqa.metrics.result import MetricResult, mean_or_nan
 
@@ -139,12 +140,7 @@ def _strings(name: str, values: Any) -> list[str]:
 
 
 def _reference_lists(references: Any, n: int) -> list[list[str]]:
-    if isinstance(references, (str, bytes)) or not isinstance(references, Sequence):
-        raise InputTypeError("rouge: target must be a list with one reference (or list of "
-                             f"references) per prediction, got {type(references).__name__}")
-    if len(references) != n:
-        raise InputError(f"rouge: target has {len(references)} entries but preds "
-                         f"has {n}; give one entry per question, in the same order")
+    one_per_question(references, n, "rouge", "target", "reference (or list of references)")
     out = []
     for i, r in enumerate(references):
         if isinstance(r, str):

@@ -10,27 +10,15 @@ import torch
 from torch import Tensor
 
 from fastvqa._ext import _C
-from fastvqa.ops._torch_common import (
-    _allocator,
-    _check_devices,
-    _float_dtype,
-    _prep_floats,
-    _prep_index,
-    _stream,
-)
+from fastvqa.ops._torch_common import (_allocator, _check_devices, _float_dtype, _prep_floats,
+                                       _prep_index, _stream)
 
 # ----------------------------------------------------------------- span argmax
 
 
 @torch.library.custom_op("fastvqa::span_argmax", mutates_args=())
-def _span_argmax_op(
-    start: Tensor,
-    end: Tensor,
-    max_len: Optional[int],
-    min_len: int,
-    topk: int,
-    lengths: Optional[Tensor],
-) -> tuple[Tensor, Tensor]:
+def _span_argmax_op(start: Tensor, end: Tensor, max_len: Optional[int], min_len: int, topk: int,
+                    lengths: Optional[Tensor]) -> tuple[Tensor, Tensor]:
     op = "span_argmax"
     _check_devices(op, start=start, end=end, lengths=lengths)
     (s_w, e_w), out_dtype = _prep_floats(op, start=start, end=end)
@@ -42,14 +30,8 @@ def _span_argmax_op(
 
 
 @_span_argmax_op.register_fake
-def _(
-    start: Tensor,
-    end: Tensor,
-    max_len: Optional[int],
-    min_len: int,
-    topk: int,
-    lengths: Optional[Tensor],
-) -> tuple[Tensor, Tensor]:
+def _(start: Tensor, end: Tensor, max_len: Optional[int], min_len: int, topk: int,
+      lengths: Optional[Tensor]) -> tuple[Tensor, Tensor]:
     dtype = _float_dtype("span_argmax", start=start, end=end)
     batch = start.shape[0]
     return (

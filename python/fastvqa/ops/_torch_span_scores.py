@@ -15,16 +15,8 @@ import torch
 from torch import Tensor
 
 from fastvqa._ext import _C
-from fastvqa.ops._torch_common import (
-    _allocator,
-    _check_devices,
-    _compute_dtype,
-    _float_dtype,
-    _prep_float,
-    _prep_floats,
-    _prep_index,
-    _stream,
-)
+from fastvqa.ops._torch_common import (_allocator, _check_devices, _compute_dtype, _float_dtype,
+                                       _prep_float, _prep_floats, _prep_index, _stream)
 
 # ----------------------------------------------------------------- span_scores
 
