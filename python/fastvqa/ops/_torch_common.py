@@ -15,6 +15,20 @@ inputs unless the op has a gradient: a result that claimed to need one would
 only fail later, in backward(). Index inputs (lengths, offsets, spans) are
 integer tensors, which never require grad, and anything else is refused by
 :func:`_prep_index`, so they are passed as they are.
+
+The eager fast path: going through the ``torch.library`` dispatcher costs tens
+of microseconds a call (schema parsing of the arguments, the autograd and
+fake-tensor machinery, then a DLPack export of every input and output), more
+than the kernel itself on small inputs. Each op's body is therefore written
+once, as ``_<op>_body(call, ...)`` taking a kernel runner: the custom op runs
+it with :func:`_call` (DLPack, the current stream), and the entry point runs
+it directly with :func:`_call_cpu` when :func:`_fast` says nothing is lost by
+skipping the dispatcher (plain CPU tensors, eager mode, no tracing, mode,
+functorch transform or gradient). ``_call_cpu`` hands the kernel NumPy views
+of the tensors (``Tensor.numpy()`` shares memory; the compiled core reads them
+through the buffer protocol into the same ``TensorView`` a DLPack import
+gives, so it is the same kernel) and allocates outputs with ``torch.empty``,
+so the results are ordinary new torch tensors, as on the dispatcher path.
 """
 
 from __future__ import annotations
@@ -22,6 +36,7 @@ from __future__ import annotations
 from typing import Optional
 
 import torch
+import torch.autograd.forward_ad as _forward_ad
 from torch import Tensor
 
 _NATIVE = (torch.float32, torch.float64)
@@ -46,6 +61,51 @@ def _compute_dtype(dtype: torch.dtype) -> torch.dtype:
 
 def _stream(t: Tensor) -> int:
     return torch.cuda.current_stream(t.device).cuda_stream if t.is_cuda else 0
+
+
+def _call(fn, device: torch.device, *args):
+    """Run kernel ``fn`` on ``args`` (tensors exported through DLPack) on
+    ``device``: the dispatcher path, inside the custom ops."""
+    stream = torch.cuda.current_stream(device).cuda_stream if device.type == "cuda" else 0
+    return fn(*args, stream, _allocator(device))
+
+
+def _cpu_alloc(shape: tuple, dtype: str):
+    # A NumPy view of a new CPU tensor; _tensor_of gets the tensor back.
+    return torch.empty(shape, dtype=_DTYPES[dtype]).numpy()
+
+
+def _tensor_of(arr) -> Tensor:
+    # ``Tensor.numpy()`` keeps (an alias of) the tensor as the array's base.
+    base = arr.base
+    return base if type(base) is Tensor else torch.from_numpy(arr)
+
+
+def _call_cpu(fn, device: torch.device, *args):
+    """Run kernel ``fn`` as :func:`_call` does, without the dispatcher: CPU
+    tensors go in as NumPy views, outputs come back as new torch tensors."""
+    out = fn(*[a.numpy() if type(a) is Tensor else a for a in args], 0, _cpu_alloc)
+    if type(out) is tuple:
+        return tuple(_tensor_of(o) for o in out)
+    return _tensor_of(out)
+
+
+def _fast(*tensors: Optional[Tensor], grad: bool = False) -> bool:
+    """True when an eager call may skip the dispatcher (see the module doc):
+    not compiling or tracing, no dispatch or torch-function mode, no functorch
+    transform, every tensor a plain CPU ``torch.Tensor`` (not a subclass,
+    fake, meta or CUDA tensor) and, for an op with a gradient (``grad``), no
+    tensor needing one (nor forward-mode AD)."""
+    if (torch.compiler.is_compiling() or torch._C._len_torch_dispatch_stack()
+            or torch._C._is_torch_function_mode_enabled()
+            or torch._C._are_functorch_transforms_active()
+            or torch._C._get_tracing_state() is not None):
+        return False
+    if grad and (_forward_ad._current_level >= 0
+                 or (torch.is_grad_enabled()
+                     and any(t is not None and t.requires_grad for t in tensors))):
+        return False
+    return all(t is None or (type(t) is Tensor and t.is_cpu) for t in tensors)
 
 
 def _allocator(device: torch.device):

@@ -13,24 +13,26 @@ import torch
 from torch import Tensor
 
 from fastvqa._ext import _C
-from fastvqa.ops._torch_common import (_allocator, _check_devices, _float_dtype, _prep_floats,
-                                       _prep_index, _stream)
+from fastvqa.ops._torch_common import (_call, _call_cpu, _check_devices, _fast, _float_dtype,
+                                       _prep_floats, _prep_index)
 
 # -------------------------------------------------------------------- IO tags
+
+
+def _io_to_spans_body(call, probs, threshold, min_len, lengths):
+    op = "io_to_spans"
+    _check_devices(op, probs=probs, lengths=lengths)
+    (p,), out_dtype = _prep_floats(op, probs=probs)
+    lens = _prep_index(lengths, op, "lengths")
+    spans, scores, row_offsets = call(_C.io_to_spans, probs.device, p, threshold, min_len, lens)
+    return spans, scores.to(out_dtype), row_offsets
 
 
 @torch.library.custom_op("fastvqa::io_to_spans", mutates_args=())
 def _io_to_spans_op(
     probs: Tensor, threshold: float, min_len: int, lengths: Optional[Tensor]
 ) -> tuple[Tensor, Tensor, Tensor]:
-    op = "io_to_spans"
-    _check_devices(op, probs=probs, lengths=lengths)
-    (p,), out_dtype = _prep_floats(op, probs=probs)
-    lens = _prep_index(lengths, op, "lengths")
-    spans, scores, row_offsets = _C.io_to_spans(
-        p, threshold, min_len, lens, _stream(p), _allocator(probs.device)
-    )
-    return spans, scores.to(out_dtype), row_offsets
+    return _io_to_spans_body(_call, probs, threshold, min_len, lengths)
 
 
 @_io_to_spans_op.register_fake
@@ -45,17 +47,23 @@ def _(probs, threshold, min_len, lengths):
 
 
 def io_to_spans(probs, threshold, min_len, lengths):
+    if _fast(probs, lengths):
+        return _io_to_spans_body(_call_cpu, probs, threshold, min_len, lengths)
     return _io_to_spans_op(probs.detach(), threshold, min_len, lengths)
 
 
-@torch.library.custom_op("fastvqa::io_to_start_end", mutates_args=())
-def _io_to_start_end_op(probs: Tensor, lengths: Optional[Tensor]) -> tuple[Tensor, Tensor]:
+def _io_to_start_end_body(call, probs, lengths):
     op = "io_to_start_end"
     _check_devices(op, probs=probs, lengths=lengths)
     (p,), out_dtype = _prep_floats(op, probs=probs)
     lens = _prep_index(lengths, op, "lengths")
-    start, end = _C.io_to_start_end(p, lens, _stream(p), _allocator(probs.device))
+    start, end = call(_C.io_to_start_end, probs.device, p, lens)
     return start.to(out_dtype), end.to(out_dtype)
+
+
+@torch.library.custom_op("fastvqa::io_to_start_end", mutates_args=())
+def _io_to_start_end_op(probs: Tensor, lengths: Optional[Tensor]) -> tuple[Tensor, Tensor]:
+    return _io_to_start_end_body(_call, probs, lengths)
 
 
 @_io_to_start_end_op.register_fake
@@ -65,4 +73,6 @@ def _(probs, lengths):
 
 
 def io_to_start_end(probs, lengths):
+    if _fast(probs, lengths):
+        return _io_to_start_end_body(_call_cpu, probs, lengths)
     return _io_to_start_end_op(probs.detach(), lengths)

@@ -13,10 +13,20 @@ import torch
 from torch import Tensor
 
 from fastvqa._ext import _C
-from fastvqa.ops._torch_common import (_allocator, _check_devices, _float_dtype, _prep_floats,
-                                       _prep_index, _stream)
+from fastvqa.ops._torch_common import (_call, _call_cpu, _check_devices, _fast, _float_dtype,
+                                       _prep_floats, _prep_index)
 
 # ------------------------------------------------------------------------ NMS
+
+
+def _nms_1d_body(call, spans, scores, offsets, iou_threshold, method, sigma, score_threshold):
+    op = "nms_1d"
+    _check_devices(op, spans=spans, scores=scores, offsets=offsets)
+    (sp, sc), out_dtype = _prep_floats(op, spans=spans, scores=scores)
+    off = _prep_index(offsets, op, "offsets")
+    keep, keep_offsets, kept = call(_C.nms_1d, spans.device, sp, sc, off, iou_threshold, method,
+                                    sigma, score_threshold)
+    return keep, keep_offsets, kept.to(out_dtype)
 
 
 @torch.library.custom_op("fastvqa::nms_1d", mutates_args=())
@@ -29,15 +39,8 @@ def _nms_1d_op(
     sigma: float,
     score_threshold: float,
 ) -> tuple[Tensor, Tensor, Tensor]:
-    op = "nms_1d"
-    _check_devices(op, spans=spans, scores=scores, offsets=offsets)
-    (sp, sc), out_dtype = _prep_floats(op, spans=spans, scores=scores)
-    off = _prep_index(offsets, op, "offsets")
-    keep, keep_offsets, kept = _C.nms_1d(
-        sp, sc, off, iou_threshold, method, sigma, score_threshold, _stream(sp),
-        _allocator(spans.device),
-    )
-    return keep, keep_offsets, kept.to(out_dtype)
+    return _nms_1d_body(_call, spans, scores, offsets, iou_threshold, method, sigma,
+                        score_threshold)
 
 
 @_nms_1d_op.register_fake
@@ -53,6 +56,9 @@ def _(spans, scores, offsets, iou_threshold, method, sigma, score_threshold):
 
 
 def nms_1d(spans, scores, offsets, iou_threshold, method, sigma, score_threshold):
+    if _fast(spans, scores, offsets):
+        return _nms_1d_body(_call_cpu, spans, scores, offsets, iou_threshold, method, sigma,
+                            score_threshold)
     return _nms_1d_op(
         spans.detach(), scores.detach(), offsets, iou_threshold, method, sigma, score_threshold,
     )

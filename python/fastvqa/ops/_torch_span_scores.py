@@ -15,22 +15,26 @@ import torch
 from torch import Tensor
 
 from fastvqa._ext import _C
-from fastvqa.ops._torch_common import (_allocator, _check_devices, _compute_dtype, _float_dtype,
-                                       _prep_float, _prep_floats, _prep_index, _stream)
+from fastvqa.ops._torch_common import (_allocator, _call, _call_cpu, _check_devices,
+                                       _compute_dtype, _fast, _float_dtype, _prep_float,
+                                       _prep_floats, _prep_index, _stream)
 
 # ----------------------------------------------------------------- span_scores
+
+
+def _span_scores_body(call, x, reduce, min_len, max_len, lengths):
+    op = "span_scores"
+    _check_devices(op, x=x, lengths=lengths)
+    (x_w,), out_dtype = _prep_floats(op, x=x)
+    lens = _prep_index(lengths, op, "lengths")
+    return call(_C.span_scores, x.device, x_w, reduce, min_len, max_len, lens).to(out_dtype)
 
 
 @torch.library.custom_op("fastvqa::span_scores", mutates_args=())
 def _span_scores_op(
     x: Tensor, reduce: str, min_len: int, max_len: Optional[int], lengths: Optional[Tensor]
 ) -> Tensor:
-    op = "span_scores"
-    _check_devices(op, x=x, lengths=lengths)
-    (x_w,), out_dtype = _prep_floats(op, x=x)
-    lens = _prep_index(lengths, op, "lengths")
-    out = _C.span_scores(x_w, reduce, min_len, max_len, lens, _stream(x_w), _allocator(x.device))
-    return out.to(out_dtype)
+    return _span_scores_body(_call, x, reduce, min_len, max_len, lengths)
 
 
 @_span_scores_op.register_fake
@@ -82,10 +86,21 @@ _span_scores_op.register_autograd(_backward, setup_context=_setup_context)
 def span_scores(
     x: Tensor, reduce: str, min_len: int, max_len: Optional[int], lengths: Optional[Tensor]
 ) -> Tensor:
+    if _fast(x, lengths, grad=True):  # a gradient needs the autograd-registered op
+        return _span_scores_body(_call_cpu, x, reduce, min_len, max_len, lengths)
     return _span_scores_op(x, reduce, min_len, max_len, lengths)
 
 
 # ------------------------------------------------------------------- top_spans
+
+
+def _top_spans_body(call, x, k, reduce, min_len, max_len, lengths, nms_iou):
+    op = "top_spans"
+    _check_devices(op, x=x, lengths=lengths)
+    (x_w,), out_dtype = _prep_floats(op, x=x)
+    lens = _prep_index(lengths, op, "lengths")
+    spans, scores = call(_C.top_spans, x.device, x_w, k, reduce, min_len, max_len, lens, nms_iou)
+    return spans, scores.to(out_dtype)
 
 
 @torch.library.custom_op("fastvqa::top_spans", mutates_args=())
@@ -98,13 +113,7 @@ def _top_spans_op(
     lengths: Optional[Tensor],
     nms_iou: Optional[float],
 ) -> tuple[Tensor, Tensor]:
-    op = "top_spans"
-    _check_devices(op, x=x, lengths=lengths)
-    (x_w,), out_dtype = _prep_floats(op, x=x)
-    lens = _prep_index(lengths, op, "lengths")
-    spans, scores = _C.top_spans(x_w, k, reduce, min_len, max_len, lens, nms_iou,
-                                 _stream(x_w), _allocator(x.device))
-    return spans, scores.to(out_dtype)
+    return _top_spans_body(_call, x, k, reduce, min_len, max_len, lengths, nms_iou)
 
 
 @_top_spans_op.register_fake
@@ -135,4 +144,6 @@ def top_spans(
     lengths: Optional[Tensor],
     nms_iou: Optional[float],
 ) -> tuple[Tensor, Tensor]:
+    if _fast(x, lengths):
+        return _top_spans_body(_call_cpu, x, k, reduce, min_len, max_len, lengths, nms_iou)
     return _top_spans_op(x.detach(), k, reduce, min_len, max_len, lengths, nms_iou)

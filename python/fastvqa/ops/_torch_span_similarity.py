@@ -15,8 +15,9 @@ import torch
 from torch import Tensor
 
 from fastvqa._ext import _C
-from fastvqa.ops._torch_common import (_allocator, _check_devices, _compute_dtype, _float_dtype,
-                                       _prep_float, _prep_floats, _prep_index, _stream)
+from fastvqa.ops._torch_common import (_allocator, _call, _call_cpu, _check_devices,
+                                       _compute_dtype, _fast, _float_dtype, _prep_float,
+                                       _prep_index, _prep_floats, _stream)
 
 
 def _name(spans: Optional[Tensor]) -> str:
@@ -39,6 +40,12 @@ def _out_shape(frames: Tensor, spans: Optional[Tensor], max_len: Optional[int]) 
     return (frames.shape[0], frames.shape[1], frames.shape[1] if max_len is None else max_len)
 
 
+def _forward_body(call, frames, query, spans, pool, min_len, max_len, lengths, eps):
+    f, q, s, lens, out_dtype, _ = _prepare(frames, query, spans, lengths)
+    out = call(_C.span_similarity, frames.device, f, q, s, pool, min_len, max_len, lens, eps)
+    return out.to(out_dtype)
+
+
 @torch.library.custom_op("fastvqa::span_similarity", mutates_args=())
 def _forward_op(
     frames: Tensor,
@@ -50,10 +57,7 @@ def _forward_op(
     lengths: Optional[Tensor],
     eps: float,
 ) -> Tensor:
-    f, q, s, lens, out_dtype, _ = _prepare(frames, query, spans, lengths)
-    out = _C.span_similarity(f, q, s, pool, min_len, max_len, lens, eps, _stream(f),
-                             _allocator(frames.device))
-    return out.to(out_dtype)
+    return _forward_body(_call, frames, query, spans, pool, min_len, max_len, lengths, eps)
 
 
 @_forward_op.register_fake
@@ -122,4 +126,7 @@ def span_similarity(
     eps: float,
 ) -> Tensor:
     # frames and query keep their gradient; the integer index arguments have none.
+    if _fast(frames, query, spans, lengths, grad=True):
+        return _forward_body(_call_cpu, frames, query, spans, pool, min_len, max_len, lengths,
+                             eps)
     return _forward_op(frames, query, spans, pool, min_len, max_len, lengths, eps)
