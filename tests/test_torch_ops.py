@@ -62,3 +62,156 @@ def test_compile_fullgraph_matches_eager(device):
     loss_e, spans_e = _pipeline(a, b, start, end, offsets)
     torch.testing.assert_close(loss_c, loss_e)
     assert torch.equal(spans_c, spans_e)
+
+
+# ------------------------------------------------- the eager fast path (issue 13)
+# An eager call on plain CPU tensors skips the torch.library dispatcher
+# (fastvqa.ops._torch_common._fast). These tests force each path in turn
+# through the public API and compare every output, then count which runner a
+# call used: structural checks, not timings.
+
+def _fast_cases():
+    import fastvqa.ops as O
+
+    g = torch.Generator().manual_seed(7)
+    spans = (torch.rand(40, 2, generator=g) * 30).sort(dim=1).values
+    scores = torch.rand(40, generator=g)
+    offsets = torch.tensor([0, 10, 10, 33, 40])
+    x = torch.randn(3, 17, generator=g)
+    lengths = torch.tensor([17, 9, 0])
+    probs = torch.rand(3, 17, generator=g)
+    frames = torch.randn(2, 9, 5, generator=g)
+    query = torch.randn(2, 5, generator=g)
+    idx = torch.tensor([[[0, 3], [2, 8], [4, 4]], [[1, 1], [0, 8], [5, 7]]])
+    gt_off = torch.tensor([0, 3, 3, 7] + [10] * 37)
+    return [
+        ("_torch_nms_1d", lambda c: O.nms_1d(c(spans), c(scores), iou_threshold=0.3,
+                                             offsets=offsets)),
+        ("_torch_nms_1d", lambda c: O.nms_1d(c(spans), c(scores), iou_threshold=0.3,
+                                             method="gaussian")),
+        ("_torch_temporal_iou", lambda c: O.temporal_iou(c(spans[:7]), c(spans[5:]), "giou")),
+        ("_torch_temporal_iou", lambda c: O.paired_temporal_iou(c(spans[:9]), c(spans[9:18]))),
+        ("_torch_temporal_iou", lambda c: O.grounding_overlap(c(spans), c(spans[:10]), gt_off)),
+        ("_torch_span_scores", lambda c: O.span_scores(c(x), reduce="contrast", max_len=6,
+                                                       lengths=lengths)),
+        ("_torch_span_scores", lambda c: O.top_spans(c(x), 3, reduce="mean", nms_iou=0.5)),
+        ("_torch_span_argmax", lambda c: O.span_argmax(c(x), c(x.flip(1)), max_len=5, k=2,
+                                                       lengths=lengths)),
+        ("_torch_io_tags", lambda c: O.io_to_spans(c(probs), threshold=0.5, lengths=lengths)),
+        ("_torch_io_tags", lambda c: O.io_to_start_end(c(probs), lengths=lengths)),
+        ("_torch_span_similarity", lambda c: O.span_similarity(c(frames), c(query), idx,
+                                                               pool="mean_of_cos")),
+        ("_torch_span_similarity", lambda c: O.span_similarity_all(c(frames), c(query),
+                                                                   pool="cos_of_mean", max_len=4)),
+    ]
+
+
+# float32 and float64 natively, a non-contiguous view, float16 (computed in
+# float32, cast back) and an integer input (the default float)
+_CONVERSIONS = {
+    "float32": lambda t: t,
+    "float64": lambda t: t.double(),
+    "strided": lambda t: torch.stack([t, t], dim=-1)[..., 1],
+    "float16": lambda t: t.half(),
+    "int64": lambda t: (t * 10).round().long(),
+}
+
+
+def _flat(result):
+    return list(result) if isinstance(result, tuple) else [result]
+
+
+def _counting(monkeypatch, module):
+    from fastvqa.ops import _torch_common
+
+    counts = {"_call": 0, "_call_cpu": 0}
+    for name in counts:
+        real = getattr(_torch_common, name)
+
+        def counted(*args, _real=real, _name=name):
+            counts[_name] += 1
+            return _real(*args)
+
+        monkeypatch.setattr(module, name, counted)
+    return counts
+
+
+@pytest.mark.parametrize("conv", sorted(_CONVERSIONS))
+def test_fast_path_matches_dispatcher(conv, monkeypatch):
+    import importlib
+
+    c = _CONVERSIONS[conv]
+    for mod_name, call in _fast_cases():
+        module = importlib.import_module(f"fastvqa.ops.{mod_name}")
+        fast = _flat(call(c))
+        with monkeypatch.context() as m:
+            m.setattr(module, "_fast", lambda *a, **k: False)
+            slow = _flat(call(c))
+        assert len(fast) == len(slow)
+        for f, s in zip(fast, slow):
+            assert (f.dtype, f.device, f.shape, f.requires_grad) == \
+                (s.dtype, s.device, s.shape, s.requires_grad), mod_name
+            assert type(f) is torch.Tensor and f.is_contiguous() == s.is_contiguous()
+            torch.testing.assert_close(f, s, rtol=0, atol=0, equal_nan=True)
+
+
+def test_fast_path_taken_for_plain_cpu_tensors(monkeypatch):
+    import importlib
+
+    for mod_name, call in _fast_cases():
+        module = importlib.import_module(f"fastvqa.ops.{mod_name}")
+        counts = _counting(monkeypatch, module)
+        call(lambda t: t)
+        assert counts == {"_call": 0, "_call_cpu": 1}, mod_name
+
+
+def test_fast_path_outputs_are_new_tensors():
+    import fastvqa.ops as O
+
+    x = torch.randn(2, 6)
+    out = O.span_scores(x, reduce="sum")
+    assert out.untyped_storage().data_ptr() != x.untyped_storage().data_ptr()
+    out.resize_(0)  # an ordinary torch-allocated (resizable) tensor, as the dispatcher's
+    ts = O.top_spans(x, 2, reduce="sum")
+    assert ts.spans.untyped_storage().data_ptr() != ts.scores.untyped_storage().data_ptr()
+
+
+def test_dispatcher_kept_for_gradients_modes_and_tracing(monkeypatch):
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    import fastvqa.ops as O
+    from fastvqa.ops import _torch_span_scores, _torch_span_similarity
+
+    counts = _counting(monkeypatch, _torch_span_scores)
+    x = torch.randn(2, 6, requires_grad=True)
+    out = O.span_scores(x, reduce="mean")  # needs the autograd-registered op
+    assert counts == {"_call": 1, "_call_cpu": 0} and out.requires_grad
+    out.sum().backward()
+    assert x.grad is not None and x.grad.shape == x.shape
+    with torch.no_grad():  # no gradient wanted: the fast path, and no grad on the result
+        assert not O.span_scores(x, reduce="mean").requires_grad
+    assert counts["_call_cpu"] == 1
+    O.top_spans(x, 2, reduce="mean")  # not differentiable: detached, fast
+    assert counts["_call_cpu"] == 2
+
+    class Passthrough(TorchDispatchMode):
+        seen: list = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            self.seen.append(str(func))
+            return func(*args, **(kwargs or {}))
+
+    with Passthrough():
+        O.span_scores(x.detach(), reduce="sum")
+    assert any("fastvqa.span_scores" in s for s in Passthrough.seen)
+    assert counts["_call"] >= 2  # ran inside the op, visible to the mode
+
+    sim = _counting(monkeypatch, _torch_span_similarity)
+    frames = torch.randn(1, 5, 3, requires_grad=True)
+    O.span_similarity_all(frames, torch.randn(1, 3), pool="mean_of_cos").sum().backward()
+    assert sim == {"_call": 1, "_call_cpu": 0} and frames.grad is not None
+
+    traced = torch.jit.trace(lambda t: O.span_scores(t, reduce="sum"), torch.randn(2, 4))
+    assert "fastvqa::span_scores" in str(traced.graph)
+    meta = O.span_scores(torch.randn(2, 4, device="meta"), reduce="sum", max_len=3)
+    assert meta.device.type == "meta" and meta.shape == (2, 4, 3)

@@ -119,9 +119,20 @@ def _prep_float(t: Tensor, dtype: torch.dtype) -> Tensor:
     return t.detach().to(dtype)
 
 
+def _cast(t: Tensor, dtype: torch.dtype) -> Tensor:
+    """``t.to(dtype)``, without the call when ``t`` already has it (``to``
+    returns ``t`` itself then too)."""
+    return t if t.dtype is dtype else t.to(dtype)
+
+
 def _prep_floats(op: str, **named: Tensor) -> tuple[list[Tensor], torch.dtype]:
     """The float inputs in their compute dtype, and the dtype the op returns
     (the torch counterpart of :func:`fastvqa._arrays.numpy_common_float`)."""
+    ts = list(named.values())
+    first = ts[0].dtype
+    if first in _NATIVE and all(t.dtype is first for t in ts):
+        # The common case, computed natively: no promotion, no conversion.
+        return [t.detach() if t.requires_grad else t for t in ts], first
     out_dtype = _float_dtype(op, **named)
     work = _compute_dtype(out_dtype)
     return [_prep_float(t, work) for t in named.values()], out_dtype

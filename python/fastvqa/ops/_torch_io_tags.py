@@ -13,8 +13,8 @@ import torch
 from torch import Tensor
 
 from fastvqa._ext import _C
-from fastvqa.ops._torch_common import (_call, _call_cpu, _check_devices, _fast, _float_dtype,
-                                       _prep_floats, _prep_index)
+from fastvqa.ops._torch_common import (_call, _call_cpu, _cast, _check_devices, _fast,
+                                       _float_dtype, _prep_floats, _prep_index)
 
 # -------------------------------------------------------------------- IO tags
 
@@ -25,7 +25,7 @@ def _io_to_spans_body(call, probs, threshold, min_len, lengths):
     (p,), out_dtype = _prep_floats(op, probs=probs)
     lens = _prep_index(lengths, op, "lengths")
     spans, scores, row_offsets = call(_C.io_to_spans, probs.device, p, threshold, min_len, lens)
-    return spans, scores.to(out_dtype), row_offsets
+    return spans, _cast(scores, out_dtype), row_offsets
 
 
 @torch.library.custom_op("fastvqa::io_to_spans", mutates_args=())
@@ -58,7 +58,7 @@ def _io_to_start_end_body(call, probs, lengths):
     (p,), out_dtype = _prep_floats(op, probs=probs)
     lens = _prep_index(lengths, op, "lengths")
     start, end = call(_C.io_to_start_end, probs.device, p, lens)
-    return start.to(out_dtype), end.to(out_dtype)
+    return _cast(start, out_dtype), _cast(end, out_dtype)
 
 
 @torch.library.custom_op("fastvqa::io_to_start_end", mutates_args=())

@@ -13,8 +13,8 @@ import torch
 from torch import Tensor
 
 from fastvqa._ext import _C
-from fastvqa.ops._torch_common import (_call, _call_cpu, _check_devices, _fast, _float_dtype,
-                                       _prep_floats, _prep_index)
+from fastvqa.ops._torch_common import (_call, _call_cpu, _cast, _check_devices, _fast,
+                                       _float_dtype, _prep_floats, _prep_index)
 
 # ------------------------------------------------------------------------ NMS
 
@@ -26,7 +26,7 @@ def _nms_1d_body(call, spans, scores, offsets, iou_threshold, method, sigma, sco
     off = _prep_index(offsets, op, "offsets")
     keep, keep_offsets, kept = call(_C.nms_1d, spans.device, sp, sc, off, iou_threshold, method,
                                     sigma, score_threshold)
-    return keep, keep_offsets, kept.to(out_dtype)
+    return keep, keep_offsets, _cast(kept, out_dtype)
 
 
 @torch.library.custom_op("fastvqa::nms_1d", mutates_args=())

@@ -10,8 +10,8 @@ import torch
 from torch import Tensor
 
 from fastvqa._ext import _C
-from fastvqa.ops._torch_common import (_call, _call_cpu, _check_devices, _fast, _float_dtype,
-                                       _prep_floats, _prep_index)
+from fastvqa.ops._torch_common import (_call, _call_cpu, _cast, _check_devices, _fast,
+                                       _float_dtype, _prep_floats, _prep_index)
 
 # ----------------------------------------------------------------- span argmax
 
@@ -22,7 +22,7 @@ def _span_argmax_body(call, start, end, max_len, min_len, topk, lengths):
     (s_w, e_w), out_dtype = _prep_floats(op, start=start, end=end)
     lens = _prep_index(lengths, op, "lengths")
     spans, scores = call(_C.span_argmax, start.device, s_w, e_w, max_len, min_len, topk, lens)
-    return spans, scores.to(out_dtype)
+    return spans, _cast(scores, out_dtype)
 
 
 @torch.library.custom_op("fastvqa::span_argmax", mutates_args=())

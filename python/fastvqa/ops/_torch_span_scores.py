@@ -15,7 +15,7 @@ import torch
 from torch import Tensor
 
 from fastvqa._ext import _C
-from fastvqa.ops._torch_common import (_allocator, _call, _call_cpu, _check_devices,
+from fastvqa.ops._torch_common import (_allocator, _call, _call_cpu, _cast, _check_devices,
                                        _compute_dtype, _fast, _float_dtype, _prep_float,
                                        _prep_floats, _prep_index, _stream)
 
@@ -27,7 +27,8 @@ def _span_scores_body(call, x, reduce, min_len, max_len, lengths):
     _check_devices(op, x=x, lengths=lengths)
     (x_w,), out_dtype = _prep_floats(op, x=x)
     lens = _prep_index(lengths, op, "lengths")
-    return call(_C.span_scores, x.device, x_w, reduce, min_len, max_len, lens).to(out_dtype)
+    out = call(_C.span_scores, x.device, x_w, reduce, min_len, max_len, lens)
+    return _cast(out, out_dtype)
 
 
 @torch.library.custom_op("fastvqa::span_scores", mutates_args=())
@@ -100,7 +101,7 @@ def _top_spans_body(call, x, k, reduce, min_len, max_len, lengths, nms_iou):
     (x_w,), out_dtype = _prep_floats(op, x=x)
     lens = _prep_index(lengths, op, "lengths")
     spans, scores = call(_C.top_spans, x.device, x_w, k, reduce, min_len, max_len, lens, nms_iou)
-    return spans, scores.to(out_dtype)
+    return spans, _cast(scores, out_dtype)
 
 
 @torch.library.custom_op("fastvqa::top_spans", mutates_args=())

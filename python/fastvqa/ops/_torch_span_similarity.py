@@ -15,7 +15,7 @@ import torch
 from torch import Tensor
 
 from fastvqa._ext import _C
-from fastvqa.ops._torch_common import (_allocator, _call, _call_cpu, _check_devices,
+from fastvqa.ops._torch_common import (_allocator, _call, _call_cpu, _cast, _check_devices,
                                        _compute_dtype, _fast, _float_dtype, _prep_float,
                                        _prep_index, _prep_floats, _stream)
 
@@ -43,7 +43,7 @@ def _out_shape(frames: Tensor, spans: Optional[Tensor], max_len: Optional[int]) 
 def _forward_body(call, frames, query, spans, pool, min_len, max_len, lengths, eps):
     f, q, s, lens, out_dtype, _ = _prepare(frames, query, spans, lengths)
     out = call(_C.span_similarity, frames.device, f, q, s, pool, min_len, max_len, lens, eps)
-    return out.to(out_dtype)
+    return _cast(out, out_dtype)
 
 
 @torch.library.custom_op("fastvqa::span_similarity", mutates_args=())

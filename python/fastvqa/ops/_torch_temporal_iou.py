@@ -8,8 +8,8 @@ import torch
 from torch import Tensor
 
 from fastvqa._ext import _C
-from fastvqa.ops._torch_common import (_call, _call_cpu, _check_devices, _fast, _float_dtype,
-                                       _prep_floats, _prep_index)
+from fastvqa.ops._torch_common import (_call, _call_cpu, _cast, _check_devices, _fast,
+                                       _float_dtype, _prep_floats, _prep_index)
 
 # ---------------------------------------------------------------- temporal IoU
 
@@ -18,7 +18,7 @@ def _temporal_iou_body(call, a, b, mode, paired):
     op = "paired_temporal_iou" if paired else "temporal_iou"
     _check_devices(op, a=a, b=b)
     (a_w, b_w), out_dtype = _prep_floats(op, a=a, b=b)
-    return call(_C.temporal_iou, a.device, a_w, b_w, mode, paired).to(out_dtype)
+    return _cast(call(_C.temporal_iou, a.device, a_w, b_w, mode, paired), out_dtype)
 
 
 @torch.library.custom_op("fastvqa::temporal_iou", mutates_args=())
@@ -51,7 +51,7 @@ def _grounding_body(call, pred, gt, gt_offsets):
     (p_w, g_w), out_dtype = _prep_floats(op, pred=pred, gt=gt)
     offsets = _prep_index(gt_offsets, op, "gt_offsets")
     iou, iop = call(_C.grounding_overlap, pred.device, p_w, g_w, offsets)
-    return iou.to(out_dtype), iop.to(out_dtype)
+    return _cast(iou, out_dtype), _cast(iop, out_dtype)
 
 
 @torch.library.custom_op("fastvqa::grounding_overlap", mutates_args=())
