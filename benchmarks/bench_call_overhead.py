@@ -1,0 +1,198 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Per-call cost of every fastvqa op from NumPy and from CPU torch tensors.
+
+For each op and each size (3, 30, 300, 3k, 30k, 100k elements: spans for
+``nms_1d``/``temporal_iou``/``grounding_overlap``, steps of one row for the
+span ops, with ``max_len = 8``), three rows are timed interleaved in one
+process (each repeat times them back to back, so they meet the same noise):
+
+- ``numpy``: the public op on NumPy arrays;
+- ``torch``: the same op on CPU torch tensors (the eager fast path, which skips
+  the ``torch.library`` dispatcher);
+- ``torch dispatcher``: the same call forced through the registered custom op
+  (what every torch call cost before; still the path under ``torch.compile``,
+  autograd, dispatch modes and CUDA).
+
+The fixed overhead is ``torch - numpy`` at size 3, both as the median of the
+per-repeat differences and as the difference of the fastest repeats (``min``,
+the better estimate of the intrinsic cost on a loaded machine). Target: under 10 us per call for every op. The peer is
+``torchvision.ops.nms`` on the same spans as boxes ``(start, 0, end, 1)`` when
+torchvision is installed (otherwise the row is skipped with the reason).
+Outputs of the three rows must be identical before anything is timed.
+
+Usage: python benchmarks/bench_call_overhead.py [--repeats 9] [--sizes 3 30] [--out DIR]
+"""
+
+from __future__ import annotations
+
+import importlib
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+import _harness as H  # noqa: E402
+import fastvqa.ops as O  # noqa: E402
+
+NAME = "call_overhead"
+SIZES = (3, 30, 300, 3_000, 30_000, 100_000)
+TARGET_US = 10.0
+
+
+def _inputs(n: int, rng: np.random.Generator) -> dict:
+    start = rng.random(n) * 0.01
+    spans = np.stack([start, start + 1.0], axis=1).astype(np.float32)  # all overlap: few kept
+    steps = rng.standard_normal((1, n)).astype(np.float32)
+    t = max(n // 4, 1)
+    return {
+        "spans": spans,
+        "scores": rng.random(n).astype(np.float32),
+        "one": spans[:1].copy(),
+        "offsets": np.arange(n + 1, dtype=np.int64),
+        "x": steps,
+        "probs": (rng.random((1, n)) > 0.5).astype(np.float32),
+        "frames": rng.standard_normal((1, t, 4)).astype(np.float32),
+        "query": rng.standard_normal((1, 4)).astype(np.float32),
+    }
+
+
+# op name, module of its torch registration, call(inputs)
+CASES = [
+    ("nms_1d", "_torch_nms_1d", lambda d: O.nms_1d(d["spans"], d["scores"], iou_threshold=0.5)),
+    ("temporal_iou", "_torch_temporal_iou", lambda d: O.temporal_iou(d["spans"], d["one"])),
+    ("paired_temporal_iou", "_torch_temporal_iou",
+     lambda d: O.paired_temporal_iou(d["spans"], d["spans"])),
+    ("grounding_overlap", "_torch_temporal_iou",
+     lambda d: O.grounding_overlap(d["spans"], d["spans"], d["offsets"])),
+    ("span_scores", "_torch_span_scores", lambda d: O.span_scores(d["x"], reduce="mean",
+                                                                  max_len=8)),
+    ("top_spans", "_torch_span_scores", lambda d: O.top_spans(d["x"], 1, reduce="mean",
+                                                              max_len=8)),
+    ("span_argmax", "_torch_span_argmax", lambda d: O.span_argmax(d["x"], d["x"], max_len=8)),
+    ("io_to_spans", "_torch_io_tags", lambda d: O.io_to_spans(d["probs"], threshold=0.5)),
+    ("io_to_start_end", "_torch_io_tags", lambda d: O.io_to_start_end(d["probs"])),
+    ("span_similarity_all", "_torch_span_similarity",
+     lambda d: O.span_similarity_all(d["frames"], d["query"], pool="mean_of_cos", max_len=8)),
+]
+
+
+class _Dispatcher:
+    """Context that sends one module's torch calls through the custom op."""
+
+    def __init__(self, module):
+        self.module, self.saved = module, module._fast
+
+    def __enter__(self):
+        self.module._fast = lambda *a, **k: False
+
+    def __exit__(self, *exc):
+        self.module._fast = self.saved
+
+
+def _flat(r):
+    return [np.asarray(v) for v in (r if isinstance(r, tuple) else (r,))]
+
+
+def _number(fn, min_s: float) -> int:
+    t0 = time.perf_counter()
+    fn()
+    one = time.perf_counter() - t0
+    return max(1, min(20_000, int(min_s / max(one, 1e-7))))
+
+
+def _interleaved(fns: dict, repeats: int, min_s: float) -> dict:
+    """Seconds per call of each fn, all timed within each repeat in turn."""
+    for fn in fns.values():
+        fn()
+    numbers = {k: _number(fn, min_s) for k, fn in fns.items()}
+    times = {k: [] for k in fns}
+    for _ in range(repeats):
+        for k, fn in fns.items():
+            n = numbers[k]
+            t0 = time.perf_counter()
+            for _ in range(n):
+                fn()
+            times[k].append((time.perf_counter() - t0) / n)
+    return times
+
+
+def main(argv=None) -> int:
+    p = H.base_parser(__doc__.splitlines()[0])
+    p.set_defaults(repeats=9, min_repeat_ms=5.0)
+    p.add_argument("--sizes", type=int, nargs="+", default=list(SIZES),
+                   help="elements per call (the first gives the fixed overhead)")
+    args = p.parse_args(argv)
+    sizes = args.sizes
+    rng = np.random.default_rng(args.seed)
+    try:
+        import torchvision.ops as tvo
+    except ImportError as e:
+        tvo, tv_reason = None, f"torchvision not installed ({e})"
+    rows, results, overhead = [], [], {}
+    for n in sizes:
+        d_np = _inputs(n, rng)
+        d_t = {k: torch.from_numpy(v) for k, v in d_np.items()}
+        for name, mod_name, call in CASES:
+            module = importlib.import_module(f"fastvqa.ops.{mod_name}")
+
+            def slow(call=call, module=module):
+                with _Dispatcher(module):
+                    return call(d_t)
+
+            fns = {"numpy": lambda call=call: call(d_np), "torch": lambda call=call: call(d_t),
+                   "torch dispatcher": slow}
+            outs = {k: _flat(fn()) for k, fn in fns.items()}
+            for k in ("torch", "torch dispatcher"):
+                if any(a.dtype != b.dtype or a.shape != b.shape
+                       or not np.array_equal(a, b, equal_nan=True)
+                       for a, b in zip(outs["numpy"], outs[k])):
+                    print(f"{name} n={n}: {k} differs from numpy", file=sys.stderr)
+                    return 1
+            times = _interleaved(fns, args.repeats, args.min_repeat_ms / 1e3)
+            med = {k: statistics.median(v) for k, v in times.items()}
+            extra = statistics.median(t - u for t, u in zip(times["torch"], times["numpy"]))
+            extra_min = min(times["torch"]) - min(times["numpy"])
+            if n == sizes[0]:
+                overhead[name] = extra_min
+            results.append({"op": name, "n": n, **{f"{k}_s": v for k, v in med.items()},
+                            **{f"{k}_min_s": min(v) for k, v in times.items()},
+                            "torch_minus_numpy_s": extra, "torch_minus_numpy_min_s": extra_min})
+            rows.append([name, f"{n:,}", H.fmt_time(med["numpy"]), H.fmt_time(med["torch"]),
+                         H.fmt_time(med["torch dispatcher"]), f"{extra * 1e6:+.1f} us",
+                         f"{extra_min * 1e6:+.1f} us",
+                         f"{(min(times['torch dispatcher']) - min(times['numpy'])) * 1e6:+.1f} us"])
+        if tvo is not None:
+            boxes = torch.from_numpy(np.stack([d_np["spans"][:, 0], np.zeros(n, np.float32),
+                                               d_np["spans"][:, 1], np.ones(n, np.float32)], 1))
+            sc = d_t["scores"]
+            t = _interleaved({"tv": lambda: tvo.nms(boxes, sc, 0.5)}, args.repeats,
+                             args.min_repeat_ms / 1e3)["tv"]
+            rows.append(["torchvision.ops.nms (peer)", f"{n:,}", "-",
+                         H.fmt_time(statistics.median(t)), "-", "-", "-", "-"])
+    print("\nper-call time, CPU, float32 (median over repeats, interleaved)")
+    table = H.print_table(["op", "elements", "numpy", "torch", "torch dispatcher",
+                           "torch - numpy", "(min)", "dispatcher - numpy (min)"], rows)
+    if tvo is None:
+        print(f"torchvision.ops.nms (peer): skipped, {tv_reason}")
+    worst = max(overhead, key=overhead.get)
+    verdict = "PASS" if overhead[worst] * 1e6 < TARGET_US else "FAIL"
+    print(f"fixed overhead (torch - numpy at {sizes[0]}, fastest repeats): max "
+          f"{overhead[worst] * 1e6:.1f} us "
+          f"({worst}); target < {TARGET_US:g} us: {verdict}")
+    env = H.environment(args.device)
+    print(H.environment_line(env))
+    path = H.write_json(args.out, NAME, {"config": {"sizes": sizes, "repeats": args.repeats},
+                                         "environment": env, "results": results,
+                                         "fixed_overhead_s": overhead, "table": table,
+                                         "target_met": verdict == "PASS"})
+    print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
