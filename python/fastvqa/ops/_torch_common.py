@@ -27,8 +27,14 @@ skipping the dispatcher (plain CPU tensors, eager mode, no tracing, mode,
 functorch transform or gradient). ``_call_cpu`` hands the kernel NumPy views
 of the tensors (``Tensor.numpy()`` shares memory; the compiled core reads them
 through the buffer protocol into the same ``TensorView`` a DLPack import
-gives, so it is the same kernel) and allocates outputs with ``torch.empty``,
-so the results are ordinary new torch tensors, as on the dispatcher path.
+gives, so it is the same kernel) and allocates outputs and scratch with
+``numpy.empty``, as the NumPy path does; the outputs are returned as
+``torch.from_numpy`` tensors: new CPU tensors with the dispatcher path's
+dtype, shape and values, writable, picklable and shareable
+(``share_memory_``), whose storage (NumPy's) cannot be resized in place
+(``resize_`` to a larger size raises). Allocating them with ``torch.empty``
+instead cost about 4x the whole NumPy call at small sizes (a Python tensor
+created and freed per output and per scratch array).
 """
 
 from __future__ import annotations
@@ -38,6 +44,8 @@ from typing import Optional
 import torch
 import torch.autograd.forward_ad as _forward_ad
 from torch import Tensor
+
+from fastvqa._arrays import numpy_alloc as _numpy_alloc
 
 _NATIVE = (torch.float32, torch.float64)
 _INTEGER = (torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64)
@@ -70,24 +78,14 @@ def _call(fn, device: torch.device, *args):
     return fn(*args, stream, _allocator(device))
 
 
-def _cpu_alloc(shape: tuple, dtype: str):
-    # A NumPy view of a new CPU tensor; _tensor_of gets the tensor back.
-    return torch.empty(shape, dtype=_DTYPES[dtype]).numpy()
-
-
-def _tensor_of(arr) -> Tensor:
-    # ``Tensor.numpy()`` keeps (an alias of) the tensor as the array's base.
-    base = arr.base
-    return base if type(base) is Tensor else torch.from_numpy(arr)
-
-
 def _call_cpu(fn, device: torch.device, *args):
     """Run kernel ``fn`` as :func:`_call` does, without the dispatcher: CPU
-    tensors go in as NumPy views, outputs come back as new torch tensors."""
-    out = fn(*[a.numpy() if type(a) is Tensor else a for a in args], 0, _cpu_alloc)
+    tensors go in as NumPy views, outputs (and scratch) are NumPy arrays, and
+    the outputs come back wrapped as torch tensors (``torch.from_numpy``)."""
+    out = fn(*[a.numpy() if type(a) is Tensor else a for a in args], 0, _numpy_alloc)
     if type(out) is tuple:
-        return tuple(_tensor_of(o) for o in out)
-    return _tensor_of(out)
+        return tuple(torch.from_numpy(o) for o in out)
+    return torch.from_numpy(out)
 
 
 def _fast(*tensors: Optional[Tensor], grad: bool = False) -> bool:
@@ -105,7 +103,9 @@ def _fast(*tensors: Optional[Tensor], grad: bool = False) -> bool:
                  or (torch.is_grad_enabled()
                      and any(t is not None and t.requires_grad for t in tensors))):
         return False
-    return all(t is None or (type(t) is Tensor and t.is_cpu) for t in tensors)
+    # (a negative-bit view, from torch._neg_view, has no NumPy view)
+    return all(t is None or (type(t) is Tensor and t.is_cpu and not t.is_neg())
+               for t in tensors)
 
 
 def _allocator(device: torch.device):
