@@ -88,24 +88,33 @@ def _call_cpu(fn, device: torch.device, *args):
     return torch.from_numpy(out)
 
 
+# Bound once: _fast runs on every eager call.
+_is_compiling = torch.compiler.is_compiling
+_dispatch_modes = torch._C._len_torch_dispatch_stack
+_function_modes = torch._C._is_torch_function_mode_enabled
+_transforms = torch._C._are_functorch_transforms_active
+_tracing = torch._C._get_tracing_state
+_grad_enabled = torch.is_grad_enabled
+
+
 def _fast(*tensors: Optional[Tensor], grad: bool = False) -> bool:
     """True when an eager call may skip the dispatcher (see the module doc):
     not compiling or tracing, no dispatch or torch-function mode, no functorch
     transform, every tensor a plain CPU ``torch.Tensor`` (not a subclass,
-    fake, meta or CUDA tensor) and, for an op with a gradient (``grad``), no
-    tensor needing one (nor forward-mode AD)."""
-    if (torch.compiler.is_compiling() or torch._C._len_torch_dispatch_stack()
-            or torch._C._is_torch_function_mode_enabled()
-            or torch._C._are_functorch_transforms_active()
-            or torch._C._get_tracing_state() is not None):
+    fake, meta or CUDA tensor, nor a negative-bit view, which has no NumPy
+    view) and, for an op with a gradient (``grad``), no tensor needing one
+    (nor forward-mode AD)."""
+    if (_is_compiling() or _dispatch_modes() or _function_modes() or _transforms()
+            or _tracing() is not None):
         return False
+    for t in tensors:
+        if t is not None and (type(t) is not Tensor or not t.is_cpu or t.is_neg()):
+            return False
     if grad and (_forward_ad._current_level >= 0
-                 or (torch.is_grad_enabled()
-                     and any(t is not None and t.requires_grad for t in tensors))):
+                 or (_grad_enabled() and any(t is not None and t.requires_grad
+                                             for t in tensors))):
         return False
-    # (a negative-bit view, from torch._neg_view, has no NumPy view)
-    return all(t is None or (type(t) is Tensor and t.is_cpu and not t.is_neg())
-               for t in tensors)
+    return True
 
 
 def _allocator(device: torch.device):
