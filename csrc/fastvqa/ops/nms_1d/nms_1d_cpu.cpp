@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // CPU 1-D NMS: groups in parallel; per group a sort by the shared total order
-// and the greedy scan (hard), or the sequential soft-NMS of nms_1d_math.h.
+// and the greedy scan (hard, with the kept spans indexed by start: see
+// hard_group), or the sequential soft-NMS of nms_1d_math.h.
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <vector>
 
@@ -22,10 +24,25 @@ struct Key {
   int64_t index;  // global
 };
 
-// Greedy hard NMS of one group; `keys` is scratch for the group's size.
-// Cost O(n log n + n * kept): a candidate is compared with the kept spans only.
+// Groups up to this size take the plain greedy loop (at most n^2 / 2 IoUs,
+// cheaper than the second sort and the tree of the indexed path).
+constexpr int64_t kPlainHardMax = 64;
+
+// Per-thread scratch of hard NMS, reused across groups.
 template <typename T>
-int64_t hard_group(const Params<T>& p, const Group<T>& g, std::vector<Key<T>>& keys) {
+struct HardScratch {
+  std::vector<Key<T>> keys;     // the group in rank order
+  std::vector<int64_t> by_start;  // positions in keys of the indexed spans, by start
+  std::vector<int64_t> leaf;    // position in keys -> its leaf in the tree, or -1
+  std::vector<T> leaf_start;    // leaf -> start (ascending)
+  std::vector<T> tree;          // max end of the kept spans under each node (-inf: none)
+  std::vector<int64_t> kept;    // positions in keys of the kept spans
+  std::vector<int64_t> odd;     // kept spans with an infinite (not NaN) endpoint
+};
+
+// Writes the group's keys in rank order (copied once, see Key).
+template <typename T>
+void sorted_keys(const Group<T>& g, std::vector<Key<T>>& keys) {
   const int64_t n = g.end - g.begin;
   keys.resize(n);
   for (int64_t q = 0; q < n; ++q) {
@@ -35,9 +52,14 @@ int64_t hard_group(const Params<T>& p, const Group<T>& g, std::vector<Key<T>>& k
   std::sort(keys.begin(), keys.end(), [](const Key<T>& a, const Key<T>& b) {
     return ranks_before(a.score, a.start, a.stop, a.index, b.score, b.start, b.stop, b.index);
   });
-  int64_t* keep = p.sel_keep + g.begin;
-  T* kept_scores = p.sel_scores + g.begin;
-  // Kept keys move to the front of `keys` (count <= q), where the scan finds them.
+}
+
+// The plain greedy loop: each candidate against every kept span, O(n * kept).
+// The kept keys move to the front of `keys` (count <= q), where the scan finds them.
+template <typename T>
+int64_t hard_plain(const Params<T>& p, std::vector<Key<T>>& keys, int64_t* keep,
+                   T* kept_scores) {
+  const int64_t n = static_cast<int64_t>(keys.size());
   int64_t count = 0;
   for (int64_t q = 0; q < n; ++q) {
     const Key<T> c = keys[q];
@@ -55,6 +77,111 @@ int64_t hard_group(const Params<T>& p, const Group<T>& g, std::vector<Key<T>>& k
   return count;
 }
 
+// Does a kept span stored under tree node `node` (leaves [lo, hi)) among the
+// leaves [0, limit) suppress the candidate c? The tree holds each kept span's
+// end at its leaf, so a node whose max end is <= c.start holds no span that
+// ends after c starts (may_suppress) and is skipped whole.
+template <typename T>
+bool tree_suppresses(const std::vector<T>& tree, const std::vector<T>& leaf_start, int64_t size,
+                     int64_t node, int64_t lo, int64_t hi, int64_t limit, const Key<T>& c,
+                     double iou_threshold) {
+  if (lo >= limit || !(tree[node] > c.start)) return false;
+  if (node >= size)  // a leaf: a kept span starting before c ends, ending after c starts
+    return suppresses(span_iou(leaf_start[lo], tree[node], c.start, c.stop), iou_threshold);
+  const int64_t mid = lo + (hi - lo) / 2;
+  // The right half first: spans starting closer to c suppress it more often.
+  return tree_suppresses(tree, leaf_start, size, 2 * node + 1, mid, hi, limit, c,
+                         iou_threshold) ||
+         tree_suppresses(tree, leaf_start, size, 2 * node, lo, mid, limit, c, iou_threshold);
+}
+
+// Greedy hard NMS of one group; the same kept spans in the same order as
+// hard_plain, in O(n log n) when each candidate overlaps O(1) kept spans.
+//
+// A candidate with a NaN endpoint has a NaN IoU with every span, so nothing
+// suppresses it; one with an infinite endpoint is compared with every kept
+// span (the plain loop; rare). A finite candidate can be suppressed only by
+// kept spans with an infinite endpoint (the `odd` list, compared one by one)
+// and, by may_suppress in nms_1d_math.h (iou_threshold >= 0), by finite kept
+// spans of positive length that start before it ends and end after it starts.
+// Those are indexed: every finite span of positive length has a leaf of a
+// max-end segment tree, the leaves ordered by start; a kept span writes its
+// end at its leaf. The leaves starting before the candidate's end are a
+// prefix found by binary search, and the tree descends only into nodes whose
+// max end is after the candidate's start, so it visits O(log n) nodes per
+// kept span that overlaps the candidate (and stops at the first suppressor).
+// Whichever kept span is found first, the decision is the exact
+// suppresses(span_iou(kept, candidate)) of the plain loop.
+template <typename T>
+int64_t hard_group(const Params<T>& p, const Group<T>& g, HardScratch<T>& s) {
+  const int64_t n = g.end - g.begin;
+  int64_t* keep = p.sel_keep + g.begin;
+  T* kept_scores = p.sel_scores + g.begin;
+  std::vector<Key<T>>& keys = s.keys;
+  sorted_keys(g, keys);
+  // A negative threshold (IoU 0 suppresses) has no overlap test to index.
+  if (n <= kPlainHardMax || !(p.iou_threshold >= 0)) return hard_plain(p, keys, keep, kept_scores);
+
+  s.by_start.clear();
+  for (int64_t q = 0; q < n; ++q)
+    if (finite_span(keys[q].start, keys[q].stop) && keys[q].start < keys[q].stop)
+      s.by_start.push_back(q);
+  std::sort(s.by_start.begin(), s.by_start.end(),
+            [&keys](int64_t a, int64_t b) { return keys[a].start < keys[b].start; });
+  const int64_t m = static_cast<int64_t>(s.by_start.size());
+  int64_t size = 1;
+  while (size < m) size *= 2;
+  s.leaf.assign(n, -1);
+  s.leaf_start.resize(size);
+  for (int64_t l = 0; l < m; ++l) {
+    s.leaf[s.by_start[l]] = l;
+    s.leaf_start[l] = keys[s.by_start[l]].start;
+  }
+  const auto starts_end = s.leaf_start.begin() + m;
+  s.tree.assign(2 * size, -T(INFINITY));
+  s.kept.clear();
+  s.odd.clear();
+
+  int64_t count = 0;
+  for (int64_t q = 0; q < n; ++q) {
+    const Key<T>& c = keys[q];
+    if (!score_alive(c.score, p.score_threshold)) continue;
+    bool kept = true;
+    if (is_nan(c.start) || is_nan(c.stop)) {
+      // span_iou is NaN: never suppressed.
+    } else if (!finite_span(c.start, c.stop)) {
+      for (size_t j = 0; j < s.kept.size() && kept; ++j) {
+        const Key<T>& k = keys[s.kept[j]];
+        kept = !suppresses(span_iou(k.start, k.stop, c.start, c.stop), p.iou_threshold);
+      }
+    } else {
+      for (size_t j = 0; j < s.odd.size() && kept; ++j) {
+        const Key<T>& k = keys[s.odd[j]];
+        kept = !suppresses(span_iou(k.start, k.stop, c.start, c.stop), p.iou_threshold);
+      }
+      if (kept && c.start < c.stop && count > 0) {
+        const int64_t limit = std::lower_bound(s.leaf_start.begin(), starts_end, c.stop) -
+                              s.leaf_start.begin();
+        kept = !tree_suppresses(s.tree, s.leaf_start, size, 1, 0, size, limit, c,
+                                p.iou_threshold);
+      }
+    }
+    if (!kept) continue;
+    keep[count] = c.index;
+    kept_scores[count] = c.score;
+    ++count;
+    s.kept.push_back(q);
+    if (s.leaf[q] >= 0) {
+      // Ends only grow along the path, so the update stops where they already reach.
+      for (int64_t node = size + s.leaf[q]; node >= 1 && s.tree[node] < c.stop; node /= 2)
+        s.tree[node] = c.stop;
+    } else if (!is_nan(c.start) && !is_nan(c.stop) && !finite_span(c.start, c.stop)) {
+      s.odd.push_back(q);
+    }
+  }
+  return count;
+}
+
 }  // namespace
 
 template <typename T>
@@ -65,7 +192,7 @@ void nms_1d_cpu_select(const Params<T>& p) {
   const int64_t groups = p.groups;
 #pragma omp parallel if (groups > 1 && p.n >= 2048)
   {
-    std::vector<Key<T>> keys;
+    HardScratch<T> hard;
     std::vector<int64_t> order(p.method == Method::kHard ? 0 : largest);
     std::vector<T> cur(p.method == Method::kHard ? 0 : largest);
     // Group sizes vary, so groups are handed out one at a time.
@@ -73,7 +200,7 @@ void nms_1d_cpu_select(const Params<T>& p) {
     for (int64_t gi = 0; gi < groups; ++gi) {
       const Group<T> g = p.group(gi);
       if (p.method == Method::kHard) {
-        p.counts[gi] = hard_group(p, g, keys);
+        p.counts[gi] = hard_group(p, g, hard);
       } else {
         p.counts[gi] = soft_nms_group(g, p.method, p.iou_threshold, p.sigma, p.score_threshold,
                                       order.data(), cur.data(), p.sel_keep + g.begin,
