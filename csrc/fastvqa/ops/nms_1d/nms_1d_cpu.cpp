@@ -24,9 +24,10 @@ struct Key {
   int64_t index;  // global
 };
 
-// Groups up to this size take the plain greedy loop (at most n^2 / 2 IoUs,
-// cheaper than the second sort and the tree of the indexed path).
-constexpr int64_t kPlainHardMax = 64;
+// The plain greedy loop runs while fewer spans than this are kept (each
+// candidate costs at most this many IoUs, about what the indexed path costs
+// per candidate); from there on the group takes the indexed path.
+constexpr int64_t kPlainKeptMax = 64;
 
 // Per-thread scratch of hard NMS, reused across groups.
 template <typename T>
@@ -54,14 +55,16 @@ void sorted_keys(const Group<T>& g, std::vector<Key<T>>& keys) {
   });
 }
 
-// The plain greedy loop: each candidate against every kept span, O(n * kept).
-// The kept keys move to the front of `keys` (count <= q), where the scan finds them.
+// The plain greedy loop: each candidate against every kept span, O(n * kept),
+// from candidate 0 until `max_kept` spans are kept (max_kept < 0: to the end).
+// The kept keys move to the front of `keys` (count <= q), where the scan finds
+// them. Returns the count and sets *next to the first candidate not taken.
 template <typename T>
-int64_t hard_plain(const Params<T>& p, std::vector<Key<T>>& keys, int64_t* keep,
-                   T* kept_scores) {
+int64_t hard_plain(const Params<T>& p, std::vector<Key<T>>& keys, int64_t max_kept,
+                   int64_t* keep, T* kept_scores, int64_t* next) {
   const int64_t n = static_cast<int64_t>(keys.size());
-  int64_t count = 0;
-  for (int64_t q = 0; q < n; ++q) {
+  int64_t count = 0, q = 0;
+  for (; q < n && count != max_kept; ++q) {
     const Key<T> c = keys[q];
     if (!score_alive(c.score, p.score_threshold)) continue;
     bool kept = true;
@@ -74,6 +77,7 @@ int64_t hard_plain(const Params<T>& p, std::vector<Key<T>>& keys, int64_t* keep,
       ++count;
     }
   }
+  *next = q;
   return count;
 }
 
@@ -95,8 +99,12 @@ bool tree_suppresses(const std::vector<T>& tree, const std::vector<T>& leaf_star
          tree_suppresses(tree, leaf_start, size, 2 * node, lo, mid, limit, c, iou_threshold);
 }
 
-// Greedy hard NMS of one group; the same kept spans in the same order as
-// hard_plain, in O(n log n) when each candidate overlaps O(1) kept spans.
+// Greedy hard NMS of one group: the same kept spans in the same order as the
+// plain loop, in O(n log n) when each candidate overlaps O(1) kept spans.
+//
+// The plain loop runs while fewer than kPlainKeptMax spans are kept (small
+// groups end there), then the rest of the group takes the indexed path, with
+// the spans kept so far (keys[0, count)) and the candidates left (keys[q, n)):
 //
 // A candidate with a NaN endpoint has a NaN IoU with every span, so nothing
 // suppresses it; one with an infinite endpoint is compared with every kept
@@ -120,12 +128,19 @@ int64_t hard_group(const Params<T>& p, const Group<T>& g, HardScratch<T>& s) {
   std::vector<Key<T>>& keys = s.keys;
   sorted_keys(g, keys);
   // A negative threshold (IoU 0 suppresses) has no overlap test to index.
-  if (n <= kPlainHardMax || !(p.iou_threshold >= 0)) return hard_plain(p, keys, keep, kept_scores);
+  int64_t q0 = 0;
+  int64_t count = hard_plain(p, keys, p.iou_threshold >= 0 ? kPlainKeptMax : -1, keep,
+                             kept_scores, &q0);
+  if (q0 == n) return count;
 
+  auto indexed = [&keys](int64_t q) {
+    return finite_span(keys[q].start, keys[q].stop) && keys[q].start < keys[q].stop;
+  };
   s.by_start.clear();
-  for (int64_t q = 0; q < n; ++q)
-    if (finite_span(keys[q].start, keys[q].stop) && keys[q].start < keys[q].stop)
-      s.by_start.push_back(q);
+  for (int64_t q = 0; q < n; q = (q + 1 == count ? q0 : q + 1))
+    if (q < count || q >= q0) {
+      if (indexed(q)) s.by_start.push_back(q);
+    }
   std::sort(s.by_start.begin(), s.by_start.end(),
             [&keys](int64_t a, int64_t b) { return keys[a].start < keys[b].start; });
   const int64_t m = static_cast<int64_t>(s.by_start.size());
@@ -141,9 +156,20 @@ int64_t hard_group(const Params<T>& p, const Group<T>& g, HardScratch<T>& s) {
   s.tree.assign(2 * size, -T(INFINITY));
   s.kept.clear();
   s.odd.clear();
+  auto add_kept = [&](int64_t q) {
+    const Key<T>& c = keys[q];
+    s.kept.push_back(q);
+    if (s.leaf[q] >= 0) {
+      // Ends only grow along the path, so the update stops where they already reach.
+      for (int64_t node = size + s.leaf[q]; node >= 1 && s.tree[node] < c.stop; node /= 2)
+        s.tree[node] = c.stop;
+    } else if (!is_nan(c.start) && !is_nan(c.stop) && !finite_span(c.start, c.stop)) {
+      s.odd.push_back(q);
+    }
+  };
+  for (int64_t j = 0; j < count; ++j) add_kept(j);
 
-  int64_t count = 0;
-  for (int64_t q = 0; q < n; ++q) {
+  for (int64_t q = q0; q < n; ++q) {
     const Key<T>& c = keys[q];
     if (!score_alive(c.score, p.score_threshold)) continue;
     bool kept = true;
@@ -159,7 +185,7 @@ int64_t hard_group(const Params<T>& p, const Group<T>& g, HardScratch<T>& s) {
         const Key<T>& k = keys[s.odd[j]];
         kept = !suppresses(span_iou(k.start, k.stop, c.start, c.stop), p.iou_threshold);
       }
-      if (kept && c.start < c.stop && count > 0) {
+      if (kept && c.start < c.stop) {
         const int64_t limit = std::lower_bound(s.leaf_start.begin(), starts_end, c.stop) -
                               s.leaf_start.begin();
         kept = !tree_suppresses(s.tree, s.leaf_start, size, 1, 0, size, limit, c,
@@ -170,14 +196,7 @@ int64_t hard_group(const Params<T>& p, const Group<T>& g, HardScratch<T>& s) {
     keep[count] = c.index;
     kept_scores[count] = c.score;
     ++count;
-    s.kept.push_back(q);
-    if (s.leaf[q] >= 0) {
-      // Ends only grow along the path, so the update stops where they already reach.
-      for (int64_t node = size + s.leaf[q]; node >= 1 && s.tree[node] < c.stop; node /= 2)
-        s.tree[node] = c.stop;
-    } else if (!is_nan(c.start) && !is_nan(c.stop) && !finite_span(c.start, c.stop)) {
-      s.odd.push_back(q);
-    }
+    add_kept(q);
   }
   return count;
 }
