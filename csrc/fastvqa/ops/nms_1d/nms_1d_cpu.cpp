@@ -36,6 +36,7 @@ struct HardScratch {
   std::vector<int64_t> by_start;  // positions in keys of the indexed spans, by start
   std::vector<int64_t> leaf;    // position in keys -> its leaf in the tree, or -1
   std::vector<T> leaf_start;    // leaf -> start (ascending)
+  std::vector<T> leaf_end;      // leaf -> end if kept, else -inf
   std::vector<T> tree;          // max end of the kept spans under each node (-inf: none)
   std::vector<int64_t> kept;    // positions in keys of the kept spans
   std::vector<int64_t> odd;     // kept spans with an infinite (not NaN) endpoint
@@ -81,22 +82,34 @@ int64_t hard_plain(const Params<T>& p, std::vector<Key<T>>& keys, int64_t max_ke
   return count;
 }
 
-// Does a kept span stored under tree node `node` (leaves [lo, hi)) among the
-// leaves [0, limit) suppress the candidate c? The tree holds each kept span's
-// end at its leaf, so a node whose max end is <= c.start holds no span that
-// ends after c starts (may_suppress) and is skipped whole.
+// Leaves per block: the tree holds the max end of each block of kBlock
+// leaves, which are scanned in a row (fewer tree levels, contiguous reads).
+constexpr int64_t kBlock = 8;
+
+// Does a kept span under tree node `node` (blocks [lo, hi)) among the leaves
+// [0, limit) suppress the candidate c? leaf_end holds each kept span's end at
+// its leaf (-inf elsewhere) and the tree each block's max, so a node whose max
+// end is <= c.start holds no span that ends after c starts (may_suppress) and
+// is skipped whole.
 template <typename T>
-bool tree_suppresses(const std::vector<T>& tree, const std::vector<T>& leaf_start, int64_t size,
-                     int64_t node, int64_t lo, int64_t hi, int64_t limit, const Key<T>& c,
-                     double iou_threshold) {
-  if (lo >= limit || !(tree[node] > c.start)) return false;
-  if (node >= size)  // a leaf: a kept span starting before c ends, ending after c starts
-    return suppresses(span_iou(leaf_start[lo], tree[node], c.start, c.stop), iou_threshold);
+bool tree_suppresses(const std::vector<T>& tree, const std::vector<T>& leaf_start,
+                     const std::vector<T>& leaf_end, int64_t size, int64_t node, int64_t lo,
+                     int64_t hi, int64_t limit, const Key<T>& c, double iou_threshold) {
+  if (lo * kBlock >= limit || !(tree[node] > c.start)) return false;
+  if (node >= size) {  // a block: kept spans starting before c ends, ending after c starts
+    const int64_t first = lo * kBlock, last = std::min(first + kBlock, limit);
+    for (int64_t l = last - 1; l >= first; --l)
+      if (leaf_end[l] > c.start &&
+          suppresses(span_iou(leaf_start[l], leaf_end[l], c.start, c.stop), iou_threshold))
+        return true;
+    return false;
+  }
   const int64_t mid = lo + (hi - lo) / 2;
   // The right half first: spans starting closer to c suppress it more often.
-  return tree_suppresses(tree, leaf_start, size, 2 * node + 1, mid, hi, limit, c,
+  return tree_suppresses(tree, leaf_start, leaf_end, size, 2 * node + 1, mid, hi, limit, c,
                          iou_threshold) ||
-         tree_suppresses(tree, leaf_start, size, 2 * node, lo, mid, limit, c, iou_threshold);
+         tree_suppresses(tree, leaf_start, leaf_end, size, 2 * node, lo, mid, limit, c,
+                         iou_threshold);
 }
 
 // Greedy hard NMS of one group: the same kept spans in the same order as the
@@ -145,9 +158,10 @@ int64_t hard_group(const Params<T>& p, const Group<T>& g, HardScratch<T>& s) {
             [&keys](int64_t a, int64_t b) { return keys[a].start < keys[b].start; });
   const int64_t m = static_cast<int64_t>(s.by_start.size());
   int64_t size = 1;
-  while (size < m) size *= 2;
+  while (size * kBlock < m) size *= 2;
   s.leaf.assign(n, -1);
-  s.leaf_start.resize(size);
+  s.leaf_start.resize(size * kBlock);
+  s.leaf_end.assign(size * kBlock, -T(INFINITY));
   for (int64_t l = 0; l < m; ++l) {
     s.leaf[s.by_start[l]] = l;
     s.leaf_start[l] = keys[s.by_start[l]].start;
@@ -161,7 +175,9 @@ int64_t hard_group(const Params<T>& p, const Group<T>& g, HardScratch<T>& s) {
     s.kept.push_back(q);
     if (s.leaf[q] >= 0) {
       // Ends only grow along the path, so the update stops where they already reach.
-      for (int64_t node = size + s.leaf[q]; node >= 1 && s.tree[node] < c.stop; node /= 2)
+      s.leaf_end[s.leaf[q]] = c.stop;
+      for (int64_t node = size + s.leaf[q] / kBlock; node >= 1 && s.tree[node] < c.stop;
+           node /= 2)
         s.tree[node] = c.stop;
     } else if (!is_nan(c.start) && !is_nan(c.stop) && !finite_span(c.start, c.stop)) {
       s.odd.push_back(q);
@@ -188,7 +204,7 @@ int64_t hard_group(const Params<T>& p, const Group<T>& g, HardScratch<T>& s) {
       if (kept && c.start < c.stop) {
         const int64_t limit = std::lower_bound(s.leaf_start.begin(), starts_end, c.stop) -
                               s.leaf_start.begin();
-        kept = !tree_suppresses(s.tree, s.leaf_start, size, 1, 0, size, limit, c,
+        kept = !tree_suppresses(s.tree, s.leaf_start, s.leaf_end, size, 1, 0, size, limit, c,
                                 p.iou_threshold);
       }
     }
