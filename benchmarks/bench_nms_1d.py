@@ -164,7 +164,7 @@ def scaling(args) -> int:
         here = {k: m for k, m in builds.items()
                 if k == "this build" or n <= args.old_max}
 
-        def call(m):
+        def call(m, spans=spans, scores=scores):
             return m.nms_1d(spans, scores, None, thr, "hard", 0.5, -np.inf, 0, numpy_alloc)
 
         outs = {k: call(m) for k, m in here.items()}  # also the warm-up
@@ -178,7 +178,7 @@ def scaling(args) -> int:
                 t0 = time.perf_counter()
                 call(m)
                 times[k].append(time.perf_counter() - t0)
-        row = {"spans": n, "kept": int(len(want[0]))}
+        row = {"spans": n, "kept": len(want[0])}
         for k, ts in times.items():
             row[k] = {"median_s": float(np.median(ts)), "min_s": float(np.min(ts))}
         if "old build" not in here and args.old is not None:
