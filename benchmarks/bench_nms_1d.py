@@ -20,11 +20,25 @@ Before timing, every implementation must return the same kept indices and
 group offsets as fastvqa (soft: scores allclose); otherwise the script exits 1
 without timing. Target (CPU): fastvqa soft-NMS >= 20x the Python-loop soft-NMS.
 
+Scaling (``--scaling``): hard NMS of one group at constant density (start
+uniform in [0, N / 10) s, length uniform in [1, 30) s, scores uniform, IoU
+threshold 0.5; about 10% of the spans are kept, so the kept count grows with
+N: 10k of 100k) for N = 10k, 30k, 100k, 300k (``--scaling-sizes``). Reports
+the median time per N and the exponent b of time ~ N^b (least squares on
+log time against log N; N log N fits about 1.1 over this range, the greedy
+O(N * kept) loop 2). With ``--old PATH`` (an older build's ``_C*.so``, e.g.
+one with the O(N * kept) loop), the old build runs on the same inputs,
+alternating call by call with this one, its kept indices are checked equal
+first, and its times and exponent are reported beside (``--old-max`` skips
+it above that N, with the reason in the output).
+
 Usage: python benchmarks/bench_nms_1d.py [--device cuda] [--out DIR]
+       python benchmarks/bench_nms_1d.py --scaling [--old OLD/_C.so] [--repeats 5]
 """
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -115,6 +129,86 @@ def hard_nms_numpy(spans, scores, offsets, thr):
 # -------------------------------------------------------------------- the run
 
 
+def _scaling_input(n: int, seed: int, dtype: str):
+    rng = np.random.default_rng(seed)
+    starts = rng.uniform(0, n / 10, n)
+    spans = np.stack([starts, starts + rng.uniform(1, 30, n)], 1).astype(dtype)
+    return spans, rng.uniform(0, 1, n).astype(dtype)
+
+
+def fit_exponent(sizes, times) -> float:
+    """b of time ~ a * N^b: least squares on (log N, log time)."""
+    return float(np.polyfit(np.log(np.asarray(sizes, float)), np.log(np.asarray(times)), 1)[0])
+
+
+def scaling(args) -> int:
+    """The --scaling run (see the module docstring)."""
+    import time
+
+    from compare_builds import load_extension
+    from fastvqa._arrays import numpy_alloc
+    from fastvqa._ext import _C
+
+    builds = {"this build": _C}
+    if args.old is not None:
+        builds["old build"] = load_extension("fastvqa_old", args.old)
+    thr = args.iou_threshold
+    config = {"scaling_sizes": args.scaling_sizes, "iou_threshold": thr, "dtype": args.dtype,
+              "seed": args.seed, "repeats": args.repeats, "old": str(args.old),
+              "old_max": args.old_max, "density": "start U[0, N/10) s, length U[1, 30) s"}
+    env = H.environment("cpu")
+    name = f"{NAME}_scaling_cpu"
+    rows, results = [], []
+    for n in args.scaling_sizes:
+        spans, scores = _scaling_input(n, args.seed, args.dtype)
+        here = {k: m for k, m in builds.items()
+                if k == "this build" or n <= args.old_max}
+
+        def call(m, spans=spans, scores=scores):
+            return m.nms_1d(spans, scores, None, thr, "hard", 0.5, -np.inf, 0, numpy_alloc)
+
+        outs = {k: call(m) for k, m in here.items()}  # also the warm-up
+        want = outs["this build"]
+        for k, got in outs.items():
+            if not (np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])):
+                H.fail_check(args.out, name, config, env, f"N={n}: {k} keeps other spans")
+        times = {k: [] for k in here}
+        for _ in range(args.repeats):  # interleaved, call by call
+            for k, m in here.items():
+                t0 = time.perf_counter()
+                call(m)
+                times[k].append(time.perf_counter() - t0)
+        row = {"spans": n, "kept": len(want[0])}
+        for k, ts in times.items():
+            row[k] = {"median_s": float(np.median(ts)), "min_s": float(np.min(ts))}
+        if "old build" not in here and args.old is not None:
+            row["old build"] = f"skipped: N > --old-max {args.old_max}"
+        results.append(row)
+        line = [f"{n:,}", f"{row['kept']:,}", H.fmt_time(row["this build"]["median_s"])]
+        if args.old is not None:
+            o = row["old build"]
+            line += ([H.fmt_time(o["median_s"]), f"{o['median_s'] / row['this build']['median_s']:.1f}x"]
+                     if isinstance(o, dict) else ["skipped", ""])
+        rows.append(line)
+        print("  ".join(line), flush=True)
+    fits = {}
+    for k in builds:
+        pts = [(r["spans"], r[k]["median_s"]) for r in results if isinstance(r.get(k), dict)]
+        if len(pts) >= 2:
+            fits[k] = fit_exponent(*zip(*pts))
+    headers = ["N", "kept", "this build"] + (["old build", "old / this"] if args.old else [])
+    print(f"nms_1d hard, one group at constant density, iou_threshold={thr}, {args.dtype}, "
+          f"median of {args.repeats} interleaved calls; load at start {env['loadavg_at_start']}")
+    H.print_table(headers, rows)
+    for k, b in fits.items():
+        print(f"exponent ({k}): time ~ N^{b:.2f}")
+    path = H.write_json(args.out, name, {"config": config, "env": env, "results": results,
+                                         "exponent": fits,
+                                         "loadavg_at_end": [round(x, 2) for x in os.getloadavg()]})
+    print(f"wrote {path}")
+    return 0
+
+
 def main() -> int:
     p = H.base_parser(__doc__.split("\n\n")[0])
     p.add_argument("--spans", type=int, default=10_000, help="N: proposals in all")
@@ -124,7 +218,17 @@ def main() -> int:
     p.add_argument("--dtype", choices=("float32", "float64"), default="float64",
                    help="float64 by default: the baselines compute in float64, and soft-NMS "
                         "orders by decayed scores, so the agreement check wants the same rounding")
+    p.add_argument("--scaling", action="store_true",
+                   help="the hard-NMS scaling case instead (one group, constant density)")
+    p.add_argument("--scaling-sizes", type=int, nargs="+",
+                   default=[10_000, 30_000, 100_000, 300_000])
+    p.add_argument("--old", type=Path, default=None,
+                   help="--scaling: an older build's _C*.so to time beside this one")
+    p.add_argument("--old-max", type=int, default=300_000,
+                   help="--scaling: largest N the old build runs at")
     args = p.parse_args()
+    if args.scaling:
+        return scaling(args)
     H.require_device(args.device)
     dev, N, G = args.device, args.spans, args.groups
     thr, sigma = args.iou_threshold, args.sigma

@@ -100,6 +100,14 @@ def nms_1d(
         grad. Under ``torch.compile`` the output length is a data-dependent
         (unbacked) size.
 
+    Cost:
+        CPU hard NMS sorts each group (O(n log n)) and then, once 64 spans
+        are kept, finds the kept spans that overlap a candidate through a
+        tree of span ends ordered by start: O(log n) per overlapping kept
+        span, so O(N log N) when a span overlaps a bounded number of kept
+        spans (constant density; a candidate overlapping many kept spans
+        it does not suppress costs more). Soft-NMS is O(n^2) per group.
+
     CUDA:
         hard NMS uses the bitmask algorithm of torchvision/mmcv per group
         (64-wide tiles of the sorted spans, one 64-bit suppression word per

@@ -65,6 +65,32 @@ FASTVQA_HD bool suppresses(T iou, double iou_threshold) {
   return static_cast<double>(iou) > iou_threshold;
 }
 
+// Which kept spans can suppress a candidate, for the O(N log N) hard NMS of
+// the CPU path. With finite endpoints and iou_threshold >= 0, the IoU above
+// exceeds the threshold only if the computed intersection
+// max2(min2(ae, be) - max2(as, bs), 0) is positive (a zero intersection gives
+// 0 / union = 0, or 0 for a union <= 0: never > a threshold >= 0). For finite
+// x and y, the rounded difference x - y is positive exactly when x > y
+// (gradual underflow; an overflow rounds to +inf), so that happens exactly when
+// min(ae, be) > max(as, bs), i.e. when both spans have positive length and each
+// starts before the other ends: the four comparisons below, without rounding.
+// So every kept span that suppresses a candidate is among the kept spans of
+// positive length that start before the candidate's end and end after its
+// start; the caller still decides with suppresses(span_iou(...)), so the kept
+// set is the one of the plain greedy loop bit for bit.
+template <typename T>
+FASTVQA_HD bool is_finite(T x) {
+  return !is_nan(x) && x != T(INFINITY) && x != -T(INFINITY);
+}
+template <typename T>
+FASTVQA_HD bool finite_span(T start, T stop) {
+  return is_finite(start) && is_finite(stop);
+}
+template <typename T>
+FASTVQA_HD bool may_suppress(T as, T ae, T bs, T be) {
+  return as < ae && bs < be && as < be && bs < ae;
+}
+
 // A score that can be (or stay) a candidate: not NaN, not below the threshold.
 template <typename T>
 FASTVQA_HD bool score_alive(T score, double score_threshold) {
