@@ -10,6 +10,14 @@ call. We report the median and the interquartile range over the repeats. On
 CUDA the device is synchronised before and after every repeat, so queued
 kernels are counted.
 
+Busy machine (``--busy N``): N extra CPU-bound processes (each a spinning
+Python loop) run from before the warm-up until the timing ends, so a result
+shows how an implementation degrades when the cores are shared (OpenMP
+threads that spin or wait at barriers while descheduled suffer most). They
+are stopped (terminated and reaped) when the timing ends, also on an error or
+Ctrl-C, and each one exits by itself if the benchmark process dies. ``busy``
+is recorded in the JSON config and on the environment line.
+
 Not a test module: file names here never start with ``test_`` so pytest does
 not collect them.
 """
@@ -22,11 +30,13 @@ import json
 import math
 import os
 import platform
+import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Callable, Iterator, List, Optional, Sequence
 
 import numpy as np
 
@@ -51,7 +61,81 @@ def base_parser(description: str) -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="seed of the (single) input draw")
     p.add_argument("--out", type=Path, default=DEFAULT_OUT,
                    help="folder for the JSON result (created if missing)")
+    p.add_argument("--busy", type=_non_negative_int, default=0, metavar="N",
+                   help="run N CPU-bound processes from warm-up to the end of the timing "
+                        "(a shared machine)")
     return p
+
+
+def _non_negative_int(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {n}")
+    return n
+
+
+# ---------------------------------------------------------------- busy machine
+
+# Each busy process spins in pure Python (no imports beyond os), says it is
+# running, and checks every few milliseconds that its parent is still the one
+# that started it: if the benchmark is killed outright, the spinner exits too.
+_SPIN = (
+    "import os, sys\n"
+    "parent = int(sys.argv[1])\n"
+    "sys.stdout.write('r'); sys.stdout.flush()\n"
+    "x = 0\n"
+    "while os.getppid() == parent:\n"
+    "    for i in range(200000):\n"
+    "        x += i\n"
+)
+
+_active_busy: List[subprocess.Popen] = []
+
+
+def busy_pids() -> List[int]:
+    """Process ids of the busy processes now running (empty outside :func:`busy_load`)."""
+    return [proc.pid for proc in _active_busy]
+
+
+@contextmanager
+def busy_load(n: int) -> Iterator[List[int]]:
+    """Run ``n`` CPU-bound processes for the duration of the ``with`` block.
+
+    Yields their process ids once all of them are running. On leaving the
+    block (normally, by an exception or by KeyboardInterrupt) each one is
+    terminated and reaped; none is left behind. ``n == 0`` does nothing.
+    """
+    if n < 0:
+        raise ValueError(f"busy_load: n must be >= 0, got {n}")
+    if _active_busy:
+        raise RuntimeError("busy_load: already running (nested busy_load)")
+    procs = _active_busy
+    try:
+        for _ in range(n):
+            procs.append(subprocess.Popen(
+                [sys.executable, "-S", "-c", _SPIN, str(os.getpid())],
+                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE))
+        for proc in procs:  # wait until each one spins
+            if proc.stdout.read(1) != b"r":
+                raise RuntimeError(f"busy_load: busy process {proc.pid} did not start "
+                                   f"(exit status {proc.poll()})")
+        yield [proc.pid for proc in procs]
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.terminate()
+        for proc in procs:
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+            if proc.stdout is not None:
+                proc.stdout.close()
+        procs.clear()
 
 
 def require_device(device: str) -> None:
@@ -145,12 +229,14 @@ class Impl:
 
 
 def time_all(impls: Sequence[Impl], args: argparse.Namespace) -> dict:
+    """Time every implementation, under ``args.busy`` busy processes."""
     sync = cuda_sync(args.device)
-    return {
-        i.key: measure(i.fn, repeats=args.repeats, warmup=args.warmup,
-                       min_repeat_s=args.min_repeat_ms / 1e3, sync=sync)
-        for i in impls
-    }
+    with busy_load(getattr(args, "busy", 0)):
+        return {
+            i.key: measure(i.fn, repeats=args.repeats, warmup=args.warmup,
+                           min_repeat_s=args.min_repeat_ms / 1e3, sync=sync)
+            for i in impls
+        }
 
 
 def report(name: str, title: str, impls: Sequence[Impl], timed: dict, *, work: float,
@@ -183,7 +269,7 @@ def report(name: str, title: str, impls: Sequence[Impl], timed: dict, *, work: f
     print(f"\n{title}")
     table = print_table(["case", "implementation", "input", "median", "IQR", rate_unit,
                          "baseline / fastvqa", "target", "verdict"], rows)
-    line = environment_line(env)
+    line = environment_line(env, busy=config.get("busy", 0))
     print(line)
     has_targets = any(i.target is not None for i in impls)
     if has_targets:
@@ -267,7 +353,8 @@ def environment(device: str) -> dict:
     return env
 
 
-def environment_line(env: dict) -> str:
+def environment_line(env: dict, busy: int = 0) -> str:
+    """One line describing the machine; ``busy``: the ``--busy`` processes during timing."""
     fv = env["fastvqa"]
     cuda = (f"CUDA {fv['cuda_version']} archs {';'.join(fv['cuda_archs'])}"
             if fv["cuda"] else "no CUDA")
@@ -279,6 +366,7 @@ def environment_line(env: dict) -> str:
         f"torch {env['torch']} ({env['torch_threads']} thr) | "
         f"fastvqa {fv['version']} ({cuda}, {omp}, {fv['compiler']})"
     )
+    line += f" | busy: {busy}"
     if env["git"]:
         line += f" | checkout {env['git']}"
     if env["thread_env"]:

@@ -102,7 +102,8 @@ def main() -> int:
     config = {"bank": args.bank, "questions": args.questions, "k": args.k,
               "neighbours": args.neighbours, "encoder": args.encoder,
               "question_key": args.question_key, "seed": args.seed, "device": "cpu",
-              "repeats": args.repeats, "warmup": args.warmup}
+              "repeats": args.repeats, "warmup": args.warmup,
+              "busy": args.busy}
     env = H.environment("cpu")
     import faiss
     import sklearn

@@ -200,7 +200,8 @@ def main() -> int:
     scale = n / m
     config = {"n": n, "loop_subset": m, "loop_scale": scale, "max_segments": 3,
               "questions_per_video": QUESTIONS_PER_VIDEO, "seed": args.seed, "device": "cpu",
-              "repeats": args.repeats, "loop_repeats": args.loop_repeats, "warmup": args.warmup}
+              "repeats": args.repeats, "loop_repeats": args.loop_repeats, "warmup": args.warmup,
+              "busy": args.busy}
     env = H.environment("cpu")
     name = f"{NAME}_cpu"
 
@@ -217,10 +218,12 @@ def main() -> int:
                lambda: official_loop(*official), ref=fv,
                target=TARGET_VS_LOOP if at_target else None),
     ]
-    timed = {impls[0].key: H.measure(impls[0].fn, repeats=args.repeats, warmup=args.warmup,
-                                     min_repeat_s=args.min_repeat_ms / 1e3)}
-    loop = H.measure(impls[1].fn, repeats=args.loop_repeats, warmup=1,
-                     min_repeat_s=args.min_repeat_ms / 1e3)
+    with H.busy_load(args.busy):
+        timed = {impls[0].key: H.measure(impls[0].fn, repeats=args.repeats,
+                                         warmup=args.warmup,
+                                         min_repeat_s=args.min_repeat_ms / 1e3)}
+        loop = H.measure(impls[1].fn, repeats=args.loop_repeats, warmup=1,
+                         min_repeat_s=args.min_repeat_ms / 1e3)
     # Scale the loop's per-call times from m questions to n (linear cost).
     timed[impls[1].key] = {**loop, "median_s": loop["median_s"] * scale,
                            "iqr_s": loop["iqr_s"] * scale, "min_s": loop["min_s"] * scale,

@@ -234,7 +234,8 @@ def main() -> int:
     thr, sigma = args.iou_threshold, args.sigma
     config = {"spans": N, "groups": G, "iou_threshold": thr, "sigma": sigma,
               "dtype": args.dtype, "seed": args.seed, "device": dev,
-              "repeats": args.repeats, "warmup": args.warmup}
+              "repeats": args.repeats, "warmup": args.warmup,
+              "busy": args.busy}
     env = H.environment(dev)
     name = f"{NAME}_{dev}"
 

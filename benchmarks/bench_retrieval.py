@@ -88,7 +88,8 @@ def main_cpu(args) -> int:
 
     n, d, nq, k = args.bank, args.dim, args.queries, args.k
     config = {"bank": n, "dim": d, "queries": nq, "k": k, "seed": args.seed, "device": "cpu",
-              "repeats": args.repeats, "warmup": args.warmup}
+              "repeats": args.repeats, "warmup": args.warmup,
+              "busy": args.busy}
     env = H.environment("cpu")
     import faiss
     import sklearn
@@ -176,7 +177,8 @@ def main_cuda(args) -> int:
 
     n, d, nq, k = args.bank, args.dim, args.queries, args.k
     config = {"bank": n, "dim": d, "queries": nq, "k": k, "seed": args.seed, "device": "cuda",
-              "metric": "ip", "repeats": args.repeats, "warmup": args.warmup}
+              "metric": "ip", "repeats": args.repeats, "warmup": args.warmup,
+              "busy": args.busy}
     import torch  # the harness describes the GPU through torch
 
     env = H.environment("cuda" if torch.cuda.is_available() else "cpu")
@@ -209,8 +211,9 @@ def main_cuda(args) -> int:
         impl = H.Impl(label, f"fastvqa Index (FAISS GPU flat, {label})", "numpy",
                       lambda index=index: index.search(queries, k))
         # FAISS GPU search returns host arrays, so it has finished when it returns.
-        timed[impl.key] = H.measure(impl.fn, repeats=args.repeats, warmup=args.warmup,
-                                    min_repeat_s=args.min_repeat_ms / 1e3)
+        with H.busy_load(args.busy):
+            timed[impl.key] = H.measure(impl.fn, repeats=args.repeats, warmup=args.warmup,
+                                        min_repeat_s=args.min_repeat_ms / 1e3)
         impls.append(impl)
         del index  # frees the GPU copy before the next one
     H.report(f"{NAME}_cuda", f"exact kNN search on the GPU: bank {n} x {d} (ip), {nq} queries, "

@@ -119,7 +119,8 @@ def main() -> int:
     dev, B, T, L, K = args.device, args.batch, args.length, args.max_len, args.topk
     config = {"batch": B, "length": T, "max_len": L, "min_len": 1, "topk_extra": K,
               "dtype": args.dtype, "seed": args.seed, "device": dev,
-              "repeats": args.repeats, "warmup": args.warmup}
+              "repeats": args.repeats, "warmup": args.warmup,
+              "busy": args.busy}
     env = H.environment(dev)
     name = f"{NAME}_{dev}"
 

@@ -142,7 +142,8 @@ def main() -> int:
     config = {"batch": B, "length": T, "max_len": L, "topk_batch": TB, "topk_length": TT,
               "topk_max_len": TL, "k": K, "nms_iou": args.nms_iou, "top_reduce": args.top_reduce,
               "dtype": args.dtype, "seed": args.seed, "device": dev, "repeats": args.repeats,
-              "warmup": args.warmup}
+              "warmup": args.warmup,
+              "busy": args.busy}
     env = H.environment(dev)
     name = f"{NAME}_{dev}"
     dtype = getattr(torch, args.dtype)

@@ -76,7 +76,8 @@ def main() -> int:
     H.require_device(args.device)
     dev, B, T, D, W = args.device, args.batch, args.length, args.dim, args.max_len
     config = {"batch": B, "length": T, "dim": D, "max_len": W, "dtype": args.dtype,
-              "seed": args.seed, "device": dev, "repeats": args.repeats, "warmup": args.warmup}
+              "seed": args.seed, "device": dev, "repeats": args.repeats, "warmup": args.warmup,
+              "busy": args.busy}
     env = H.environment(dev)
     name = f"{NAME}_{dev}"
     dtype = getattr(torch, args.dtype)

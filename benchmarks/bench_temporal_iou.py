@@ -93,7 +93,8 @@ def main() -> int:
     H.require_device(args.device)
     dev, N, M = args.device, args.n, args.m
     config = {"n": N, "m": M, "duration_s": args.duration, "dtype": args.dtype,
-              "seed": args.seed, "device": dev, "repeats": args.repeats, "warmup": args.warmup}
+              "seed": args.seed, "device": dev, "repeats": args.repeats, "warmup": args.warmup,
+              "busy": args.busy}
     env = H.environment(dev)
     name = f"{NAME}_{dev}"
 

@@ -171,7 +171,8 @@ def main() -> int:
     config = {"fixture": str(path), "frames": len(index), "duration_s": index.duration,
               "size": f"{index.width}x{index.height}", "codec": index.codec,
               "keyframes": len(index.keyframes), "bytes": path.stat().st_size,
-              "uniform16_indices": uniform_idx.tolist(), "fps1_frames": len(fps_idx)}
+              "uniform16_indices": uniform_idx.tolist(), "fps1_frames": len(fps_idx),
+              "busy": args.busy}
     env = H.environment("cpu")
 
     fv_uniform = lambda: read_frames(path, Uniform(16), backend="pyav").data  # noqa: E731

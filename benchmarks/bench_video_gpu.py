@@ -64,7 +64,7 @@ def main() -> int:
             return read_batch(paths, Uniform(16), backend="pyav")
 
         config = {"fixture": str(path), "resolution": name, "batch": args.batch,
-                  "frames_out": 16 * args.batch}
+                  "frames_out": 16 * args.batch, "busy": args.busy}
         g, c = gpu(), cpu()
         for a, b in zip(g, c):
             if not np.array_equal(np.asarray(a.indices), np.asarray(b.indices)):

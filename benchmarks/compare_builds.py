@@ -14,7 +14,11 @@ Cases: span_scores forward (sum, mean, contrast) on standard-normal rows and
 on attention-like rows (positive, each summing to 1), B=64, T=256, max_len=64,
 float32; span_scores backward from a standard-normal band gradient; and
 forward sum at other shapes (narrow bands, many short rows, long rows), where
-the per-row work weighs more.
+the per-row work weighs more; span_argmax top-1 at its benchmark size (B=256,
+T=512, max_len=64).
+
+``--busy N`` runs N CPU-bound processes during the whole comparison (see
+``_harness.busy_load``), to compare how the builds degrade on shared cores.
 
 Usage (one thread, as the kernels' own speed is the question)::
 
@@ -27,11 +31,13 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import os
 import time
 from pathlib import Path
 
 import numpy as np
 
+import _harness as H
 from fastvqa._arrays import numpy_alloc
 
 
@@ -61,6 +67,9 @@ def cases(seed: int) -> dict:
                 lambda m, x=x, r=reduce: m.span_scores(x, r, 1, 64, None, 0, numpy_alloc))
         out[f"backward {reduce}"] = (
             lambda m, r=reduce: m.span_scores_backward(grad, r, 1, None, 0, numpy_alloc))
+    start, end = (rng.standard_normal((256, 512)).astype(np.float32) for _ in range(2))
+    out["span_argmax top-1, B=256 T=512 max_len=64"] = (
+        lambda m: m.span_argmax(start, end, 64, 1, 1, None, 0, numpy_alloc)[1])
     for b, t, w in ((64, 256, 4), (4096, 16, 16), (8, 2048, 256)):
         x = rng.standard_normal((b, t)).astype(np.float32)
         out[f"forward sum, B={b} T={t} max_len={w}"] = (
@@ -75,14 +84,26 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=60,
                         help="alternating rounds per case, 3 calls per build each (default: 60)")
     parser.add_argument("--seed", type=int, default=0, help="input seed (default: 0)")
+    parser.add_argument("--busy", type=H._non_negative_int, default=0, metavar="N",
+                        help="CPU-bound processes running during the comparison (default: 0)")
+    parser.add_argument("--only", default=None,
+                        help="run only the cases whose name contains this text")
     args = parser.parse_args()
     if args.rounds < 1:
         parser.error(f"--rounds must be >= 1, got {args.rounds}")
     builds = {"old": load_extension("fastvqa_old", args.old),
               "new": load_extension("fastvqa_new", args.new)}
+    with H.busy_load(args.busy):
+        compare(builds, args)
+
+
+def compare(builds: dict, args: argparse.Namespace) -> None:
+    print(f"busy: {args.busy}, load {os.getloadavg()[0]:.2f}")
     print("| case | old (median) | new (median) | new / old | fastest new / fastest old |")
     print("|---|---|---|---|---|")
     for name, call in cases(args.seed).items():
+        if args.only and args.only not in name:
+            continue
         np.testing.assert_allclose(call(builds["new"]), call(builds["old"]), rtol=1e-5,
                                    atol=1e-6, err_msg=name)
         times: dict = {"old": [], "new": []}

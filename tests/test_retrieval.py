@@ -394,3 +394,45 @@ def test_cli_missing_extra_is_one_line(tmp_path, monkeypatch, capsys):
     assert err.startswith("fastvqa index: error: SentenceEncoder needs sentence-transformers")
     assert "pip install" in err and "Traceback" not in err
     assert not (tmp_path / "ix").exists()
+
+
+def test_small_searches_run_on_one_faiss_thread_and_restore_the_setting(monkeypatch):
+    # Small searches use one FAISS thread (its OpenMP team costs more than it
+    # saves there, far more on shared cores); the caller's setting comes back,
+    # and the results are the same as with the team.
+    faiss = pytest.importorskip("faiss")
+    from fastvqa.retrieval import index as index_module
+
+    rng = np.random.default_rng(0)
+    bank = rng.standard_normal((300, 16)).astype(np.float32)
+    queries = rng.standard_normal((5, 16)).astype(np.float32)
+    idx = Index("l2", "flat", "cpu")
+    idx.add(bank)
+    seen = []
+    real = idx._index
+
+    class Spy:
+        def search(self, q, k):
+            seen.append(faiss.omp_get_max_threads())
+            return real.search(q, k)
+
+    before = faiss.omp_get_max_threads()
+    faiss.omp_set_num_threads(2)
+    try:
+        idx._index = Spy()
+        small = idx.search(queries, 4)
+        assert seen and set(seen) == {1}
+        assert faiss.omp_get_max_threads() == 2
+        seen.clear()
+        monkeypatch.setattr(index_module, "_FAISS_ONE_THREAD_WORK", 0)
+        large = idx.search(queries, 4)
+        assert seen and set(seen) == {2}
+    finally:
+        idx._index = real
+        faiss.omp_set_num_threads(before)
+    # The same neighbours either way; against a float64 brute force too.
+    d2 = ((queries[:, None, :].astype(np.float64) - bank[None]) ** 2).sum(-1)
+    want = np.argsort(d2, axis=1, kind="stable")[:, :4]
+    np.testing.assert_array_equal(small[1], large[1])
+    np.testing.assert_array_equal(small[1], want)
+    np.testing.assert_array_equal(small[0], large[0])

@@ -11,7 +11,7 @@ by what uses them. Start with :func:`build_info` (or ``fastvqa info`` in a shell
 
 from __future__ import annotations
 
-from fastvqa._ext import _C
+from fastvqa._ext import _C, openmp_runtime
 from fastvqa._lazy import lazy_exports
 
 _SUBPACKAGES = ("data", "errors", "evaluation", "metrics", "nn", "ops", "ragged", "retrieval",
@@ -37,8 +37,14 @@ def build_info() -> dict:
         the compute capabilities with real code, e.g. ``[75, 90]``, and with
         PTX, which the driver JIT-compiles for any GPU of that capability or
         newer; see :func:`cuda_runs_on`). CUDA fields are None (lists empty) in a CPU-only build.
+        ``openmp_runtime``: ``private`` (bool: fastvqa loads its own libgomp
+        copy, as in a repaired wheel), ``path`` (that copy, or None) and
+        ``passive_wait_set`` (bool: fastvqa chose ``OMP_WAIT_POLICY=PASSIVE``
+        for that copy; never for a runtime shared with torch, never over the
+        user's ``OMP_WAIT_POLICY``/``GOMP_SPINCOUNT``).
     """
     info = dict(_C.build_info())
+    info["openmp_runtime"] = dict(openmp_runtime)
     info.update(_arch_coverage(info["cuda_archs"]))
     return info
 

@@ -40,6 +40,29 @@ def _faiss():
     return faiss
 
 
+# Below this many multiply-adds (queries x bank x dim, ~2 ms on one core) a
+# FAISS search runs on one thread: FAISS's OpenMP team (its own runtime) would
+# cost more in waking and barriers than it saves, many times more when the
+# cores are shared with other processes (a descheduled thread stalls the rest).
+_FAISS_ONE_THREAD_WORK = 1 << 23
+
+
+def _faiss_search(index: Any, q: np.ndarray, k: int, n: int):
+    """``index.search(q, k)``; small searches on one FAISS thread. The thread
+    count is FAISS's OpenMP setting of the calling thread, restored after."""
+    if q.shape[0] * n * q.shape[1] >= _FAISS_ONE_THREAD_WORK:
+        return index.search(q, k)
+    faiss = _faiss()
+    threads = faiss.omp_get_max_threads()
+    if threads <= 1:
+        return index.search(q, k)
+    faiss.omp_set_num_threads(1)
+    try:
+        return index.search(q, k)
+    finally:
+        faiss.omp_set_num_threads(threads)
+
+
 def _is_torch(x: Any) -> bool:
     return type(x).__module__.startswith("torch") and hasattr(x, "detach")
 
@@ -217,7 +240,7 @@ class Index:
         n = len(self)
         kk = min(n, k + 8)
         while True:
-            d, rows = self._index.search(q, kk)
+            d, rows = _faiss_search(self._index, q, kk, n)
             if kk == n or self.kind != "flat":
                 break
             # Rows whose k-th score still ties with the last returned one.

@@ -12,6 +12,7 @@
 // every end to skip ends that cannot enter the list and scans the rest exactly.
 #include <vector>
 
+#include "fastvqa/common/parallel.h"
 #include "fastvqa/ops/span_argmax/span_argmax.h"
 
 namespace fastvqa {
@@ -148,7 +149,7 @@ void span_argmax_cpu(const Params<T>& p) {
     BlockMax<T> bm;
     bm.resize(p.steps);
     std::vector<int64_t> best(p.steps);
-#pragma omp for schedule(static)
+#pragma omp for schedule(dynamic, rows_per_chunk(p.steps))
     for (int64_t b = 0; b < batch; ++b) {
       const RowView<T> r = p.row(b);
       int64_t* spans = p.out_spans + b * p.k * 2;

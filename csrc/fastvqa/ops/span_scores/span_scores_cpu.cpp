@@ -8,6 +8,7 @@
 #include <limits>
 #include <vector>
 
+#include "fastvqa/common/parallel.h"
 #include "fastvqa/ops/span_scores/span_scores.h"
 
 namespace fastvqa {
@@ -214,7 +215,7 @@ void forward_rows(const ForwardParams<T>& p) {
     RowBuffers buf(steps);
     AlignedBuffer acc_buf(steps);
     double* acc = acc_buf.data;
-#pragma omp for schedule(static)
+#pragma omp for schedule(dynamic, rows_per_chunk(steps * width))
     for (int64_t b = 0; b < batch; ++b) {
       bool exact;
       const RowSums r = buf.build_forward(p.in, b, R == Reduce::kContrast, &exact);
@@ -390,7 +391,7 @@ void backward_rows(const BackwardParams<T>& p) {
 #pragma omp parallel if (p.batch * p.steps * p.width >= kParallelWork)
   {
     BackwardBuffers buf(p.steps, p.width);
-#pragma omp for schedule(static)
+#pragma omp for schedule(dynamic, rows_per_chunk(p.steps * p.width))
     for (int64_t b = 0; b < p.batch; ++b) backward_row<R>(p, b, buf);
   }
 }
@@ -440,7 +441,7 @@ void top_rows(const TopParams<T>& p) {
     const int64_t cap = p.nms ? nms_round_size(p.k) : p.k;
     std::vector<int64_t> cand_spans(2 * cap);
     std::vector<T> cand_scores(cap);
-#pragma omp for schedule(static)
+#pragma omp for schedule(dynamic, rows_per_chunk(steps * p.max_len))
     for (int64_t b = 0; b < batch; ++b) {
       const RowSums r = buf.build(p.in, b, R == Reduce::kContrast);
       const double* xd = buf.xd.data();

@@ -1,0 +1,110 @@
+# SPDX-License-Identifier: Apache-2.0
+"""fastvqa chooses a passive OpenMP wait policy only for an OpenMP runtime of
+its own (a wheel's vendored libgomp copy), never for one shared with torch
+and never over the user's choice (fastvqa._ext)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import fastvqa
+from fastvqa import _ext
+
+SYSTEM_GOMP = Path("/usr/lib/x86_64-linux-gnu/libgomp.so.1")
+
+
+def _package(tmp_path: Path, vendored: bool) -> Path:
+    pkg = tmp_path / "fastvqa"
+    pkg.mkdir()
+    if vendored:
+        libs = tmp_path / "fastvqa.libs"
+        libs.mkdir()
+        (libs / "libgomp-0123abcd.so.1.0.0").write_bytes(b"")
+    return pkg
+
+
+@pytest.fixture
+def no_wait_env(monkeypatch):
+    for name in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def test_private_copy_gets_passive_wait_only_while_loading(tmp_path, no_wait_env):
+    runtime = _ext._private_openmp(_package(tmp_path, vendored=True))
+    assert runtime is not None and runtime.name == "libgomp-0123abcd.so.1.0.0"
+    state = {}
+    with _ext._passive_wait_for(runtime, state):
+        assert os.environ["OMP_WAIT_POLICY"] == "PASSIVE"
+    assert "OMP_WAIT_POLICY" not in os.environ  # the user's other runtimes never see it
+    assert state == {"private": True, "path": str(runtime), "passive_wait_set": True}
+
+
+def test_shared_runtime_is_left_alone(tmp_path, no_wait_env):
+    runtime = _ext._private_openmp(_package(tmp_path, vendored=False))
+    assert runtime is None
+    state = {}
+    with _ext._passive_wait_for(runtime, state):
+        assert "OMP_WAIT_POLICY" not in os.environ
+    assert state == {"private": False, "path": None, "passive_wait_set": False}
+
+
+@pytest.mark.parametrize("name,value", [("OMP_WAIT_POLICY", "ACTIVE"), ("GOMP_SPINCOUNT", "1000")])
+def test_user_choice_wins(tmp_path, monkeypatch, no_wait_env, name, value):
+    monkeypatch.setenv(name, value)
+    runtime = _ext._private_openmp(_package(tmp_path, vendored=True))
+    state = {}
+    with _ext._passive_wait_for(runtime, state):
+        assert os.environ[name] == value
+        assert name == "OMP_WAIT_POLICY" or "OMP_WAIT_POLICY" not in os.environ
+    assert state["passive_wait_set"] is False
+
+
+def test_build_info_reports_the_runtime():
+    rt = fastvqa.build_info()["openmp_runtime"]
+    assert set(rt) == {"private", "path", "passive_wait_set"}
+    # This checkout's extension is a source build: it shares libgomp.so.1 with torch.
+    if not rt["private"]:
+        assert rt["passive_wait_set"] is False
+
+
+@pytest.mark.skipif(not SYSTEM_GOMP.exists(), reason="needs the system libgomp to copy")
+def test_a_real_private_copy_initialises_passive_and_a_shared_one_does_not(tmp_path):
+    # A vendored copy (own file name, as auditwheel makes it) loaded inside the
+    # context reads PASSIVE (spins 0 times); the runtime loaded before (torch's) keeps its default.
+    pkg = _package(tmp_path, vendored=False)
+    (tmp_path / "fastvqa.libs").mkdir()
+    copy = tmp_path / "fastvqa.libs" / "libgomp-0123abcd.so.1.0.0"
+    shutil.copy(SYSTEM_GOMP, copy)
+    script = textwrap.dedent(f"""
+        import ctypes, os, sys
+        from pathlib import Path
+        import torch  # initialises the shared libgomp.so.1 first
+        torch.set_num_threads(torch.get_num_threads())
+        from fastvqa import _ext
+        runtime = _ext._private_openmp(Path({str(pkg)!r}))
+        state = {{}}
+        sys.stderr.write("LOADING PRIVATE\\n"); sys.stderr.flush()
+        with _ext._passive_wait_for(runtime, state):
+            ctypes.CDLL(str(runtime))
+        assert "OMP_WAIT_POLICY" not in os.environ
+    """)
+    # OMP_DISPLAY_ENV: each runtime prints its settings when it initialises;
+    # PASSIVE shows as a spin count of 0 (the default is 300,000; libgomp
+    # prints OMP_WAIT_POLICY as PASSIVE for "unset" too, so that line says nothing).
+    env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
+    env["OMP_DISPLAY_ENV"] = "VERBOSE"
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         env=env, timeout=120)
+    assert out.returncode == 0, out.stderr
+    shared, private = out.stderr.split("LOADING PRIVATE\n", 1)
+    assert "OPENMP DISPLAY ENVIRONMENT BEGIN" in shared  # torch's runtime: default policy
+    assert "GOMP_SPINCOUNT = '300000'" in shared
+    assert "OPENMP DISPLAY ENVIRONMENT BEGIN" in private
+    assert "GOMP_SPINCOUNT = '0'" in private
