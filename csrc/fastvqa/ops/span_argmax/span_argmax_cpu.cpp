@@ -105,11 +105,37 @@ void for_each_end(const RowView<T>& r, int64_t min_len, int64_t max_len, BlockMa
   }
 }
 
-// NaN is the "no usable start" marker of the value-only scans below: the
-// larger of acc and x, where a NaN on either side loses to a number.
+// The exact top-1 of a row by the block-wise running argmax (any scores);
+// top1_row hands it the rows whose best score is -inf.
 template <typename T>
-inline T nan_max(T acc, T x) {
-  return (x > acc || acc != acc) ? x : acc;
+void top1_row_exact(const RowView<T>& r, int64_t min_len, int64_t max_len, BlockMax<T>& bm,
+                    int64_t* out_span, T* out_score) {
+  bm.resize(r.length > 0 ? r.length : 1);
+  bool found = false;
+  T best = T(0);
+  int64_t bi = -1, bj = -1;
+  for_each_end(r, min_len, max_len, bm, [&](int64_t j, int64_t lo, T e_j, int64_t b, T m) {
+    if (found && m < best) return;  // cannot win, nor tie
+    const int64_t i = exact_best_start(r, e_j, lo, b);
+    if (!found || ranks_before(m, i, j, best, bi, bj)) {
+      found = true;
+      best = m;
+      bi = i;
+      bj = j;
+    }
+  });
+  if (found) {
+    out_span[0] = bi;
+    out_span[1] = bj;
+    out_score[0] = best;
+  }
+  fill_missing<T>(found ? 1 : 0, 1, out_span, out_score);
+}
+
+// max(acc, x) for numbers without NaN: a single max instruction once vectorised.
+template <typename T>
+inline T plain_max(T acc, T x) {
+  return x > acc ? x : acc;
 }
 
 // Scratch rows of top-1, reused across the rows of one thread.
@@ -121,35 +147,35 @@ struct Top1Scratch {
   }
 };
 
-// pre[t] = nan_max of v[0..t], t < n. Eight independent chains over eight
+// pre[t] = plain_max of v[0..t], t < n. Eight independent chains over eight
 // contiguous segments (so the max latency overlaps), then each segment is
 // raised to the maximum of the segments before it (a contiguous sweep).
 template <typename T>
 void prefix_max(const T* v, int64_t n, T* pre) {
   constexpr int kLanes = 8;
   const int64_t seg = (n + kLanes - 1) / kLanes;
-  const T none = std::numeric_limits<T>::quiet_NaN();
+  const T none = -std::numeric_limits<T>::infinity();
   T acc[kLanes];
   for (int l = 0; l < kLanes; ++l) acc[l] = none;
   for (int64_t t = 0; t < seg; ++t) {
     for (int l = 0; l < kLanes; ++l) {
       const int64_t i = l * seg + t;
       if (i < n) {
-        acc[l] = nan_max(acc[l], v[i]);
+        acc[l] = plain_max(acc[l], v[i]);
         pre[i] = acc[l];
       }
     }
   }
   T carry = none;
   for (int l = 1; l < kLanes && l * seg < n; ++l) {
-    carry = nan_max(carry, pre[l * seg - 1]);
+    carry = plain_max(carry, pre[l * seg - 1]);
     const int64_t stop = (l + 1) * seg < n ? (l + 1) * seg : n;
 #pragma omp simd
-    for (int64_t i = l * seg; i < stop; ++i) pre[i] = nan_max(carry, pre[i]);
+    for (int64_t i = l * seg; i < stop; ++i) pre[i] = plain_max(carry, pre[i]);
   }
 }
 
-// win[i] = nan_max of v[i .. i + width - 1] for i <= n - width, by doubling:
+// win[i] = plain_max of v[i .. i + width - 1] for i <= n - width, by doubling:
 // log2(width) contiguous, branch-free sweeps (vectorised), then one sweep
 // combining two overlapping power-of-two windows. Needs width <= n; uses tmp
 // as scratch.
@@ -163,7 +189,7 @@ void window_max(const T* v, int64_t n, int64_t width, T* win, T* tmp) {
     T* dst = bufs[which];
     const int64_t len = n - 2 * p + 1;  // dst[i] = max of v[i .. i + 2p - 1]
 #pragma omp simd
-    for (int64_t i = 0; i < len; ++i) dst[i] = nan_max(cur[i], cur[i + p]);
+    for (int64_t i = 0; i < len; ++i) dst[i] = plain_max(cur[i], cur[i + p]);
     cur = dst;
     which ^= 1;
     p *= 2;
@@ -171,7 +197,7 @@ void window_max(const T* v, int64_t n, int64_t width, T* win, T* tmp) {
   const int64_t count = n - width + 1, shift = width - p;
   T* dst = cur == win ? tmp : win;
 #pragma omp simd
-  for (int64_t i = 0; i < count; ++i) dst[i] = nan_max(cur[i], cur[i + shift]);
+  for (int64_t i = 0; i < count; ++i) dst[i] = plain_max(cur[i], cur[i + shift]);
   if (dst != win) {
 #pragma omp simd
     for (int64_t i = 0; i < count; ++i) win[i] = dst[i];
@@ -197,18 +223,20 @@ int64_t first_sum_equal(const T* s, int64_t lo, int64_t stop, T e, T target) {
 
 // Top-1 in branch-free, vectorised passes over contiguous rows, then an exact
 // tie-break among the ends that reach the maximum:
-//   1. window maxima of the start scores, values only (NaN = no usable
-//      start): a prefix maximum for the windows clipped at step 0 and
-//      doubling sweeps for the full-width ones;
+//   1. window maxima of the start scores, values only (an unusable NaN
+//      start counts as -inf): a prefix maximum for the windows clipped at
+//      step 0 and doubling sweeps for the full-width ones;
 //   2. for every end j, m[j] = (window maximum) + end[j], whose largest value
 //      is the best score (addition is monotone); NaN where j has no span;
 //   3. for the ends with m[j] == best, in order, the smallest start i with
 //      start[i] + end[j] == best (this also finds a smaller start whose lower
 //      score rounds to the same sum): the first (i, j) in the contract's
 //      order (higher score, then smaller start, then smaller end).
+// A row whose best sum is -inf (where -inf starts and unusable ones would
+// differ) goes to top1_row_exact.
 template <typename T>
 void top1_row(const RowView<T>& r, int64_t min_len, int64_t max_len, Top1Scratch<T>& w,
-              int64_t* out_span, T* out_score) {
+              BlockMax<T>& bm, int64_t* out_span, T* out_score) {
   const int64_t n = r.length - min_len + 1;  // starts that can pair with an end
   const int64_t width = max_len - min_len + 1;
   bool found = false;
@@ -219,8 +247,15 @@ void top1_row(const RowView<T>& r, int64_t min_len, int64_t max_len, Top1Scratch
     T* m = w.m.data();
     const T* src = r.start;
     const int64_t ss = r.ss;
+    const T neg_inf = -std::numeric_limits<T>::infinity();
+    // NaN (an unusable start) becomes -inf, so the maxima below need no NaN
+    // test; a best score of -inf, where the two could differ, is left to
+    // top1_row_exact.
 #pragma omp simd
-    for (int64_t i = 0; i < n; ++i) s[i] = src[i * ss];
+    for (int64_t i = 0; i < n; ++i) {
+      const T v = src[i * ss];
+      s[i] = v == v ? v : neg_inf;
+    }
     // Ends j in [min_len - 1, length), window [max(j - max_len + 1, 0), j - min_len + 1]:
     // clipped at 0 (a prefix) for j < j_split, full width from j_split on.
     const int64_t j0 = min_len - 1, j_end = r.length;
@@ -233,7 +268,6 @@ void top1_row(const RowView<T>& r, int64_t min_len, int64_t max_len, Top1Scratch
       for (int64_t j = j0; j < j_end; ++j) ec[j] = e[j * es];
       e = ec;
     }
-    const T neg_inf = -std::numeric_limits<T>::infinity();
     T top = neg_inf;
     int any = 0;
     if (j_split > j0) {
@@ -261,6 +295,10 @@ void top1_row(const RowView<T>& r, int64_t min_len, int64_t max_len, Top1Scratch
         top = v > top ? v : top;
         any |= static_cast<int>(mj == mj);
       }
+    }
+    if (any && !(top > neg_inf)) {  // only -inf sums (or none): the exact path decides
+      top1_row_exact(r, min_len, max_len, bm, out_span, out_score);
+      return;
     }
     if (any) {
       found = true;
@@ -320,7 +358,7 @@ void span_argmax_cpu(const Params<T>& p) {
       int64_t* spans = p.out_spans + b * p.k * 2;
       T* scores = p.out_scores + b * p.k;
       if (p.k == 1) {
-        top1_row(r, p.min_len, p.max_len, top1, spans, scores);
+        top1_row(r, p.min_len, p.max_len, top1, bm, spans, scores);
       } else {
         const int64_t count =
             topk_row_cpu(r, p.min_len, p.max_len, p.k, bm, best.data(), spans, scores);
