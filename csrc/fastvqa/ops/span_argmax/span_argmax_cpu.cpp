@@ -316,6 +316,17 @@ void top1_row(const RowView<T>& r, int64_t min_len, int64_t max_len, Top1Scratch
           bj = j;
         }
       }
+      // The score, as the block-argmax path forms it: start[b] + end[bj] with b
+      // the first start at the window's maximum (this fixes the sign of a zero
+      // sum, which the value-only maxima above leave open).
+      int64_t lo, hi;
+      start_window(bj, min_len, max_len, &lo, &hi);
+      T wmax = neg_inf;
+#pragma omp simd reduction(max : wmax)
+      for (int64_t i = lo; i <= hi; ++i) wmax = plain_max(wmax, s[i]);
+      int64_t b = lo;
+      while (!(s[b] == wmax)) ++b;
+      best = s[b] + e[bj];
     }
   }
   if (found) {
