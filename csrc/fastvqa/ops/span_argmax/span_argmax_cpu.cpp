@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// CPU span argmax, O(T) per row for top-1.
+// CPU span argmax: top-1 in O(T log max_len) vectorised sweeps per row.
 //
 // The best start of end j is the argmax of the start scores over the sliding
 // window [j - max_len + 1, j - min_len + 1] (refined by exact_best_start for
@@ -175,8 +175,9 @@ void prefix_max(const T* v, int64_t n, T* pre) {
   }
 }
 
-// win[i] = plain_max of v[i .. i + width - 1] for i <= n - width, by doubling:
-// log2(width) contiguous, branch-free sweeps (vectorised), then one sweep
+// win[i] = plain_max of v[i .. i + width - 1] for i <= n - width, by doubling
+// (four at a time): about log4(width) contiguous, branch-free sweeps
+// (vectorised), then one sweep
 // combining two overlapping power-of-two windows. Needs width <= n; uses tmp
 // as scratch.
 template <typename T>
@@ -185,6 +186,16 @@ void window_max(const T* v, int64_t n, int64_t width, T* win, T* tmp) {
   int64_t p = 1;
   T* bufs[2] = {tmp, win};
   int which = 0;
+  while (4 * p <= width) {  // four windows at a time: half the sweeps
+    T* dst = bufs[which];
+    const int64_t len = n - 4 * p + 1;  // dst[i] = max of v[i .. i + 4p - 1]
+#pragma omp simd
+    for (int64_t i = 0; i < len; ++i)
+      dst[i] = plain_max(plain_max(cur[i], cur[i + p]), plain_max(cur[i + 2 * p], cur[i + 3 * p]));
+    cur = dst;
+    which ^= 1;
+    p *= 4;
+  }
   while (2 * p <= width) {
     T* dst = bufs[which];
     const int64_t len = n - 2 * p + 1;  // dst[i] = max of v[i .. i + 2p - 1]
