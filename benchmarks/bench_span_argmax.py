@@ -12,6 +12,11 @@ Baselines, timed in the same run on the same inputs:
   start (strict ``>``, so the smallest end wins), then an argmax over starts.
   NumPy on ``--device cpu``; the same algorithm in torch on ``--device cuda``.
 
+Distance to the memory limit (``--device cpu``): fastvqa's top-1 against a
+plain read of its inputs, ``np.sum(start) + np.sum(end)`` (one thread), timed
+interleaved round by round in one process; reported as GB/s of input read
+and the ratio fastvqa time / read time (target: within 3x).
+
 Before timing, every implementation must return the same spans (and allclose
 scores) as fastvqa on the random, continuous inputs (no ties); otherwise the
 script exits 1 without timing. Targets (CPU, top-1): fastvqa >= 100x the torch
@@ -23,7 +28,9 @@ Usage: python benchmarks/bench_span_argmax.py [--device cuda] [--out DIR]
 
 from __future__ import annotations
 
+import statistics
 import sys
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -103,6 +110,49 @@ def torch_banded(start: torch.Tensor, end: torch.Tensor, max_len: int):
 
 
 # -------------------------------------------------------------------- the run
+
+READ_TARGET = 3.0  # fastvqa top-1 within this factor of a plain read of its inputs
+
+
+def input_read(start: np.ndarray, end: np.ndarray, max_len: int, args) -> dict:
+    """fastvqa top-1 against ``np.sum`` of both inputs, timed interleaved."""
+    rows = {
+        "fastvqa top-1 (numpy)": lambda: span_argmax(start, end, max_len=max_len),
+        "plain read: np.sum(start) + np.sum(end)": lambda: np.sum(start) + np.sum(end),
+    }
+    reps = max(1, int(args.min_repeat_ms / 1e3 / max(_once(rows), 1e-9)))
+    times: dict = {k: [] for k in rows}
+    for _ in range(args.repeats):  # interleaved: each row once per round
+        for k, fn in rows.items():
+            t0 = time.perf_counter()
+            for _ in range(reps):
+                fn()
+            times[k].append((time.perf_counter() - t0) / reps)
+    nbytes = start.nbytes + end.nbytes
+    med = {k: statistics.median(ts) for k, ts in times.items()}
+    read = med["plain read: np.sum(start) + np.sum(end)"]
+    print(f"\ninput read: start + end = {nbytes / 2**20:.1f} MiB, {reps} calls per repeat, "
+          f"median of {args.repeats} interleaved rounds")
+    H.print_table(["implementation", "median", "GB/s of input", "time / read"],
+                  [[k, H.fmt_time(t), f"{nbytes / t / 1e9:.2f}", f"{t / read:.2f}x"]
+                   for k, t in med.items()])
+    ratio = med["fastvqa top-1 (numpy)"] / read
+    verdict = "PASS" if ratio <= READ_TARGET else "FAIL"
+    print(f"fastvqa top-1 / plain read = {ratio:.2f}x (target <= {READ_TARGET:g}x): {verdict}")
+    return {"median_s": med, "bytes": nbytes, "ratio_to_read": ratio, "target": READ_TARGET,
+            "target_met": ratio <= READ_TARGET}
+
+
+def _once(rows: dict) -> float:
+    """Warm every row up; the slowest one-call time."""
+    slowest = 0.0
+    for fn in rows.values():
+        fn()
+        t0 = time.perf_counter()
+        fn()
+        slowest = max(slowest, time.perf_counter() - t0)
+    return slowest
+
 
 
 def main() -> int:
@@ -185,6 +235,10 @@ def main() -> int:
     del outputs
     print(f"check: all {len(impls)} implementations agree with fastvqa "
           f"(spans equal, scores allclose) on B={B}, T={T}, max_len={L}")
+
+    # ---- distance to the memory limit (CPU)
+    if cpu:
+        config["input_read"] = input_read(start_np, end_np, L, args)
 
     # ---- timing
     timed = H.time_all(impls, args)

@@ -14,6 +14,14 @@ Baselines, timed in the same run on the same inputs:
   ``temporal_iou``; and for ``mode="giou"`` Moment-DETR's
   ``generalized_temporal_iou`` (without its two input asserts).
 
+Distance to the memory limit (``--device cpu``): the bytes of the N x M output
+divided by the time of fastvqa with a fresh output, fastvqa with a
+preallocated ``out=`` (NumPy and torch), and two writes of the same bytes:
+``buf.fill(0)`` into an already-touched buffer (the memset bound) and
+``np.empty(...).fill(0)`` (a fresh buffer: allocation plus page faults). These
+are timed interleaved round by round in one process, so load affects them alike;
+the table reports GB/s and each one's share of the memset rate.
+
 Spans have positive lengths, so every union is positive. Before timing, every
 baseline must be allclose to fastvqa (rtol 1e-5, atol 1e-6); otherwise the
 script exits 1 without timing. Target (CPU): fastvqa >= 3x the NumPy code; it
@@ -24,7 +32,9 @@ Usage: python benchmarks/bench_temporal_iou.py [--device cuda] [--out DIR]
 
 from __future__ import annotations
 
+import statistics
 import sys
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -81,6 +91,47 @@ def random_spans(rng: np.random.Generator, n: int, duration: float, dtype: str) 
     length = rng.uniform(0.5, 0.3 * duration, n)
     start = rng.uniform(0.0, duration - length)
     return np.stack((start, start + length), axis=1).astype(dtype)
+
+
+def output_write(a_np, b_np, a_t, b_t, args) -> dict:
+    """GB/s of the output write: fastvqa fresh, fastvqa out= and memsets,
+    timed interleaved; checks first that out= gives the same bits."""
+    shape = (a_np.shape[0], b_np.shape[0])
+    out_np = np.empty(shape, dtype=a_np.dtype)
+    out_t = torch.empty(shape, dtype=a_t.dtype)
+    touched = np.ones(shape, dtype=a_np.dtype)
+    if not (np.array_equal(temporal_iou(a_np, b_np, out=out_np), temporal_iou(a_np, b_np))
+            and torch.equal(temporal_iou(a_t, b_t, out=out_t), temporal_iou(a_t, b_t))):
+        raise SystemExit("check failed: temporal_iou out= differs from the fresh result")
+    rows = {
+        "fastvqa, fresh output (numpy)": lambda: temporal_iou(a_np, b_np),
+        "fastvqa, out= (numpy)": lambda: temporal_iou(a_np, b_np, out=out_np),
+        "fastvqa, out= (torch)": lambda: temporal_iou(a_t, b_t, out=out_t),
+        "memset: buf.fill(0), touched buffer": lambda: touched.fill(0),
+        "np.empty(...).fill(0), fresh buffer": lambda: np.empty(shape, a_np.dtype).fill(0),
+    }
+    for fn in rows.values():  # warm-up
+        for _ in range(max(args.warmup, 1)):
+            fn()
+    times: dict = {k: [] for k in rows}
+    for _ in range(args.repeats):  # interleaved: one call of each per round
+        for k, fn in rows.items():
+            t0 = time.perf_counter()
+            fn()
+            times[k].append(time.perf_counter() - t0)
+    nbytes = out_np.nbytes
+    memset = nbytes / statistics.median(times["memset: buf.fill(0), touched buffer"]) / 1e9
+    result = {}
+    print(f"\noutput write: {shape[0]} x {shape[1]} {a_np.dtype} = {nbytes / 2**20:.0f} MiB, "
+          f"median of {args.repeats} interleaved rounds")
+    table = []
+    for k, ts in times.items():
+        med = statistics.median(ts)
+        gbs = nbytes / med / 1e9
+        result[k] = {"median_s": med, "GB_per_s": gbs, "of_memset": gbs / memset}
+        table.append([k, H.fmt_time(med), f"{gbs:.1f}", f"{gbs / memset:.2f}"])
+    H.print_table(["implementation", "median", "GB/s", "of memset"], table)
+    return result
 
 
 def main() -> int:
@@ -141,6 +192,10 @@ def main() -> int:
     print(f"check: all {len(impls)} implementations allclose to fastvqa "
           f"(rtol {RTOL:g}, atol {ATOL:g}) on {N} x {M} spans; "
           f"{overlapping:.1%} of pairs overlap")
+
+    # ---- the output write against a memset of the same bytes (CPU)
+    if cpu:
+        config["output_write"] = output_write(a_np, b_np, a_t, b_t, args)
 
     # ---- timing
     timed = H.time_all(impls, args)

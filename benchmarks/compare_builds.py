@@ -20,6 +20,11 @@ T=512, max_len=64).
 ``--busy N`` runs N CPU-bound processes during the whole comparison (see
 ``_harness.busy_load``), to compare how the builds degrade on shared cores.
 
+``--op span_argmax``: span_argmax top-1 and top-5 on standard-normal rows at
+B=256 T=512 max_len=64 and B=32 T=4096 max_len in (1024, 4096), and on
+tie-heavy rows (scores rounded to integers); the outputs of the two builds
+must be identical (spans and scores, exactly).
+
 Usage (one thread, as the kernels' own speed is the question)::
 
     OMP_NUM_THREADS=1 python benchmarks/compare_builds.py \\
@@ -77,6 +82,28 @@ def cases(seed: int) -> dict:
     return out
 
 
+def span_argmax_cases(seed: int) -> dict:
+    rng = np.random.default_rng(seed)
+    out = {}
+    for b, t, w in ((256, 512, 64), (32, 4096, 1024), (32, 4096, 4096)):
+        s, e = (rng.standard_normal((b, t)).astype(np.float32) for _ in range(2))
+        for k in (1, 5):
+            out[f"top-{k}, B={b} T={t} max_len={w}"] = (
+                lambda m, s=s, e=e, w=w, k=k: m.span_argmax(s, e, w, 1, k, None, 0, numpy_alloc))
+    s, e = (np.round(rng.standard_normal((256, 512)) * 2).astype(np.float32) for _ in range(2))
+    out["top-1, tie-heavy B=256 T=512 max_len=64"] = (
+        lambda m: m.span_argmax(s, e, 64, 1, 1, None, 0, numpy_alloc))
+    return out
+
+
+def check_same(new, old, name: str) -> None:
+    if isinstance(new, tuple):  # span_argmax: (spans, scores), exactly equal
+        for a, b in zip(new, old):
+            np.testing.assert_array_equal(a, b, err_msg=name)
+    else:
+        np.testing.assert_allclose(new, old, rtol=1e-5, atol=1e-6, err_msg=name)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--old", type=Path, required=True, help="the old build's _C*.so")
@@ -88,6 +115,8 @@ def main() -> None:
                         help="CPU-bound processes running during the comparison (default: 0)")
     parser.add_argument("--only", default=None,
                         help="run only the cases whose name contains this text")
+    parser.add_argument("--op", choices=("span_scores", "span_argmax"), default="span_scores",
+                        help="which kernels to compare (default: span_scores)")
     args = parser.parse_args()
     if args.rounds < 1:
         parser.error(f"--rounds must be >= 1, got {args.rounds}")
@@ -101,11 +130,11 @@ def compare(builds: dict, args: argparse.Namespace) -> None:
     print(f"busy: {args.busy}, load {os.getloadavg()[0]:.2f}")
     print("| case | old (median) | new (median) | new / old | fastest new / fastest old |")
     print("|---|---|---|---|---|")
-    for name, call in cases(args.seed).items():
+    chosen = cases if args.op == "span_scores" else span_argmax_cases
+    for name, call in chosen(args.seed).items():
         if args.only and args.only not in name:
             continue
-        np.testing.assert_allclose(call(builds["new"]), call(builds["old"]), rtol=1e-5,
-                                   atol=1e-6, err_msg=name)
+        check_same(call(builds["new"]), call(builds["old"]), name)
         times: dict = {"old": [], "new": []}
         for _ in range(args.rounds):
             for tag, module in builds.items():

@@ -920,3 +920,20 @@ def test_single_row_hand_computed_and_mismatched_ranks():
     assert span_argmax(np.zeros(0), np.zeros(0)).spans.tolist() == [-1, -1]
     with pytest.raises(ValueError, match="span_argmax"):
         span_argmax(np.zeros(4), np.zeros((1, 4)))
+
+
+@pytest.mark.parametrize("max_len", [1, 7, 64, None])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_signed_zero_scores_match_reference(max_len, dtype):
+    # Every score is +-0: all spans tie, the first (smallest start, then end)
+    # wins, and its score is start[i] + end[j] with that pair's zero signs
+    # (-0 only when both are -0), whichever zero the window maxima saw.
+    rng = np.random.default_rng(7)
+    start = np.where(rng.random((6, 200)) < 0.5, -0.0, 0.0).astype(dtype)
+    end = np.where(rng.random((6, 200)) < 0.7, -0.0, 0.0).astype(dtype)
+    start[:, 0] = -0.0
+    min_len = 1 if max_len == 1 else 2
+    got = span_argmax(start, end, max_len=max_len, min_len=min_len)
+    ref_spans, ref_scores = span_argmax_ref(start, end, max_len=max_len, min_len=min_len)
+    np.testing.assert_array_equal(got.spans, ref_spans[:, 0])
+    np.testing.assert_array_equal(np.signbit(got.scores), np.signbit(ref_scores[:, 0]))

@@ -1108,3 +1108,159 @@ def test_inputs_on_different_devices_raise(fn_name, cuda_side):
         b = b.cuda()
     with pytest.raises(ValueError, match="same device"):
         _call(fn_name, a, b)
+
+
+# --------------------------------------------------------------------------
+# out=: a preallocated result, written once and returned
+# --------------------------------------------------------------------------
+
+
+def _empty_like_result(kind: str, dtype: str, shape: tuple):
+    if kind == "numpy":
+        return np.full(shape, -7.0, dtype=NP_DTYPES[dtype])  # poisoned: every cell is written
+    return torch.full(shape, -7.0, dtype=TORCH_DTYPES[dtype])
+
+
+@pytest.mark.parametrize("paired", [False, True])
+@pytest.mark.parametrize(("kind", "dtype"), KIND_DTYPES)
+@SETTINGS
+@given(data=st.data(), case=span_sets(paired=True))
+def test_out_matches_reference_and_is_returned(paired, kind, dtype, data, case):
+    a_vals, b_vals = case
+    a, b, mode = draw_inputs(data, a_vals, b_vals, kind, dtype)
+    n = len(a_vals)
+    shape = (n,) if paired else (n, len(b_vals))
+    out = _empty_like_result(kind, dtype, shape)
+    fn = paired_temporal_iou if paired else temporal_iou
+    result = fn(a, b, mode, out=out)
+    assert result is out
+    ref = paired_temporal_iou_ref if paired else temporal_iou_ref
+    expected = ref(round_to(a_vals, dtype), round_to(b_vals, dtype), mode)
+    assert_close(to_numpy(out), expected, **tol(dtype))
+    # Bit for bit the result without out=.
+    np.testing.assert_array_equal(to_numpy(out), to_numpy(fn(a, b, mode)))
+
+
+def test_out_torch_half_is_cast_once_into_out():
+    a = torch.tensor([[0.0, 2.0], [1.0, 3.0]], dtype=torch.float16)
+    b = torch.tensor([[1.0, 2.0]], dtype=torch.float16)
+    out = torch.full((2, 1), -7.0, dtype=torch.float16)
+    assert temporal_iou(a, b, out=out) is out
+    # Hand values: [0,2] vs [1,2] -> 1/2; [1,3] vs [1,2] -> 1/2.
+    assert out.tolist() == [[0.5], [0.5]]
+
+
+def test_out_empty_shapes():
+    a = np.zeros((0, 2))
+    b = np.array([[0.0, 1.0]])
+    out = np.empty((0, 1))
+    assert temporal_iou(a, b, out=out) is out
+    t_out = torch.empty((0, 1), dtype=torch.float64)
+    assert temporal_iou(torch.as_tensor(a), torch.as_tensor(b), out=t_out) is t_out
+
+
+@pytest.mark.parametrize("paired", [False, True])
+def test_out_torch_compile_fullgraph(paired):
+    fn = paired_temporal_iou if paired else temporal_iou
+
+    def step(a, b, out):
+        return fn(a, b, "giou", out=out) * 2  # the written out feeds later ops
+
+    a = torch.tensor([[0.0, 2.0], [1.0, 4.0], [5.0, 6.0]], dtype=torch.float64)
+    b = torch.tensor([[1.0, 3.0], [0.0, 1.0], [2.0, 5.0]], dtype=torch.float64)
+    shape = (3,) if paired else (3, 3)
+    out = torch.zeros(shape, dtype=torch.float64)
+    got = torch.compile(step, fullgraph=True)(a, b, out)
+    ref = paired_temporal_iou_ref if paired else temporal_iou_ref
+    expected = ref(a.numpy(), b.numpy(), "giou")
+    assert_close(out.numpy(), expected, **TOL64)
+    assert_close(got.numpy(), 2 * expected, **TOL64)
+
+
+def test_out_ops_pass_opcheck():
+    a = torch.tensor([[0.0, 2.0], [1.0, 4.0]], dtype=torch.float64)
+    b = torch.tensor([[1.0, 3.0], [0.5, 1.0]], dtype=torch.float64)
+    op = torch.ops.fastvqa.temporal_iou.out
+    torch.library.opcheck(op, (a, b, "iou", False, torch.empty(2, 2, dtype=torch.float64)))
+    torch.library.opcheck(op, (a, b, "iop", True, torch.empty(2, dtype=torch.float64)))
+    # The functional overload stays pure: it declares no mutated argument.
+    assert not any(arg.alias_info for arg in torch.ops.fastvqa.temporal_iou.default._schema.arguments)
+
+
+def _np_readonly(shape):
+    arr = np.empty(shape)
+    arr.flags.writeable = False
+    return arr
+
+
+NUMPY_BAD_OUTS = [
+    pytest.param(lambda: np.empty((3, 2)), ValueError, r"out must have shape \(2, 3\), got \(3, 2\)",
+                 id="shape"),
+    pytest.param(lambda: np.empty((2, 3), np.float32), TypeError, "result dtype float64, got float32",
+                 id="dtype"),
+    pytest.param(lambda: np.empty((2, 3), ">f8"), TypeError, "result dtype float64", id="byteorder"),
+    pytest.param(lambda: np.empty((3, 2)).T, ValueError, "out must be C-contiguous", id="strides"),
+    pytest.param(lambda: _np_readonly((2, 3)), ValueError, "out must be writeable", id="readonly"),
+    pytest.param(lambda: torch.empty(2, 3, dtype=torch.float64), TypeError,
+                 "out must be a NumPy array like the inputs, got torch.Tensor", id="kind"),
+    pytest.param(lambda: [[0.0] * 3] * 2, TypeError, "out must be a NumPy array", id="list"),
+]
+
+
+@pytest.mark.parametrize(("make", "exc", "match"), NUMPY_BAD_OUTS)
+def test_out_numpy_bad_raises(make, exc, match):
+    a = np.array([[0.0, 1.0], [2.0, 3.0]])
+    b = np.array([[0.0, 1.0], [1.0, 2.0], [2.0, 4.0]])
+    with pytest.raises(exc, match=match):
+        temporal_iou(a, b, out=make())
+
+
+TORCH_BAD_OUTS = [
+    pytest.param(lambda: torch.empty(3, 2, dtype=torch.float64), ValueError,
+                 r"out must have shape \(2, 3\), got \(3, 2\)", id="shape"),
+    pytest.param(lambda: torch.empty(2, 3), TypeError,
+                 "result dtype torch.float64, got torch.float32", id="dtype"),
+    pytest.param(lambda: torch.empty(3, 2, dtype=torch.float64).T, ValueError,
+                 "out must be contiguous", id="strides"),
+    pytest.param(lambda: torch.empty(2, 3, dtype=torch.float64, device="meta"), ValueError,
+                 "out must be on the inputs' device cpu, got meta", id="device"),
+    pytest.param(lambda: torch.empty(2, 3, dtype=torch.float64, requires_grad=True), ValueError,
+                 "out must not require grad", id="grad"),
+    pytest.param(lambda: np.empty((2, 3)), TypeError,
+                 "out must be a torch tensor like the inputs, got numpy.ndarray", id="kind"),
+]
+
+
+@pytest.mark.parametrize(("make", "exc", "match"), TORCH_BAD_OUTS)
+def test_out_torch_bad_raises(make, exc, match):
+    a = torch.tensor([[0.0, 1.0], [2.0, 3.0]], dtype=torch.float64)
+    b = torch.tensor([[0.0, 1.0], [1.0, 2.0], [2.0, 4.0]], dtype=torch.float64)
+    with pytest.raises(exc, match=match):
+        temporal_iou(a, b, out=make())
+
+
+@pytest.mark.parametrize("kind", ["numpy", "torch"])
+@pytest.mark.parametrize("which", ["a", "b"])
+def test_out_overlapping_an_input_raises_and_leaves_it(kind, which):
+    lib = np if kind == "numpy" else torch
+    buf = lib.zeros(16, dtype=lib.float64)
+    buf[:8] = lib.arange(8, dtype=lib.float64) if kind == "numpy" else torch.arange(8.0)
+    a, b = buf[0:4].reshape(2, 2), buf[4:8].reshape(2, 2)
+    before = to_numpy(buf).copy()
+    out = buf[2:4] if which == "a" else buf[6:8]  # overlaps a's second / b's second row
+    with pytest.raises(ValueError, match=f"out must not overlap the input {which}"):
+        paired_temporal_iou(a, b, out=out)
+    np.testing.assert_array_equal(to_numpy(buf), before)
+    # A disjoint slice of the same buffer is fine: [0,1] v [4,5] and [2,3] v [6,7] -> 0.
+    disjoint = buf[8:10]
+    assert paired_temporal_iou(a, b, out=disjoint) is disjoint
+    assert to_numpy(disjoint).tolist() == [0.0, 0.0]
+
+
+def test_out_bad_inputs_still_name_the_input():
+    with pytest.raises(ValueError, match="b must have shape"):
+        temporal_iou(np.zeros((2, 2)), np.zeros((2, 3)), out=np.empty((2, 2)))
+    with pytest.raises(ValueError, match="same number of spans"):
+        paired_temporal_iou(np.zeros((2, 2)), np.zeros((3, 2)), out=np.empty(2))
+    with pytest.raises(ValueError, match="mode must be one of"):
+        temporal_iou(np.zeros((2, 2)), np.zeros((2, 2)), "bad", out=np.empty((2, 2)))

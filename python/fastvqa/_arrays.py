@@ -91,3 +91,34 @@ def numpy_index(x: Any, op: str, name: str) -> np.ndarray:
 def numpy_alloc(shape: tuple[int, ...], dtype: str) -> np.ndarray:
     return np.empty(shape, dtype=dtype)
 
+
+
+def numpy_out(out: Any, op: str, shape: tuple[int, ...], dtype: np.dtype,
+              **inputs: np.ndarray) -> np.ndarray:
+    """Check a caller's preallocated NumPy output before a kernel writes it.
+
+    ``out`` must be an ndarray of exactly ``shape`` and ``dtype`` (the result
+    dtype, native byte order), C-contiguous, writeable, and share no memory
+    with any of ``inputs`` (the arrays the kernel reads). Returns ``out``.
+    """
+    if not isinstance(out, np.ndarray):
+        raise TypeError(f"{op}: out must be a NumPy array like the inputs, got "
+                        f"{type(out).__module__}.{type(out).__qualname__}")
+    if out.shape != shape:
+        raise ValueError(f"{op}: out must have shape {shape}, got {out.shape}")
+    if out.dtype != dtype:
+        raise TypeError(f"{op}: out must have the result dtype {dtype}, got {out.dtype}")
+    if not out.flags.c_contiguous:
+        raise ValueError(f"{op}: out must be C-contiguous")
+    if not out.flags.writeable:
+        raise ValueError(f"{op}: out must be writeable")
+    for name, x in inputs.items():
+        # The bounds test is cheap; the exact test only runs when bounds meet.
+        if np.may_share_memory(out, x):
+            try:
+                shared = np.shares_memory(out, x, max_work=10_000)
+            except np.exceptions.TooHardError:
+                shared = True
+            if shared:
+                raise ValueError(f"{op}: out must not overlap the input {name}")
+    return out

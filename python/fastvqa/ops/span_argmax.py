@@ -75,8 +75,8 @@ def span_argmax(
         ``+inf`` inputs are outside the contract.
 
     Cost:
-        top-1 runs in O(T) per row (a sliding-window maximum of the start
-        scores), never building the ``T x T`` matrix; top-k is exact and skips
+        top-1 runs in O(T log max_len) vectorised sweeps per row (window
+        maxima of the start scores), never building the ``T x T`` matrix; top-k is exact and skips
         every end whose best span cannot enter the current top-k.
 
     dtypes:

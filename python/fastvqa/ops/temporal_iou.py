@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Optional
 
 from fastvqa import _arrays, _checks
 from fastvqa._ext import _C
@@ -57,50 +57,77 @@ _MODES_DOC = """
     grad."""
 
 
-def temporal_iou(a: Any, b: Any, mode: str = "iou") -> Any:
+def temporal_iou(a: Any, b: Any, mode: str = "iou", *, out: Any = None) -> Any:
     """Pairwise temporal overlap between every span of ``a`` and every span of ``b``.
 
     Args:
         a: ``[N, 2]`` spans (predictions), NumPy array or torch tensor.
         b: ``[M, 2]`` spans (ground truth), same kind and device as ``a``.
         mode: ``"iou"``, ``"iop"``, ``"iog"`` or ``"giou"``.
+        out: optional preallocated result, written once and returned (no
+            allocation, no page faults on a fresh buffer): a NumPy array for
+            NumPy inputs, a torch tensor on the inputs' device for torch
+            inputs; shape ``(N, M)``, the result dtype, C-contiguous,
+            writeable, sharing no memory with ``a`` or ``b``, and (torch) not
+            requiring grad. Anything else raises ValueError/TypeError before
+            it is written.
 
     Returns:
-        ``[N, M]`` overlaps, same kind and device as the inputs; ``out[i, j]``
-        compares ``a[i]`` with ``b[j]``. ``N = 0`` or ``M = 0`` gives an empty
-        array without launching anything.
+        ``[N, M]`` overlaps, same kind and device as the inputs (``out``
+        itself when given); ``result[i, j]`` compares ``a[i]`` with ``b[j]``.
+        ``N = 0`` or ``M = 0`` gives an empty array without launching anything.
     """
-    return _overlap(a, b, mode, paired=False)
+    return _overlap(a, b, mode, paired=False, out=out)
 
 
-def paired_temporal_iou(a: Any, b: Any, mode: str = "iou") -> Any:
+def paired_temporal_iou(a: Any, b: Any, mode: str = "iou", *, out: Any = None) -> Any:
     """Elementwise temporal overlap: ``out[i] = overlap(a[i], b[i])``.
 
     Args:
         a: ``[N, 2]`` spans (predictions).
         b: ``[N, 2]`` spans (ground truth), same kind and device as ``a``.
         mode: ``"iou"``, ``"iop"``, ``"iog"`` or ``"giou"``.
+        out: optional preallocated ``(N,)`` result, written once and returned;
+            the same rules as :func:`temporal_iou`'s ``out``.
 
     Returns:
-        ``[N]`` overlaps, same kind and device as the inputs.
+        ``[N]`` overlaps, same kind and device as the inputs (``out`` itself
+        when given).
     """
-    return _overlap(a, b, mode, paired=True)
+    return _overlap(a, b, mode, paired=True, out=out)
 
 
 temporal_iou.__doc__ += _MODES_DOC  # type: ignore[operator]
 paired_temporal_iou.__doc__ += _MODES_DOC  # type: ignore[operator]
 
 
-def _overlap(a: Any, b: Any, mode: str, paired: bool) -> Any:
+def _overlap(a: Any, b: Any, mode: str, paired: bool, out: Any = None) -> Any:
     op = "paired_temporal_iou" if paired else "temporal_iou"
     mode = _checks.string(mode, op, "mode")  # its values are checked in C++
     if _arrays.any_torch(a, b):
         _arrays.require_all_torch(op, a=a, b=b)
         from fastvqa.ops import _torch_temporal_iou
 
+        if out is not None:
+            return _torch_temporal_iou.temporal_iou_out(a, b, mode, paired, out)
         return _torch_temporal_iou.temporal_iou(a, b, mode, paired)
     a_np, b_np = _arrays.numpy_common_float(op, a=a, b=b)
-    return _C.temporal_iou(a_np, b_np, mode, paired, 0, _arrays.numpy_alloc)
+    if out is None:
+        return _C.temporal_iou(a_np, b_np, mode, paired, 0, _arrays.numpy_alloc)
+    shape = _overlap_shape(a_np.shape, b_np.shape, paired)
+    if shape is None:  # invalid inputs: the kernel's own checks raise, naming a and b
+        return _C.temporal_iou(a_np, b_np, mode, paired, 0, _arrays.numpy_alloc)
+    _arrays.numpy_out(out, op, shape, a_np.dtype, a=a_np, b=b_np)
+    return _C.temporal_iou(a_np, b_np, mode, paired, 0, lambda _shape, _dtype: out)
+
+
+def _overlap_shape(a_shape: tuple, b_shape: tuple, paired: bool) -> Optional[tuple[int, ...]]:
+    """The result shape for valid input shapes, else None."""
+    if len(a_shape) != 2 or len(b_shape) != 2 or a_shape[1] != 2 or b_shape[1] != 2:
+        return None
+    if paired:
+        return (a_shape[0],) if a_shape[0] == b_shape[0] else None
+    return (a_shape[0], b_shape[0])
 
 
 def grounding_overlap(pred: Any, gt: Any, gt_offsets: Any) -> Overlap:

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// CPU span argmax, O(T) per row for top-1.
+// CPU span argmax: top-1 in O(T log max_len) vectorised sweeps per row.
 //
 // The best start of end j is the argmax of the start scores over the sliding
 // window [j - max_len + 1, j - min_len + 1] (refined by exact_best_start for
@@ -10,6 +10,7 @@
 // prefix[hi]. Unlike a monotonic deque this has no data-dependent branches,
 // which is what makes it fast on random scores. Top-k reuses the best span of
 // every end to skip ends that cannot enter the list and scans the rest exactly.
+#include <limits>
 #include <vector>
 
 #include "fastvqa/common/parallel.h"
@@ -105,9 +106,12 @@ void for_each_end(const RowView<T>& r, int64_t min_len, int64_t max_len, BlockMa
   }
 }
 
+// The exact top-1 of a row by the block-wise running argmax (any scores);
+// top1_row hands it the rows whose best score is -inf.
 template <typename T>
-void top1_row(const RowView<T>& r, int64_t min_len, int64_t max_len, BlockMax<T>& bm,
-              int64_t* out_span, T* out_score) {
+void top1_row_exact(const RowView<T>& r, int64_t min_len, int64_t max_len, BlockMax<T>& bm,
+                    int64_t* out_span, T* out_score) {
+  bm.resize(r.length > 0 ? r.length : 1);
   bool found = false;
   T best = T(0);
   int64_t bi = -1, bj = -1;
@@ -121,6 +125,222 @@ void top1_row(const RowView<T>& r, int64_t min_len, int64_t max_len, BlockMax<T>
       bj = j;
     }
   });
+  if (found) {
+    out_span[0] = bi;
+    out_span[1] = bj;
+    out_score[0] = best;
+  }
+  fill_missing<T>(found ? 1 : 0, 1, out_span, out_score);
+}
+
+// max(acc, x) for numbers without NaN: a single max instruction once vectorised.
+template <typename T>
+inline T plain_max(T acc, T x) {
+  return x > acc ? x : acc;
+}
+
+// Scratch rows of top-1, reused across the rows of one thread.
+template <typename T>
+struct Top1Scratch {
+  std::vector<T> s, e, pre, win, tmp, m;
+  void resize(int64_t n) {
+    for (auto* v : {&s, &e, &pre, &win, &tmp, &m}) v->resize(n);
+  }
+};
+
+// pre[t] = plain_max of v[0..t], t < n. Eight independent chains over eight
+// contiguous segments (so the max latency overlaps), then each segment is
+// raised to the maximum of the segments before it (a contiguous sweep).
+template <typename T>
+void prefix_max(const T* v, int64_t n, T* pre) {
+  constexpr int kLanes = 8;
+  const int64_t seg = (n + kLanes - 1) / kLanes;
+  const T none = -std::numeric_limits<T>::infinity();
+  T acc[kLanes];
+  for (int l = 0; l < kLanes; ++l) acc[l] = none;
+  for (int64_t t = 0; t < seg; ++t) {
+    for (int l = 0; l < kLanes; ++l) {
+      const int64_t i = l * seg + t;
+      if (i < n) {
+        acc[l] = plain_max(acc[l], v[i]);
+        pre[i] = acc[l];
+      }
+    }
+  }
+  T carry = none;
+  for (int l = 1; l < kLanes && l * seg < n; ++l) {
+    carry = plain_max(carry, pre[l * seg - 1]);
+    const int64_t stop = (l + 1) * seg < n ? (l + 1) * seg : n;
+#pragma omp simd
+    for (int64_t i = l * seg; i < stop; ++i) pre[i] = plain_max(carry, pre[i]);
+  }
+}
+
+// win[i] = plain_max of v[i .. i + width - 1] for i <= n - width, by doubling
+// (four at a time): about log4(width) contiguous, branch-free sweeps
+// (vectorised), then one sweep
+// combining two overlapping power-of-two windows. Needs width <= n; uses tmp
+// as scratch.
+template <typename T>
+void window_max(const T* v, int64_t n, int64_t width, T* win, T* tmp) {
+  const T* cur = v;
+  int64_t p = 1;
+  T* bufs[2] = {tmp, win};
+  int which = 0;
+  while (4 * p <= width) {  // four windows at a time: half the sweeps
+    T* dst = bufs[which];
+    const int64_t len = n - 4 * p + 1;  // dst[i] = max of v[i .. i + 4p - 1]
+#pragma omp simd
+    for (int64_t i = 0; i < len; ++i)
+      dst[i] = plain_max(plain_max(cur[i], cur[i + p]), plain_max(cur[i + 2 * p], cur[i + 3 * p]));
+    cur = dst;
+    which ^= 1;
+    p *= 4;
+  }
+  while (2 * p <= width) {
+    T* dst = bufs[which];
+    const int64_t len = n - 2 * p + 1;  // dst[i] = max of v[i .. i + 2p - 1]
+#pragma omp simd
+    for (int64_t i = 0; i < len; ++i) dst[i] = plain_max(cur[i], cur[i + p]);
+    cur = dst;
+    which ^= 1;
+    p *= 2;
+  }
+  const int64_t count = n - width + 1, shift = width - p;
+  T* dst = cur == win ? tmp : win;
+#pragma omp simd
+  for (int64_t i = 0; i < count; ++i) dst[i] = plain_max(cur[i], cur[i + shift]);
+  if (dst != win) {
+#pragma omp simd
+    for (int64_t i = 0; i < count; ++i) win[i] = dst[i];
+  }
+}
+
+// The smallest i in [lo, stop] with s[i] + e == target, or -1; checked
+// sixteen at a time (a vectorised test) before the exact position is sought.
+template <typename T>
+int64_t first_sum_equal(const T* s, int64_t lo, int64_t stop, T e, T target) {
+  constexpr int64_t kChunk = 16;
+  int64_t i = lo;
+  for (; i + kChunk - 1 <= stop; i += kChunk) {
+    int hit = 0;
+#pragma omp simd reduction(| : hit)
+    for (int64_t t = 0; t < kChunk; ++t) hit |= (s[i + t] + e == target);
+    if (hit) break;
+  }
+  for (; i <= stop; ++i)
+    if (s[i] + e == target) return i;  // NaN never compares equal
+  return -1;
+}
+
+// Top-1 in branch-free, vectorised passes over contiguous rows, then an exact
+// tie-break among the ends that reach the maximum:
+//   1. window maxima of the start scores, values only (an unusable NaN
+//      start counts as -inf): a prefix maximum for the windows clipped at
+//      step 0 and doubling sweeps for the full-width ones;
+//   2. for every end j, m[j] = (window maximum) + end[j], whose largest value
+//      is the best score (addition is monotone); NaN where j has no span;
+//   3. for the ends with m[j] == best, in order, the smallest start i with
+//      start[i] + end[j] == best (this also finds a smaller start whose lower
+//      score rounds to the same sum): the first (i, j) in the contract's
+//      order (higher score, then smaller start, then smaller end).
+// A row whose best sum is -inf (where -inf starts and unusable ones would
+// differ) goes to top1_row_exact.
+template <typename T>
+void top1_row(const RowView<T>& r, int64_t min_len, int64_t max_len, Top1Scratch<T>& w,
+              BlockMax<T>& bm, int64_t* out_span, T* out_score) {
+  const int64_t n = r.length - min_len + 1;  // starts that can pair with an end
+  const int64_t width = max_len - min_len + 1;
+  bool found = false;
+  T best = T(0);
+  int64_t bi = -1, bj = -1;
+  if (n > 0) {
+    T* s = w.s.data();
+    T* m = w.m.data();
+    const T* src = r.start;
+    const int64_t ss = r.ss;
+    const T neg_inf = -std::numeric_limits<T>::infinity();
+    // NaN (an unusable start) becomes -inf, so the maxima below need no NaN
+    // test; a best score of -inf, where the two could differ, is left to
+    // top1_row_exact.
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i) {
+      const T v = src[i * ss];
+      s[i] = v == v ? v : neg_inf;
+    }
+    // Ends j in [min_len - 1, length), window [max(j - max_len + 1, 0), j - min_len + 1]:
+    // clipped at 0 (a prefix) for j < j_split, full width from j_split on.
+    const int64_t j0 = min_len - 1, j_end = r.length;
+    const int64_t j_split = max_len - 1 < j_end ? (max_len - 1 > j0 ? max_len - 1 : j0) : j_end;
+    // A contiguous end row (copied only when strided) keeps the sweeps below vectorised.
+    const T* e = r.end;
+    if (r.es != 1) {
+      T* ec = w.e.data();
+      const int64_t es = r.es;
+      for (int64_t j = j0; j < j_end; ++j) ec[j] = e[j * es];
+      e = ec;
+    }
+    T top = neg_inf;
+    int any = 0;
+    if (j_split > j0) {
+      T* pre = w.pre.data();
+      prefix_max(s, j_split - j0, pre);
+      const T* pre_at_j = pre - j0;  // pre_at_j[j] = max of s[0 .. j - min_len + 1]
+#pragma omp simd reduction(max : top) reduction(| : any)
+      for (int64_t j = j0; j < j_split; ++j) {
+        const T mj = pre_at_j[j] + e[j];
+        m[j - j0] = mj;
+        const T v = mj == mj ? mj : neg_inf;  // NaN: no span ends at j
+        top = v > top ? v : top;
+        any |= static_cast<int>(mj == mj);
+      }
+    }
+    if (j_end > j_split) {
+      T* win = w.win.data();
+      window_max(s, n, width, win, w.tmp.data());
+      const T* win_at_j = win - (max_len - 1);  // win_at_j[j] = max of the window of j
+#pragma omp simd reduction(max : top) reduction(| : any)
+      for (int64_t j = j_split; j < j_end; ++j) {
+        const T mj = win_at_j[j] + e[j];
+        m[j - j0] = mj;
+        const T v = mj == mj ? mj : neg_inf;  // NaN: no span ends at j
+        top = v > top ? v : top;
+        any |= static_cast<int>(mj == mj);
+      }
+    }
+    if (any && !(top > neg_inf)) {  // only -inf sums (or none): the exact path decides
+      top1_row_exact(r, min_len, max_len, bm, out_span, out_score);
+      return;
+    }
+    if (any) {
+      found = true;
+      best = top;
+      for (int64_t j = j0; j < j_end; ++j) {
+        j = j0 + first_sum_equal(m, j - j0, j_end - 1 - j0, T(0), best);  // next end at best
+        if (j < j0) break;
+        int64_t lo, hi;
+        start_window(j, min_len, max_len, &lo, &hi);
+        if (bi >= 0 && lo >= bi) break;  // later ends start later still: none can win
+        const int64_t stop = bi >= 0 && bi - 1 < hi ? bi - 1 : hi;
+        const int64_t i = first_sum_equal(s, lo, stop, e[j], best);
+        if (i >= 0) {
+          bi = i;
+          bj = j;
+        }
+      }
+      // The score, as the block-argmax path forms it: start[b] + end[bj] with b
+      // the first start at the window's maximum (this fixes the sign of a zero
+      // sum, which the value-only maxima above leave open).
+      int64_t lo, hi;
+      start_window(bj, min_len, max_len, &lo, &hi);
+      T wmax = neg_inf;
+#pragma omp simd reduction(max : wmax)
+      for (int64_t i = lo; i <= hi; ++i) wmax = plain_max(wmax, s[i]);
+      int64_t b = lo;
+      while (!(s[b] == wmax)) ++b;
+      best = s[b] + e[bj];
+    }
+  }
   if (found) {
     out_span[0] = bi;
     out_span[1] = bj;
@@ -147,15 +367,21 @@ void span_argmax_cpu(const Params<T>& p) {
 #pragma omp parallel if (batch * p.steps >= 65536)
   {
     BlockMax<T> bm;
-    bm.resize(p.steps);
-    std::vector<int64_t> best(p.steps);
+    Top1Scratch<T> top1;
+    std::vector<int64_t> best;
+    if (p.k == 1) {
+      top1.resize(p.steps);
+    } else {
+      bm.resize(p.steps);
+      best.resize(p.steps);
+    }
 #pragma omp for schedule(dynamic, rows_per_chunk(p.steps))
     for (int64_t b = 0; b < batch; ++b) {
       const RowView<T> r = p.row(b);
       int64_t* spans = p.out_spans + b * p.k * 2;
       T* scores = p.out_scores + b * p.k;
       if (p.k == 1) {
-        top1_row(r, p.min_len, p.max_len, bm, spans, scores);
+        top1_row(r, p.min_len, p.max_len, top1, bm, spans, scores);
       } else {
         const int64_t count =
             topk_row_cpu(r, p.min_len, p.max_len, p.k, bm, best.data(), spans, scores);
