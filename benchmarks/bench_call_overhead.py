@@ -146,46 +146,47 @@ def main(argv=None) -> int:
     except ImportError as e:
         tvo, tv_reason = None, f"torchvision not installed ({e})"
     rows, results, overhead = [], [], {}
-    for n in sizes:
-        d_np = _inputs(n, rng)
-        d_t = {k: torch.from_numpy(v) for k, v in d_np.items()}
-        for name, mod_name, call in CASES:
-            module = importlib.import_module(f"fastvqa.ops.{mod_name}")
+    with H.busy_load(args.busy):  # --busy N: N spinning processes while timing
+        for n in sizes:
+            d_np = _inputs(n, rng)
+            d_t = {k: torch.from_numpy(v) for k, v in d_np.items()}
+            for name, mod_name, call in CASES:
+                module = importlib.import_module(f"fastvqa.ops.{mod_name}")
 
-            def slow(call=call, module=module):
-                with _Dispatcher(module):
-                    return call(d_t)
+                def slow(call=call, module=module):
+                    with _Dispatcher(module):
+                        return call(d_t)
 
-            fns = {"numpy": lambda call=call: call(d_np), "torch": lambda call=call: call(d_t),
-                   "torch dispatcher": slow}
-            outs = {k: _flat(fn()) for k, fn in fns.items()}
-            for k in ("torch", "torch dispatcher"):
-                if any(a.dtype != b.dtype or a.shape != b.shape
-                       or not np.array_equal(a, b, equal_nan=True)
-                       for a, b in zip(outs["numpy"], outs[k])):
-                    print(f"{name} n={n}: {k} differs from numpy", file=sys.stderr)
-                    return 1
-            times = _interleaved(fns, args.repeats, args.min_repeat_ms / 1e3)
-            med = {k: statistics.median(v) for k, v in times.items()}
-            extra = statistics.median(t - u for t, u in zip(times["torch"], times["numpy"]))
-            extra_min = min(times["torch"]) - min(times["numpy"])
-            if n == sizes[0]:
-                overhead[name] = extra_min
-            results.append({"op": name, "n": n, **{f"{k}_s": v for k, v in med.items()},
-                            **{f"{k}_min_s": min(v) for k, v in times.items()},
-                            "torch_minus_numpy_s": extra, "torch_minus_numpy_min_s": extra_min})
-            rows.append([name, f"{n:,}", H.fmt_time(med["numpy"]), H.fmt_time(med["torch"]),
-                         H.fmt_time(med["torch dispatcher"]), f"{extra * 1e6:+.1f} us",
-                         f"{extra_min * 1e6:+.1f} us",
-                         f"{(min(times['torch dispatcher']) - min(times['numpy'])) * 1e6:+.1f} us"])
-        if tvo is not None:
-            boxes = torch.from_numpy(np.stack([d_np["spans"][:, 0], np.zeros(n, np.float32),
-                                               d_np["spans"][:, 1], np.ones(n, np.float32)], 1))
-            sc = d_t["scores"]
-            t = _interleaved({"tv": lambda: tvo.nms(boxes, sc, 0.5)}, args.repeats,
-                             args.min_repeat_ms / 1e3)["tv"]
-            rows.append(["torchvision.ops.nms (peer)", f"{n:,}", "-",
-                         H.fmt_time(statistics.median(t)), "-", "-", "-", "-"])
+                fns = {"numpy": lambda call=call: call(d_np), "torch": lambda call=call: call(d_t),
+                       "torch dispatcher": slow}
+                outs = {k: _flat(fn()) for k, fn in fns.items()}
+                for k in ("torch", "torch dispatcher"):
+                    if any(a.dtype != b.dtype or a.shape != b.shape
+                           or not np.array_equal(a, b, equal_nan=True)
+                           for a, b in zip(outs["numpy"], outs[k])):
+                        print(f"{name} n={n}: {k} differs from numpy", file=sys.stderr)
+                        return 1
+                times = _interleaved(fns, args.repeats, args.min_repeat_ms / 1e3)
+                med = {k: statistics.median(v) for k, v in times.items()}
+                extra = statistics.median(t - u for t, u in zip(times["torch"], times["numpy"]))
+                extra_min = min(times["torch"]) - min(times["numpy"])
+                if n == sizes[0]:
+                    overhead[name] = extra_min
+                results.append({"op": name, "n": n, **{f"{k}_s": v for k, v in med.items()},
+                                **{f"{k}_min_s": min(v) for k, v in times.items()},
+                                "torch_minus_numpy_s": extra, "torch_minus_numpy_min_s": extra_min})
+                rows.append([name, f"{n:,}", H.fmt_time(med["numpy"]), H.fmt_time(med["torch"]),
+                             H.fmt_time(med["torch dispatcher"]), f"{extra * 1e6:+.1f} us",
+                             f"{extra_min * 1e6:+.1f} us",
+                             f"{(min(times['torch dispatcher']) - min(times['numpy'])) * 1e6:+.1f} us"])
+            if tvo is not None:
+                boxes = torch.from_numpy(np.stack([d_np["spans"][:, 0], np.zeros(n, np.float32),
+                                                   d_np["spans"][:, 1], np.ones(n, np.float32)], 1))
+                sc = d_t["scores"]
+                t = _interleaved({"tv": lambda: tvo.nms(boxes, sc, 0.5)}, args.repeats,
+                                 args.min_repeat_ms / 1e3)["tv"]
+                rows.append(["torchvision.ops.nms (peer)", f"{n:,}", "-",
+                             H.fmt_time(statistics.median(t)), "-", "-", "-", "-"])
     print(f"\nper-call time ({args.clock} clock), CPU, float32 (median over repeats, "
           "interleaved)")
     table = H.print_table(["op", "elements", "numpy", "torch", "torch dispatcher",
@@ -198,8 +199,9 @@ def main(argv=None) -> int:
           f"{overhead[worst] * 1e6:.1f} us "
           f"({worst}); target < {TARGET_US:g} us: {verdict}")
     env = H.environment(args.device)
-    print(H.environment_line(env))
-    path = H.write_json(args.out, NAME, {"config": {"sizes": sizes, "clock": args.clock, "repeats": args.repeats},
+    print(H.environment_line(env, busy=args.busy))
+    config = {"sizes": sizes, "clock": args.clock, "repeats": args.repeats, "busy": args.busy}
+    path = H.write_json(args.out, NAME, {"config": config,
                                          "environment": env, "results": results,
                                          "fixed_overhead_s": overhead, "table": table,
                                          "target_met": verdict == "PASS"})

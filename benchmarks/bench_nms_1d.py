@@ -155,7 +155,8 @@ def scaling(args) -> int:
     thr = args.iou_threshold
     config = {"scaling_sizes": args.scaling_sizes, "iou_threshold": thr, "dtype": args.dtype,
               "seed": args.seed, "repeats": args.repeats, "old": str(args.old),
-              "old_max": args.old_max, "density": "start U[0, N/10) s, length U[1, 30) s"}
+              "old_max": args.old_max, "density": "start U[0, N/10) s, length U[1, 30) s",
+              "busy": args.busy}
     env = H.environment("cpu")
     name = f"{NAME}_scaling_cpu"
     rows, results = [], []
@@ -173,11 +174,12 @@ def scaling(args) -> int:
             if not (np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])):
                 H.fail_check(args.out, name, config, env, f"N={n}: {k} keeps other spans")
         times = {k: [] for k in here}
-        for _ in range(args.repeats):  # interleaved, call by call
-            for k, m in here.items():
-                t0 = time.perf_counter()
-                call(m)
-                times[k].append(time.perf_counter() - t0)
+        with H.busy_load(args.busy):  # --busy N: N spinning processes while timing
+            for _ in range(args.repeats):  # interleaved, call by call
+                for k, m in here.items():
+                    t0 = time.perf_counter()
+                    call(m)
+                    times[k].append(time.perf_counter() - t0)
         row = {"spans": n, "kept": len(want[0])}
         for k, ts in times.items():
             row[k] = {"median_s": float(np.median(ts)), "min_s": float(np.min(ts))}

@@ -8,8 +8,9 @@ import torch
 from torch import Tensor
 
 from fastvqa._ext import _C
-from fastvqa.ops._torch_common import (_call, _call_cpu, _cast, _check_devices, _fast,
-                                       _float_dtype, _prep_floats, _prep_index)
+from fastvqa.ops._torch_common import (_allocator, _call, _call_cpu, _cast, _check_devices,
+                                       _fast, _float_dtype, _prep_floats, _prep_index,
+                                       _stream)
 
 # ---------------------------------------------------------------- temporal IoU
 
