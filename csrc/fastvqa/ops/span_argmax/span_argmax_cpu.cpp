@@ -233,6 +233,27 @@ int64_t first_sum_equal(const T* s, int64_t lo, int64_t stop, T e, T target) {
   return -1;
 }
 
+// Step 2 over the ends j in [from, to): m_at_j[j] = best_at_j[j] + e[j] (NaN
+// where no span ends at j); raises `top` to the largest non-NaN sum and sets
+// `any` when one exists. One vectorised pass.
+template <typename T>
+void sums_at_ends(const T* best_at_j, const T* e, int64_t from, int64_t to, T* m_at_j, T& top_io,
+                  int& any_io) {
+  const T neg_inf = -std::numeric_limits<T>::infinity();
+  T top = top_io;
+  int any = any_io;
+#pragma omp simd reduction(max : top) reduction(| : any)
+  for (int64_t j = from; j < to; ++j) {
+    const T mj = best_at_j[j] + e[j];
+    m_at_j[j] = mj;
+    const T v = mj == mj ? mj : neg_inf;  // NaN: no span ends at j
+    top = v > top ? v : top;
+    any |= static_cast<int>(mj == mj);
+  }
+  top_io = top;
+  any_io = any;
+}
+
 // Top-1 in branch-free, vectorised passes over contiguous rows, then an exact
 // tie-break among the ends that reach the maximum:
 //   1. window maxima of the start scores, values only (an unusable NaN
@@ -286,27 +307,13 @@ void top1_row(const RowView<T>& r, int64_t min_len, int64_t max_len, Top1Scratch
       T* pre = w.pre.data();
       prefix_max(s, j_split - j0, pre);
       const T* pre_at_j = pre - j0;  // pre_at_j[j] = max of s[0 .. j - min_len + 1]
-#pragma omp simd reduction(max : top) reduction(| : any)
-      for (int64_t j = j0; j < j_split; ++j) {
-        const T mj = pre_at_j[j] + e[j];
-        m[j - j0] = mj;
-        const T v = mj == mj ? mj : neg_inf;  // NaN: no span ends at j
-        top = v > top ? v : top;
-        any |= static_cast<int>(mj == mj);
-      }
+      sums_at_ends(pre_at_j, e, j0, j_split, m - j0, top, any);
     }
     if (j_end > j_split) {
       T* win = w.win.data();
       window_max(s, n, width, win, w.tmp.data());
       const T* win_at_j = win - (max_len - 1);  // win_at_j[j] = max of the window of j
-#pragma omp simd reduction(max : top) reduction(| : any)
-      for (int64_t j = j_split; j < j_end; ++j) {
-        const T mj = win_at_j[j] + e[j];
-        m[j - j0] = mj;
-        const T v = mj == mj ? mj : neg_inf;  // NaN: no span ends at j
-        top = v > top ? v : top;
-        any |= static_cast<int>(mj == mj);
-      }
+      sums_at_ends(win_at_j, e, j_split, j_end, m - j0, top, any);
     }
     if (any && !(top > neg_inf)) {  // only -inf sums (or none): the exact path decides
       top1_row_exact(r, min_len, max_len, bm, out_span, out_score);
