@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import pytest
 
 from fastvqa.ops import grounding_overlap, paired_temporal_iou, span_argmax, temporal_iou
@@ -213,7 +215,10 @@ def test_dispatcher_kept_for_gradients_modes_and_tracing(monkeypatch):
     O.span_similarity_all(frames, torch.randn(1, 3), pool="mean_of_cos").sum().backward()
     assert sim == {"_call": 1, "_call_cpu": 0} and frames.grad is not None
 
-    traced = torch.jit.trace(lambda t: O.span_scores(t, reduce="sum"), torch.randn(2, 4))
+    with warnings.catch_warnings():  # newer torch deprecates jit.trace; it still traces
+        warnings.filterwarnings("ignore", message=r".*torch\.jit\.trace.* is deprecated",
+                                category=FutureWarning)
+        traced = torch.jit.trace(lambda t: O.span_scores(t, reduce="sum"), torch.randn(2, 4))
     assert "fastvqa::span_scores" in str(traced.graph)
     meta = O.span_scores(torch.randn(2, 4, device="meta"), reduce="sum", max_len=3)
     assert meta.device.type == "meta" and meta.shape == (2, 4, 3)
