@@ -127,8 +127,9 @@ def test_cli_table_file_with_an_unknown_suffix_is_refused(files, capsys, name):
 
 
 def test_cli_json_and_table_format_conflict(files, capsys):
-    _refused(capsys, [*_nextgqa(files), "--json", "--table-format", "latex"],
-             "--table-format formats the printed table")
+    line = _refused(capsys, [*_nextgqa(files), "--json", "--table-format", "latex"],
+                    "--table-format formats the printed table")
+    assert "--json prints JSON instead" in line
 
 
 @pytest.mark.parametrize("suffix", [".csv", ".CSV", ".json", ".jsonl", ".md"])
