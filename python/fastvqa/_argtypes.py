@@ -83,10 +83,7 @@ def positive_float(text: str) -> float:
 
 def unit_interval_positive(text: str) -> float:
     """A number in (0, 1] (a cosine or IoU threshold that must keep something)."""
-    value = _number(text)
-    if not 0.0 < value <= 1.0:  # also rejects NaN
-        raise argparse.ArgumentTypeError(f"must lie in (0, 1], got {value}")
-    return value
+    return _checked(_checks.unit_interval, _number(text), positive=True)
 
 
 def unit_interval(text: str) -> float:
