@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple, Optional
+from typing import Any, NamedTuple
 
 from fastvqa import _arrays, _checks
 from fastvqa._ext import _C
@@ -114,20 +114,13 @@ def _overlap(a: Any, b: Any, mode: str, paired: bool, out: Any = None) -> Any:
     a_np, b_np = _arrays.numpy_common_float(op, a=a, b=b)
     if out is None:
         return _C.temporal_iou(a_np, b_np, mode, paired, 0, _arrays.numpy_alloc)
-    shape = _overlap_shape(a_np.shape, b_np.shape, paired)
-    if shape is None:  # invalid inputs: the kernel's own checks raise, naming a and b
-        return _C.temporal_iou(a_np, b_np, mode, paired, 0, _arrays.numpy_alloc)
-    _arrays.numpy_out(out, op, shape, a_np.dtype, a=a_np, b=b_np)
-    return _C.temporal_iou(a_np, b_np, mode, paired, 0, lambda _shape, _dtype: out)
 
+    # The kernel asks for its output once, after its own checks of the inputs
+    # (so a bad a or b is named first): ``out``, checked against that request.
+    def use_out(shape, _dtype):
+        return _arrays.numpy_out(out, op, tuple(shape), a_np.dtype, a=a_np, b=b_np)
 
-def _overlap_shape(a_shape: tuple, b_shape: tuple, paired: bool) -> Optional[tuple[int, ...]]:
-    """The result shape for valid input shapes, else None."""
-    if len(a_shape) != 2 or len(b_shape) != 2 or a_shape[1] != 2 or b_shape[1] != 2:
-        return None
-    if paired:
-        return (a_shape[0],) if a_shape[0] == b_shape[0] else None
-    return (a_shape[0], b_shape[0])
+    return _C.temporal_iou(a_np, b_np, mode, paired, 0, use_out)
 
 
 def grounding_overlap(pred: Any, gt: Any, gt_offsets: Any) -> Overlap:
