@@ -89,7 +89,7 @@ constexpr int64_t kBlock = 8;
 // Does a kept span under tree node `node` (blocks [lo, hi)) among the leaves
 // [0, limit) suppress the candidate c? leaf_end holds each kept span's end at
 // its leaf (-inf elsewhere) and the tree each block's max, so a node whose max
-// end is <= c.start holds no span that ends after c starts (may_suppress) and
+// end is <= c.start holds no span that ends after c starts (see nms_1d_math.h) and
 // is skipped whole.
 template <typename T>
 bool tree_suppresses(const std::vector<T>& tree, const std::vector<T>& leaf_start,
@@ -123,7 +123,7 @@ bool tree_suppresses(const std::vector<T>& tree, const std::vector<T>& leaf_star
 // suppresses it; one with an infinite endpoint is compared with every kept
 // span (the plain loop; rare). A finite candidate can be suppressed only by
 // kept spans with an infinite endpoint (the `odd` list, compared one by one)
-// and, by may_suppress in nms_1d_math.h (iou_threshold >= 0), by finite kept
+// and, by the overlap rule in nms_1d_math.h (iou_threshold >= 0), by finite kept
 // spans of positive length that start before it ends and end after it starts.
 // Those are indexed: every finite span of positive length has a leaf of a
 // max-end segment tree, the leaves ordered by start; a kept span writes its
@@ -150,10 +150,11 @@ int64_t hard_group(const Params<T>& p, const Group<T>& g, HardScratch<T>& s) {
     return finite_span(keys[q].start, keys[q].stop) && keys[q].start < keys[q].stop;
   };
   s.by_start.clear();
-  for (int64_t q = 0; q < n; q = (q + 1 == count ? q0 : q + 1))
-    if (q < count || q >= q0) {
-      if (indexed(q)) s.by_start.push_back(q);
-    }
+  // The spans kept so far (keys[0, count)) and the candidates left (keys[q0, n)).
+  for (int64_t q = 0; q < count; ++q)
+    if (indexed(q)) s.by_start.push_back(q);
+  for (int64_t q = q0; q < n; ++q)
+    if (indexed(q)) s.by_start.push_back(q);
   std::sort(s.by_start.begin(), s.by_start.end(),
             [&keys](int64_t a, int64_t b) { return keys[a].start < keys[b].start; });
   const int64_t m = static_cast<int64_t>(s.by_start.size());

@@ -73,7 +73,8 @@ FASTVQA_HD bool suppresses(T iou, double iou_threshold) {
 // x and y, the rounded difference x - y is positive exactly when x > y
 // (gradual underflow; an overflow rounds to +inf), so that happens exactly when
 // min(ae, be) > max(as, bs), i.e. when both spans have positive length and each
-// starts before the other ends: the four comparisons below, without rounding.
+// starts before the other ends (as < ae, bs < be, as < be, bs < ae; the
+// tree walk of nms_1d_cpu.cpp tests exactly these), without rounding.
 // So every kept span that suppresses a candidate is among the kept spans of
 // positive length that start before the candidate's end and end after its
 // start; the caller still decides with suppresses(span_iou(...)), so the kept
@@ -85,10 +86,6 @@ FASTVQA_HD bool is_finite(T x) {
 template <typename T>
 FASTVQA_HD bool finite_span(T start, T stop) {
   return is_finite(start) && is_finite(stop);
-}
-template <typename T>
-FASTVQA_HD bool may_suppress(T as, T ae, T bs, T be) {
-  return as < ae && bs < be && as < be && bs < ae;
 }
 
 // A score that can be (or stay) a candidate: not NaN, not below the threshold.
