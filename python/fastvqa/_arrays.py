@@ -88,8 +88,10 @@ def numpy_index(x: Any, op: str, name: str) -> np.ndarray:
     return arr.astype(np.int64, copy=False)
 
 
-def numpy_alloc(shape: tuple[int, ...], dtype: str) -> np.ndarray:
-    return np.empty(shape, dtype=dtype)
+#: The kernels' allocator for NumPy outputs and scratch: they call
+#: ``alloc(shape, dtype_name)``, which is ``np.empty`` itself (no wrapper frame
+#: per array).
+numpy_alloc = np.empty
 
 
 

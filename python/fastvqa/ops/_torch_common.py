@@ -67,15 +67,15 @@ def _compute_dtype(dtype: torch.dtype) -> torch.dtype:
     return dtype if dtype in _NATIVE else torch.float32
 
 
-def _stream(t: Tensor) -> int:
-    return torch.cuda.current_stream(t.device).cuda_stream if t.is_cuda else 0
+def _stream(device: torch.device) -> int:
+    """The caller's current CUDA stream on ``device`` (0 on the CPU)."""
+    return torch.cuda.current_stream(device).cuda_stream if device.type == "cuda" else 0
 
 
 def _call(fn, device: torch.device, *args):
     """Run kernel ``fn`` on ``args`` (tensors exported through DLPack) on
     ``device``: the dispatcher path, inside the custom ops."""
-    stream = torch.cuda.current_stream(device).cuda_stream if device.type == "cuda" else 0
-    return fn(*args, stream, _allocator(device))
+    return fn(*args, _stream(device), _allocator(device))
 
 
 def _call_cpu(fn, device: torch.device, *args):
@@ -154,7 +154,7 @@ def _prep_index(t: Optional[Tensor], op: str, name: str) -> Optional[Tensor]:
         raise TypeError(f"{op}: {name} must hold integers, got {t.dtype}")
     # Row pointers and lengths are read on the host before launch; on CUDA the
     # copy wants one contiguous block.
-    t = t.detach().to(torch.int64)
+    t = _cast(t, torch.int64)  # integers never require grad: nothing to detach
     return t.contiguous() if t.is_cuda else t
 
 

@@ -53,7 +53,8 @@ def _span_scores_backward_op(
     _check_devices(op, grad=grad, lengths=lengths)
     g_w = _prep_float(grad, _compute_dtype(grad.dtype))
     lens = _prep_index(lengths, op, "lengths")
-    out = _C.span_scores_backward(g_w, reduce, min_len, lens, _stream(g_w),
+    # The backward kernel is called directly; _call runs the forward.
+    out = _C.span_scores_backward(g_w, reduce, min_len, lens, _stream(grad.device),
                                   _allocator(grad.device))
     return out.to(grad.dtype)
 

@@ -86,7 +86,7 @@ def _backward_op(
     _check_devices(_name(spans), frames=frames, grad=grad)
     g = _prep_float(grad, work)
     gf, gq = _C.span_similarity_backward(g, f, q, s, pool, min_len, max_len, lens, eps,
-                                         _stream(f), _allocator(frames.device))
+                                         _stream(frames.device), _allocator(frames.device))
     return gf.to(_grad_dtype(frames, work)), gq.to(_grad_dtype(query, work))
 
 

@@ -8,7 +8,7 @@ import torch
 from torch import Tensor
 
 from fastvqa._ext import _C
-from fastvqa.ops._torch_common import (_allocator, _call, _call_cpu, _cast, _check_devices,
+from fastvqa.ops._torch_common import (_call, _call_cpu, _cast, _check_devices,
                                        _fast, _float_dtype, _prep_floats, _prep_index,
                                        _stream)
 
@@ -102,9 +102,9 @@ def _temporal_iou_out_op(a: Tensor, b: Tensor, measure: str, paired: bool, out: 
     _check_no_overlap(op, out, a=a, b=b)
     (a_w, b_w), out_dtype = _prep_floats(op, a=a, b=b)
     if a_w.dtype == out_dtype:  # float32/float64: the kernel writes out itself, once
-        _C.temporal_iou(a_w, b_w, measure, paired, _stream(a_w), lambda _shape, _dtype: out)
+        _C.temporal_iou(a_w, b_w, measure, paired, _stream(a.device), lambda _shape, _dtype: out)
     else:  # float16/bfloat16: computed in float32, then cast into out
-        out.copy_(_C.temporal_iou(a_w, b_w, measure, paired, _stream(a_w), _allocator(a.device)))
+        out.copy_(_call(_C.temporal_iou, a.device, a_w, b_w, measure, paired))
 
 
 @_temporal_iou_out_op.register_fake

@@ -90,9 +90,8 @@ def span_argmax(
     min_len = _checks.integer(min_len, op, "min_len")
     topk = 1 if k is None else _checks.integer(k, op, "k")
     torch_in = _arrays.any_torch(start, end, lengths)
-    if not torch_in:
-        start, end = (_arrays.numpy_float(x, op, name) for x, name in ((start, "start"),
-                                                                      (end, "end")))
+    if not torch_in:  # converted once, to their common float dtype
+        start, end = _arrays.numpy_common_float(op, start=start, end=end)
     single = start.ndim == 1 and end.ndim == 1
     if single:  # one row: a batch of one, the batch axis dropped again below
         start, end = start[None], end[None]
@@ -106,9 +105,8 @@ def span_argmax(
         spans, scores = _torch_span_argmax.span_argmax(start, end, max_len, min_len, topk,
                                                        lengths)
     else:
-        s, e = _arrays.numpy_common_float(op, start=start, end=end)
         lens = None if lengths is None else _arrays.numpy_index(lengths, op, "lengths")
-        spans, scores = _C.span_argmax(s, e, max_len, min_len, topk, lens, 0,
+        spans, scores = _C.span_argmax(start, end, max_len, min_len, topk, lens, 0,
                                        _arrays.numpy_alloc)
     if k is None:
         spans, scores = spans[:, 0], scores[:, 0]
