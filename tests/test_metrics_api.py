@@ -254,6 +254,24 @@ def test_state_is_a_copy_of_the_inputs():
     assert fingerprint(m.compute()) == fingerprint(expected)
 
 
+def test_per_question_lists_and_tuples_batch_like_arrays():
+    """Regressions: a per-question input given as an (empty) list was kept as
+    a float array (its integers then refused at compute()), and a tuple of
+    predictions was taken for a composite target."""
+    m = M.GroundedQA()
+    m.update(np.array([[0.0, 4.0]]), [np.array([[0.0, 2.0]])], pred_answers=[2], gt_answers=[2])
+    m.update(np.zeros((0, 2)), [], pred_answers=[], gt_answers=[])
+    # Hand computation: one question, IoU 2 / 4, IoP 2 / 4, its answer right.
+    result = m.compute()
+    assert result["mIoU"] == 50.0 and result["Acc@QA"] == 100.0
+
+    r = M.Rouge()
+    r.update(("a red cube",), ("a red cube",))
+    r.update(("blue",), ("a blue ball",))
+    assert fingerprint(r.compute()) == fingerprint(M.rouge(["a red cube", "blue"],
+                                                           ["a red cube", "a blue ball"]))
+
+
 def test_stateful_errors():
     name, preds, target, per_item, options = CASES["grounded_qa"]()
     with pytest.raises(TypeError, match="unknown option"):

@@ -53,6 +53,9 @@ class Metric:
 
     function: ClassVar[str]
     per_item: ClassVar[tuple[str, ...]] = ()
+    #: Whether a tuple ``target`` is several per-item inputs side by side
+    #: (``(options, answers)``) rather than one entry per item.
+    composite_target: ClassVar[bool] = False
 
     def __init__(self, **options: Any):
         fn = self._function()
@@ -107,7 +110,9 @@ class Metric:
         """Appends ``other``'s batches (after this one's) and returns self;
         ``other`` must be the same metric with the same options."""
         self._check_compatible(type(other), getattr(other, "options", None), "merge")
-        self._batches.extend(copy.deepcopy(other._batches))
+        # A kept batch is never changed (compute() builds new inputs), so the
+        # batches themselves can be shared.
+        self._batches.extend(other._batches)
         return self
 
     def sync(self, group: Optional[Any] = None) -> "Metric":
@@ -118,7 +123,8 @@ class Metric:
         over all ranks' data. This metric is left as it was. Without an
         initialised process group (one process), a copy of this metric.
         Every rank must call it (a collective), with the same options."""
-        out = copy.deepcopy(self)
+        out = copy.copy(self)
+        out._batches = list(self._batches)  # batches are never changed: shared
         try:
             import torch.distributed as dist
         except ImportError:  # pragma: no cover - no torch: a single process
@@ -177,13 +183,15 @@ def _same(a: Any, b: Any) -> bool:
 
 
 def _items(x: Any, name: str, metric: Metric) -> Any:
-    """A batch input -> a copy the state keeps: a dict, a tuple of such, a
-    NumPy array (torch tensors are moved to host) or a list."""
+    """A batch input -> a copy the state keeps: a dict, a NumPy array (torch
+    tensors are moved to host) or a list; the ``target`` of a metric with
+    ``composite_target`` given as a tuple (``(options, answers)``) is a tuple
+    of those. A tuple anywhere else is one entry per item, as a list is."""
     if _arrays.is_torch(x):
         x = x.detach().cpu().numpy()
     if isinstance(x, Mapping):
         return dict(x)
-    if isinstance(x, tuple):
+    if isinstance(x, tuple) and name == "target" and metric.composite_target:
         return tuple(_items(v, f"{name}[{i}]", metric) for i, v in enumerate(x))
     if isinstance(x, np.ndarray):
         if x.ndim == 0:

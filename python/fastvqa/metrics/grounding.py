@@ -26,7 +26,7 @@ import numpy as np
 from fastvqa import _arrays, _checks, ragged
 from fastvqa.data.answers import NO_ANSWER
 from fastvqa.errors import InputError, InputTypeError
-from fastvqa.metrics.base import Metric
+from fastvqa.metrics.base import Metric, _items
 from fastvqa.metrics.result import MetricResult
 
 MODES = ("nextgqa", "deveqa-repo")
@@ -572,17 +572,13 @@ class GroundedQA(Metric):
         gt = _spans(gt_spans, "gt_spans")
         out: dict[str, Any] = {"preds": pred.copy(),
                                "target": (gt.copy(), _offsets(gt_offsets, n, gt.shape[0]).copy())}
-        for name, value in per_item.items():
-            out[name] = ([str(k) for k in value] if name == "keys"
-                         else np.array(_to_numpy(value, name)))
+        out.update({k: _items(v, k, self) for k, v in per_item.items()})
         return out
 
     def _join(self, name: str, values: list[Any]) -> Any:
         if name != "target":
             return super()._join(name, values)
-        spans = [v[0] for v in values]
-        # Each batch's offsets, shifted by the spans of the batches before it.
-        shift = np.cumsum([0] + [s.shape[0] for s in spans[:-1]])
-        offsets = np.concatenate([np.zeros(1, dtype=np.int64)]
-                                 + [v[1][1:] + s for v, s in zip(values, shift)])
-        return np.concatenate(spans, axis=0), offsets.astype(np.int64)
+        # The batches' rows, one after another: offsets from all their row counts.
+        counts = np.concatenate([np.diff(offsets) for _, offsets in values])
+        return (np.concatenate([spans for spans, _ in values], axis=0),
+                ragged.offsets_from_counts(counts))

@@ -337,3 +337,4 @@ class MultipleChoiceAccuracy(Metric):
 
     function = "multiple_choice_accuracy"
     per_item = ("question_types",)
+    composite_target = True
