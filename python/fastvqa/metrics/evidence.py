@@ -309,8 +309,7 @@ def iou_f1(
         outside [0, 1], ``alternatives`` or ``pad_to_batch`` where the mode has
         no use for them; both :class:`fastvqa.errors.InputError`.
     """
-    if mode not in IOU_F1_MODES:
-        raise InputError(f"iou_f1: mode must be one of {', '.join(IOU_F1_MODES)}; got {mode!r}")
+    _checks.choice(mode, "iou_f1", "mode", IOU_F1_MODES)
     main_t = _checks.unit_interval(threshold, "iou_f1", "threshold")
     extra_t = [_checks.unit_interval(t, "iou_f1", f"thresholds[{i}]")
                for i, t in enumerate(thresholds or ())]

@@ -138,8 +138,7 @@ def grounded_qa(
         ``TypeError``): the caller's data or arguments. Any other exception
         is a fastvqa bug.
     """
-    if mode not in MODES:
-        raise InputError(f"{_OP}: mode must be one of {', '.join(map(repr, MODES))}, got {mode!r}")
+    _checks.choice(mode, _OP, "mode", MODES)
     pred = _spans(preds, "preds")
     n = pred.shape[0]
     gt_spans, gt_offsets = _target_csr(target, n)

@@ -21,7 +21,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from fastvqa import ragged
+from fastvqa import _checks, ragged
 from fastvqa.errors import InputError, InputTypeError
 from fastvqa.metrics.base import Metric
 from fastvqa.metrics.result import MetricResult
@@ -446,13 +446,8 @@ def moment_retrieval(
         ``TypeError``): the caller's data or arguments. Any other exception
         is a fastvqa bug.
     """
-    if max_pred_windows is not None:
-        if isinstance(max_pred_windows, bool) or not isinstance(max_pred_windows,
-                                                                 (int, np.integer)):
-            raise InputTypeError(f"max_pred_windows must be an int or None, "
-                                 f"got {max_pred_windows!r}")
-        if max_pred_windows < 1:
-            raise InputError(f"max_pred_windows must be >= 1 or None, got {max_pred_windows}")
+    max_pred_windows = _checks.optional_integer(max_pred_windows, "moment_retrieval",
+                                                "max_pred_windows", minimum=1)
     buckets = dict(length_buckets or {})
     for name, bounds in buckets.items():
         if name == "full" or len(tuple(bounds)) != 2 or not float(bounds[0]) < float(bounds[1]):
@@ -618,8 +613,8 @@ def recall_at_n(
     ms = [float(m) for m in iou_thresholds]
     if not ms or any(not 0.0 <= m <= 1.0 for m in ms):
         raise InputError(f"iou_thresholds must be numbers in [0, 1], got {iou_thresholds!r}")
-    if nms_threshold is not None and not 0.0 <= float(nms_threshold) <= 1.0:
-        raise InputError(f"nms_threshold must be in [0, 1] or None, got {nms_threshold!r}")
+    if nms_threshold is not None:
+        nms_threshold = _checks.unit_interval(nms_threshold, "recall_at_n", "nms_threshold")
 
     keys, pred_rows, gt_rows, counts = _pair_queries(preds, target, match_number)
     preds = [_windows(p, (2, 3), "predictions", k) for k, p in zip(keys, pred_rows)]
