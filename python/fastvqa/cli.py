@@ -161,16 +161,11 @@ def _print_warnings(result, command: str) -> None:
         print(f"fastvqa {command}: warning: {text}", file=sys.stderr)
 
 
-def _key(args: argparse.Namespace) -> str:
-    """The registry key of ``eval``/``baseline``'s benchmark (and task)."""
-    return args.benchmark if args.task is None else f"{args.benchmark} {args.task}"
-
-
 def _cmd_eval(args: argparse.Namespace) -> int:
     from fastvqa._outputs import OutputFiles
-    from fastvqa.evaluation import BENCHMARKS, keywords, run_record
+    from fastvqa.evaluation import keywords, run_record
 
-    bench = BENCHMARKS[_key(args)]
+    bench = args.entry  # the registered Benchmark this parser was built for
     # Every check before any work: the outputs (nothing the user has is
     # overwritten, no two outputs share a file), then the options.
     from fastvqa.metrics.result import per_question_format, table_format
@@ -221,17 +216,18 @@ def _cmd_eval(args: argparse.Namespace) -> int:
 
 def _cmd_baseline(args: argparse.Namespace) -> int:
     from fastvqa._outputs import OutputFiles
-    from fastvqa.evaluation import BASELINES, keywords
+    from fastvqa.evaluation import keywords
 
+    baseline = args.entry  # the registered Baseline this parser was built for
     outputs = OutputFiles()
     out = outputs.add(args.out, "--out")
-    run = BASELINES[(_key(args), args.baseline)].run
+    run = baseline.run
     predictions = run(**keywords(run, args))
     with outputs:
         with outputs.temp(out).open("x") as f:
             json.dump(predictions, f)
         outputs.commit()
-    print(f"wrote {_key(args)} baseline '{args.baseline}' predictions to {out}", file=sys.stderr)
+    print(f"wrote {baseline.key} baseline '{baseline.name}' predictions to {out}", file=sys.stderr)
     return 0
 
 
@@ -300,7 +296,7 @@ def _add_eval_parser(sub, word: str, bench) -> None:
                         "(plain), .md (Markdown), .tex (LaTeX) or .csv")
     p.add_argument("--plot", metavar="FILE.png", help="draw a plot of the results")
     bench.add_arguments(p)
-    p.set_defaults(func=_cmd_eval, task=bench.task)
+    p.set_defaults(func=_cmd_eval, entry=bench)
 
 
 def _add_baseline_parsers(sub, baselines: list, benchmarks: dict) -> None:
@@ -315,7 +311,7 @@ def _add_baseline_parsers(sub, baselines: list, benchmarks: dict) -> None:
             p.add_argument("--seed", type=int_at_least(0), default=0,
                            help="random seed, an integer >= 0")
         baseline.add_arguments(p)
-        p.set_defaults(func=_cmd_baseline, task=baseline.task)
+        p.set_defaults(func=_cmd_baseline, entry=baseline)
 
 
 def _cmd_decode(args: argparse.Namespace) -> int:

@@ -276,16 +276,15 @@ def input_digests(inputs: dict[str, Any]) -> dict[str, dict[str, Any]]:
 def run_record(benchmark: Benchmark, options: argparse.Namespace, result: MetricResult,
                argv: Optional[list] = None) -> dict[str, Any]:
     """How a result was made, for the ``--json`` output: ``fastvqa_version``,
-    ``mode`` (the ``--mode`` given, else the result's ``info["mode"]``, else
-    None), ``command`` (``["fastvqa", *argv]``, or None) and ``inputs``
+    ``mode`` (the result's ``info["mode"]``: the rules it was scored by, the
+    ``--mode`` given where the benchmark has one; else None), ``command`` (``["fastvqa", *argv]``, or None) and ``inputs``
     (:func:`input_digests` of the benchmark's input options). No timestamp:
     two runs on the same files give the same record."""
     from fastvqa import __version__
 
-    mode = getattr(options, "mode", None) if benchmark.modes else None
     return {
         "fastvqa_version": __version__,
-        "mode": mode if mode is not None else result.info.get("mode"),
+        "mode": result.info.get("mode"),
         "command": None if argv is None else ["fastvqa", *map(str, argv)],
         "inputs": input_digests({name: getattr(options, name, None)
                                  for name in benchmark.inputs}),
