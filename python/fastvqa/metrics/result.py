@@ -16,10 +16,10 @@ import numpy as np
 
 from fastvqa.errors import InputError
 
-#: Formats of :meth:`MetricResult.format_table`.
-TABLE_FORMATS = ("plain", "markdown", "latex", "csv")
 #: A table file's suffix -> its format (``fastvqa eval --table FILE``).
 TABLE_SUFFIXES = {".txt": "plain", ".md": "markdown", ".tex": "latex", ".csv": "csv"}
+#: Formats of :meth:`MetricResult.format_table`.
+TABLE_FORMATS = tuple(TABLE_SUFFIXES.values())
 #: A per-question file's suffix -> its format (:meth:`MetricResult.write_per_question`).
 PER_QUESTION_SUFFIXES = {".csv": "csv", ".json": "json", ".jsonl": "jsonl", ".md": "markdown"}
 # tabulate's name for each format it writes.
@@ -140,11 +140,12 @@ class MetricResult(Mapping):
         widths = [max(len(n), len(v)) for n, v in zip(names, values)]
         head = "  ".join(n.rjust(w) for n, w in zip(names, widths))
         row = "  ".join(v.rjust(w) for v, w in zip(values, widths))
-        lines = [self.title, head, row]
-        for key in ("mode", "evaluated", "missing"):
-            if key in self.info:
-                lines.append(f"{key}: {self.info[key]}")
-        return "\n".join(lines)
+        return "\n".join([self.title, head, row, *self._info_lines()])
+
+    def _info_lines(self) -> list[str]:
+        """The plain table's closing lines: how the numbers were computed."""
+        return [f"{key}: {self.info[key]}" for key in ("mode", "evaluated", "missing")
+                if key in self.info]
 
     def count(self, name: str) -> int | None:
         """How many items metric ``name`` is over (``info["counts"]``), or
@@ -216,21 +217,14 @@ class BreakdownResult(MetricResult):
     def _plain_table(self, decimals: int) -> str:
         width = max((len(n) for n in self.metrics), default=0)
         lines = [self.title]
-        if isinstance(decimals, bool) or not isinstance(decimals, int) or decimals < 0:
-            raise InputError(f"format_table: decimals must be an integer >= 0, got {decimals!r}")
         for name, value in self.metrics.items():
             count = self.count(name)
-            if math.isnan(value):  # a group over nothing: never a number
-                shown = "n/a (n=0)" if count == 0 else "n/a"
-                lines.append(f"{name:<{width}}  {shown:>{decimals + 5}}"
-                             + (f"  (n={count})" if count else ""))
-                continue
-            shown = f"{value:.{decimals}f}"
+            shown = format_value(value, decimals, count)  # NaN: n/a, never a number
+            # The count, unless format_value already says n=0.
+            said = count is None or (math.isnan(value) and count == 0)
             lines.append(f"{name:<{width}}  {shown:>{decimals + 5}}"
-                         + (f"  (n={count})" if count is not None else ""))
-        for key in ("mode", "evaluated", "missing"):
-            if key in self.info:
-                lines.append(f"{key}: {self.info[key]}")
+                         + ("" if said else f"  (n={count})"))
+        lines += self._info_lines()
         # Counts that qualify the numbers, shown only when they are not zero.
         for key in ("out_of_answer_space", "unknown_keys", "bleu_fallbacks", "bleu_ties",
                     "out_of_range"):
@@ -243,17 +237,20 @@ def mean_or_nan(values: np.ndarray) -> float:
     """The float64 mean of a 1-D array; NaN for an empty one (a mean over
     nothing is not a number)."""
     return float(np.mean(values, dtype=np.float64)) if values.size else float("nan")
+def _format_by_suffix(path: str | Path, suffixes: dict[str, str], what: str) -> str:
+    suffix = Path(path).suffix.lower()
+    if suffix not in suffixes:
+        raise InputError(f"{path}: a {what} file ends in {', '.join(suffixes)} (its format), "
+                         f"not {suffix or 'no suffix'!r}")
+    return suffixes[suffix]
+
+
 def per_question_format(path: str | Path) -> str:
     """The per-question format a file name asks for, by its suffix (any
     case): ``.csv`` CSV, ``.json`` a JSON list, ``.jsonl`` JSON Lines, ``.md``
     Markdown; any other suffix is an :class:`~fastvqa.errors.InputError`
     naming the accepted ones."""
-    suffix = Path(path).suffix.lower()
-    if suffix not in PER_QUESTION_SUFFIXES:
-        raise InputError(f"{path}: a per-question file ends in "
-                         f"{', '.join(PER_QUESTION_SUFFIXES)} (its format), "
-                         f"not {suffix or 'no suffix'!r}")
-    return PER_QUESTION_SUFFIXES[suffix]
+    return _format_by_suffix(path, PER_QUESTION_SUFFIXES, "per-question")
 
 
 def table_format(path: str | Path) -> str:
@@ -261,11 +258,7 @@ def table_format(path: str | Path) -> str:
     ``.txt`` plain, ``.md`` Markdown, ``.tex`` LaTeX, ``.csv`` CSV; any other
     suffix is an :class:`~fastvqa.errors.InputError` naming the accepted
     ones."""
-    suffix = Path(path).suffix.lower()
-    if suffix not in TABLE_SUFFIXES:
-        raise InputError(f"{path}: a table file ends in {', '.join(TABLE_SUFFIXES)} "
-                         f"(its format), not {suffix or 'no suffix'!r}")
-    return TABLE_SUFFIXES[suffix]
+    return _format_by_suffix(path, TABLE_SUFFIXES, "table")
 
 
 def _tabulate(rows: list, headers: list, fmt: str) -> str:
