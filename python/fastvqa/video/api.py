@@ -25,6 +25,7 @@ from fastvqa.video.device import BACKENDS, Device, gpu_visible, parse_device
 from fastvqa.video.errors import VideoError
 from fastvqa.video.geometry import Geometry, output_geometry
 from fastvqa.video.index import VideoIndex, display_rotation, probe
+from fastvqa.video.pyav_backend import PyAVFile
 
 LAYOUTS = ("NHWC", "NCHW")
 DTYPES = ("uint8", "float32", "float16")
@@ -256,7 +257,8 @@ class VideoDecoder:
         self.turns = rotation // 90
         #: resize and crop, computed once (:func:`geometry_for`)
         self.geometry = geometry_for(self.metadata, size=size, crop=crop, rotation=rotation)
-        self._file = None  # PyAV: the container, opened on the first read and kept open
+        # PyAV: the container, opened on the first read (under PyAVFile's lock) and kept open
+        self._file = PyAVFile() if self.backend == "pyav" else None
 
     def close(self) -> None:
         """Close the file kept open for PyAV reads (a later read reopens it)."""
@@ -355,10 +357,6 @@ class VideoDecoder:
         else:
             from fastvqa.video.pyav_backend import decode_pyav
 
-            if self._file is None:
-                from fastvqa.video.pyav_backend import PyAVFile
-
-                self._file = PyAVFile()
             frames = decode_pyav(index, flat, geometry=geometry, turns=self.turns, file=self._file)
             if self.device.is_cuda:
                 import torch
