@@ -8,6 +8,7 @@ import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import cached_property
 from typing import Any, Optional
 
 import numpy as np
@@ -116,7 +117,7 @@ class VideoIndex:
     def __len__(self) -> int:
         return len(self.timestamps)
 
-    @property
+    @cached_property  # computed once per index (a frozen dataclass with a __dict__)
     def duration_seconds(self) -> np.ndarray:
         """``float64 (n,)`` each frame's duration in seconds (:attr:`durations`
         times ``time_base``, exactly rounded: :func:`seconds`; without them,

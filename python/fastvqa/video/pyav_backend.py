@@ -162,7 +162,6 @@ def decode_pyav(
         reader.fresh = False
         pos = 0  # next wanted frame (position in `wanted`)
         starts = sorted(seek_at) + [len(wanted)]
-        by_decode = _pts_in_decode_order(index)
         try:
             while pos < len(wanted):
                 if reader.sequential:
@@ -182,7 +181,7 @@ def decode_pyav(
                     check = None
                     if target is not None:
                         _seek(reader, timestamp)
-                        check = (int(index.pts[target]), by_decode)
+                        check = (int(index.pts[target]), reader.by_decode)
                     pos, status = _collect(_frames(reader, stop, check), pos, wanted_pts, frames,
                                            convert, seek_at, check_first=key is not None)
                     if status != "overshoot":
@@ -354,6 +353,8 @@ class _Reader:
         self.sequential = False  # True once reopened: no more seeks
         self.fresh = True  # nothing demuxed yet
         self.container = None
+        #: the probe's packet pts in decode order, once per opened file (:func:`_frames`)
+        self.by_decode = _pts_in_decode_order(index)
         self._open()
 
     def _open(self):
