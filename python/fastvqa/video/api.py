@@ -344,12 +344,16 @@ class VideoDecoder:
         idx = np.searchsorted(index.timestamps, t + TIME_EPS, side="right") - 1
         return self.read(np.clip(idx, 0, len(index) - 1).astype(np.int64))
 
+    def _check_memory(self, count: int) -> None:
+        """Refuse ``count`` frames that would not fit in the memory available
+        now (:func:`_check_bytes`); DALI on the GPU is not bounded by host memory."""
+        if not (self.backend == "dali" and self.device.is_cuda):
+            _check_bytes(self.metadata, count, self.geometry, self.dtype, None)
+
     def _decode(self, idx: np.ndarray) -> Frames:
         index, geometry = self.metadata, self.geometry
         flat = idx.reshape(-1)
-        on_gpu = self.backend == "dali" and self.device.is_cuda  # not bounded by host memory
-        _check_bytes(index, len(flat), geometry, "uint8" if on_gpu else self.dtype,
-                     float("inf") if on_gpu else None)
+        self._check_memory(len(flat))
         if self.backend == "dali":
             from fastvqa.video.dali_backend import decode_dali
 
@@ -494,9 +498,7 @@ def _read_batch_dali(paths: list, sampler: Any, kwargs: dict, tick, on_error: st
         try:
             decoder = VideoDecoder(path, **kwargs)
             idx = _indices(sampler, decoder.metadata)
-            on_gpu = decoder.device.is_cuda
-            _check_bytes(decoder.metadata, idx.size, decoder.geometry,
-                         "uint8" if on_gpu else decoder.dtype, float("inf") if on_gpu else None)
+            decoder._check_memory(idx.size)
             pending.append((k, decoder, idx))
         except VideoError as err:
             if on_error == "raise":
