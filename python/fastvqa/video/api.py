@@ -489,7 +489,7 @@ def _read_batch_dali(paths: list, sampler: Any, kwargs: dict, tick, on_error: st
     file that cannot be read yields its ``VideoError`` (or DALI's
     ``ValueError``) in its place; when the batch fails, the files are decoded
     one by one so each error stays with its own file."""
-    from fastvqa.video.dali_backend import decode_dali, read_batch_dali
+    from fastvqa.video.dali_backend import read_batch_dali
 
     device = str(kwargs["device"])
     results: list = [None] * len(paths)
@@ -506,10 +506,6 @@ def _read_batch_dali(paths: list, sampler: Any, kwargs: dict, tick, on_error: st
             results[k] = err
             tick()
 
-    def finish(k, decoder, idx, frames):
-        results[k] = _result(decoder.metadata, idx, frames, decoder.layout, decoder.dtype)
-        tick()
-
     if not pending:
         return results
     try:
@@ -521,12 +517,12 @@ def _read_batch_dali(paths: list, sampler: Any, kwargs: dict, tick, on_error: st
             raise
         for k, decoder, idx in pending:
             try:
-                finish(k, decoder, idx, decode_dali(decoder.metadata, idx.reshape(-1),
-                                                    geometry=decoder.geometry, device=device))
+                results[k] = decoder._decode(idx)
             except (VideoError, ValueError) as one_err:
                 results[k] = one_err
-                tick()
+            tick()
     else:
         for (k, decoder, idx), frames in zip(pending, decoded):
-            finish(k, decoder, idx, frames)
+            results[k] = _result(decoder.metadata, idx, frames, decoder.layout, decoder.dtype)
+            tick()
     return results
