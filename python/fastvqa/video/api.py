@@ -24,7 +24,7 @@ from fastvqa.errors import InputError
 from fastvqa.video.device import BACKENDS, Device, gpu_visible, parse_device
 from fastvqa.video.errors import VideoError
 from fastvqa.video.geometry import Geometry, output_geometry
-from fastvqa.video.index import VideoIndex, display_rotation, probe
+from fastvqa.video.index import VideoIndex, check_frame_indices, display_rotation, probe
 from fastvqa.video.pyav_backend import PyAVFile
 
 LAYOUTS = ("NHWC", "NCHW")
@@ -104,14 +104,7 @@ def _indices(sampler: Any, index: VideoIndex) -> np.ndarray:
                             "1-D (or 2-D: clips) array of frame indices, got "
                             f"{type(sampler).__name__}")
         idx = idx.astype(np.int64)
-    return _check_indices(index, idx)
-
-
-def _check_indices(index: VideoIndex, idx: np.ndarray) -> np.ndarray:
-    n = len(index)
-    if idx.size and (idx.min() < 0 or idx.max() >= n):
-        bad = int(idx[(idx < 0) | (idx >= n)].flat[0])
-        raise InputError(f"frame index {bad} is out of range for {index.path} ({n} frames)")
+    check_frame_indices(index, idx.reshape(-1))  # (n,) or clips' (n_clips, frames_per_clip)
     return idx
 
 

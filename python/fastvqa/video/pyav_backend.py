@@ -11,22 +11,7 @@ import numpy as np
 
 from fastvqa.video.errors import VideoError
 from fastvqa.video.geometry import Geometry
-from fastvqa.video.index import VideoIndex, import_av
-
-
-def check_frame_indices(index: VideoIndex, frame_indices: Any) -> np.ndarray:
-    """``frame_indices`` as int64 1-D, each in ``[0, len(index))``."""
-    idx = np.asarray(frame_indices)
-    if idx.ndim != 1:
-        raise ValueError(f"frame_indices must be 1-D, got shape {idx.shape}")
-    if idx.size and not np.issubdtype(idx.dtype, np.integer):
-        raise TypeError(f"frame_indices must be integers, got {idx.dtype}")
-    idx = idx.astype(np.int64, copy=False)
-    if idx.size and (idx.min() < 0 or idx.max() >= len(index)):
-        bad = int(idx[(idx < 0) | (idx >= len(index))][0])
-        raise ValueError(f"frame index {bad} is out of range for {index.path} "
-                         f"({len(index)} frames)")
-    return idx
+from fastvqa.video.index import VideoIndex, check_frame_indices, import_av
 
 
 def _keyframe_of(keys: np.ndarray, frame: int) -> int:
