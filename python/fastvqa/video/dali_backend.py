@@ -61,7 +61,7 @@ import numpy as np
 
 from fastvqa import _checks
 from fastvqa.video.errors import VideoError
-from fastvqa.video.geometry import Geometry
+from fastvqa.video.geometry import Geometry, output_geometry
 from fastvqa.video.index import check_frame_indices
 
 __all__ = ["CPU_CODECS", "GPU_CODECS", "dali_device", "decode_dali", "read_batch_dali"]
@@ -207,8 +207,7 @@ class _Request:
     out_hw: tuple  # (H, W) after resize and crop
     coded_hw: tuple  # (H, W) of the decoded frames
     resize_hw: Optional[tuple]
-    crop_anchor: Optional[tuple]
-    crop_hw: Optional[tuple]
+    crop_anchor: Optional[tuple]  # (top, left) of the crop (its size is out_hw)
 
     @staticmethod
     def make(index: Any, frame_indices: Any, geometry: Optional[Geometry],
@@ -243,11 +242,8 @@ class _Request:
         identical = unique.shape == fi.shape and bool(np.all(unique == fi))
         height, width = int(index.height), int(index.width)
         if geometry is None:
-            geometry = Geometry(None, None, (height, width))
-        anchor = crop_hw = None
-        if geometry.crop is not None:
-            top, left, ch, cw = geometry.crop
-            anchor, crop_hw = (top, left), (ch, cw)
+            geometry = output_geometry(height, width)
+        anchor = None if geometry.crop is None else tuple(geometry.crop[:2])
         if unique.size:
             try:
                 data = np.fromfile(path, dtype=np.uint8)
@@ -266,7 +262,6 @@ class _Request:
             coded_hw=(height, width),
             resize_hw=None if geometry.resize is None else tuple(geometry.resize),
             crop_anchor=anchor,
-            crop_hw=crop_hw,
         )
 
 
@@ -439,7 +434,7 @@ def _run_once(config: _Config, requests: list) -> list:
             if config.crop:
                 pipe.feed_input("anchor", [np.asarray(r.crop_anchor or (0, 0), np.int32)
                                            for r in requests])
-                pipe.feed_input("shape", [np.asarray(r.crop_hw or r.out_hw, np.int32)
+                pipe.feed_input("shape", [np.asarray(r.out_hw, np.int32)
                                           for r in requests])
             (out,) = pipe.run()
         except BaseException:

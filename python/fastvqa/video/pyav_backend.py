@@ -10,7 +10,7 @@ from typing import Any, Optional
 import numpy as np
 
 from fastvqa.video.errors import VideoError
-from fastvqa.video.geometry import Geometry
+from fastvqa.video.geometry import Geometry, output_geometry
 from fastvqa.video.index import VideoIndex, check_frame_indices, import_av
 
 
@@ -109,7 +109,7 @@ def decode_pyav(
     turns = int(turns) % 4
     shown_h, shown_w = (index.width, index.height) if turns % 2 else (index.height, index.width)
     if geometry is None:
-        geometry = Geometry(None, None, (shown_h, shown_w))
+        geometry = output_geometry(shown_h, shown_w)
     out_h, out_w = geometry.resize or (shown_h, shown_w)
     top, left, crop_h, crop_w = geometry.crop or (0, 0, out_h, out_w)
     coded_h, coded_w = (out_w, out_h) if turns % 2 else (out_h, out_w)  # resize before turning
