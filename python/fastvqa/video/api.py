@@ -90,6 +90,13 @@ def resolve_backend(backend: str, device: Any = "cpu") -> str:
     return "dali" if _gpu_visible() and _dali_available() else "pyav"
 
 
+def _check_rotate(rotate: bool, backend: str) -> None:
+    """``rotate=True`` is a ``ValueError`` with the DALI backend (PyAV only)."""
+    if rotate and backend == "dali":
+        raise ValueError("rotate=True is implemented by the PyAV backend only "
+                         "(backend='pyav')")
+
+
 def _indices(sampler: Any, index: VideoIndex) -> np.ndarray:
     """The frame numbers ``sampler`` picks, shaped: ``(n,)``, or
     ``(n_clips, frames_per_clip)`` for a clip sampler or a 2-D array."""
@@ -241,9 +248,7 @@ class VideoDecoder:
         self.dtype = _checks.choice(dtype, "", "dtype", DTYPES)
         self.device = _device(device)
         self.backend = resolve_backend(backend, self.device)
-        if rotate and self.backend == "dali":
-            raise ValueError("rotate=True is implemented by the PyAV backend only "
-                             "(backend='pyav')")
+        _check_rotate(rotate, self.backend)
         self.metadata = probe(source) if index is None else index
         rotation = display_rotation(self.metadata.path, self.metadata.stream_index) \
             if rotate else 0
@@ -442,9 +447,7 @@ def read_batch(
     paths = list(paths)
     device = _device(device)
     chosen = resolve_backend(backend, device)
-    if rotate and chosen == "dali":
-        raise ValueError("rotate=True is implemented by the PyAV backend only "
-                         "(backend='pyav')")
+    _check_rotate(rotate, chosen)
     if progress is None:
         progress = len(paths) > 10 and sys.stderr.isatty()
     bar = Progress(len(paths), bool(progress))
