@@ -24,7 +24,8 @@ from fastvqa.errors import InputError
 from fastvqa.video.device import BACKENDS, Device, gpu_visible, parse_device
 from fastvqa.video.errors import VideoError
 from fastvqa.video.geometry import Geometry, output_geometry
-from fastvqa.video.index import VideoIndex, display_rotation, probe
+from fastvqa.video.index import VideoIndex, check_frame_indices, display_rotation, probe
+from fastvqa.video.pyav_backend import PyAVFile
 
 LAYOUTS = ("NHWC", "NCHW")
 DTYPES = ("uint8", "float32", "float16")
@@ -89,6 +90,13 @@ def resolve_backend(backend: str, device: Any = "cpu") -> str:
     return "dali" if _gpu_visible() and _dali_available() else "pyav"
 
 
+def _check_rotate(rotate: bool, backend: str) -> None:
+    """``rotate=True`` is a ``ValueError`` with the DALI backend (PyAV only)."""
+    if rotate and backend == "dali":
+        raise ValueError("rotate=True is implemented by the PyAV backend only "
+                         "(backend='pyav')")
+
+
 def _indices(sampler: Any, index: VideoIndex) -> np.ndarray:
     """The frame numbers ``sampler`` picks, shaped: ``(n,)``, or
     ``(n_clips, frames_per_clip)`` for a clip sampler or a 2-D array."""
@@ -103,14 +111,7 @@ def _indices(sampler: Any, index: VideoIndex) -> np.ndarray:
                             "1-D (or 2-D: clips) array of frame indices, got "
                             f"{type(sampler).__name__}")
         idx = idx.astype(np.int64)
-    return _check_indices(index, idx)
-
-
-def _check_indices(index: VideoIndex, idx: np.ndarray) -> np.ndarray:
-    n = len(index)
-    if idx.size and (idx.min() < 0 or idx.max() >= n):
-        bad = int(idx[(idx < 0) | (idx >= n)].flat[0])
-        raise InputError(f"frame index {bad} is out of range for {index.path} ({n} frames)")
+    check_frame_indices(index, idx.reshape(-1))  # (n,) or clips' (n_clips, frames_per_clip)
     return idx
 
 
@@ -247,16 +248,15 @@ class VideoDecoder:
         self.dtype = _checks.choice(dtype, "", "dtype", DTYPES)
         self.device = _device(device)
         self.backend = resolve_backend(backend, self.device)
-        if rotate and self.backend == "dali":
-            raise ValueError("rotate=True is implemented by the PyAV backend only "
-                             "(backend='pyav')")
+        _check_rotate(rotate, self.backend)
         self.metadata = probe(source) if index is None else index
         rotation = display_rotation(self.metadata.path, self.metadata.stream_index) \
             if rotate else 0
         self.turns = rotation // 90
         #: resize and crop, computed once (:func:`geometry_for`)
         self.geometry = geometry_for(self.metadata, size=size, crop=crop, rotation=rotation)
-        self._file = None  # PyAV: the container, opened on the first read and kept open
+        # PyAV: the container, opened on the first read (under PyAVFile's lock) and kept open
+        self._file = PyAVFile() if self.backend == "pyav" else None
 
     def close(self) -> None:
         """Close the file kept open for PyAV reads (a later read reopens it)."""
@@ -342,12 +342,16 @@ class VideoDecoder:
         idx = np.searchsorted(index.timestamps, t + TIME_EPS, side="right") - 1
         return self.read(np.clip(idx, 0, len(index) - 1).astype(np.int64))
 
+    def _check_memory(self, count: int) -> None:
+        """Refuse ``count`` frames that would not fit in the memory available
+        now (:func:`_check_bytes`); DALI on the GPU is not bounded by host memory."""
+        if not (self.backend == "dali" and self.device.is_cuda):
+            _check_bytes(self.metadata, count, self.geometry, self.dtype, None)
+
     def _decode(self, idx: np.ndarray) -> Frames:
         index, geometry = self.metadata, self.geometry
         flat = idx.reshape(-1)
-        on_gpu = self.backend == "dali" and self.device.is_cuda  # not bounded by host memory
-        _check_bytes(index, len(flat), geometry, "uint8" if on_gpu else self.dtype,
-                     float("inf") if on_gpu else None)
+        self._check_memory(len(flat))
         if self.backend == "dali":
             from fastvqa.video.dali_backend import decode_dali
 
@@ -355,10 +359,6 @@ class VideoDecoder:
         else:
             from fastvqa.video.pyav_backend import decode_pyav
 
-            if self._file is None:
-                from fastvqa.video.pyav_backend import PyAVFile
-
-                self._file = PyAVFile()
             frames = decode_pyav(index, flat, geometry=geometry, turns=self.turns, file=self._file)
             if self.device.is_cuda:
                 import torch
@@ -447,9 +447,7 @@ def read_batch(
     paths = list(paths)
     device = _device(device)
     chosen = resolve_backend(backend, device)
-    if rotate and chosen == "dali":
-        raise ValueError("rotate=True is implemented by the PyAV backend only "
-                         "(backend='pyav')")
+    _check_rotate(rotate, chosen)
     if progress is None:
         progress = len(paths) > 10 and sys.stderr.isatty()
     bar = Progress(len(paths), bool(progress))
@@ -487,7 +485,7 @@ def _read_batch_dali(paths: list, sampler: Any, kwargs: dict, tick, on_error: st
     file that cannot be read yields its ``VideoError`` (or DALI's
     ``ValueError``) in its place; when the batch fails, the files are decoded
     one by one so each error stays with its own file."""
-    from fastvqa.video.dali_backend import decode_dali, read_batch_dali
+    from fastvqa.video.dali_backend import read_batch_dali
 
     device = str(kwargs["device"])
     results: list = [None] * len(paths)
@@ -496,19 +494,13 @@ def _read_batch_dali(paths: list, sampler: Any, kwargs: dict, tick, on_error: st
         try:
             decoder = VideoDecoder(path, **kwargs)
             idx = _indices(sampler, decoder.metadata)
-            on_gpu = decoder.device.is_cuda
-            _check_bytes(decoder.metadata, idx.size, decoder.geometry,
-                         "uint8" if on_gpu else decoder.dtype, float("inf") if on_gpu else None)
+            decoder._check_memory(idx.size)
             pending.append((k, decoder, idx))
         except VideoError as err:
             if on_error == "raise":
                 raise
             results[k] = err
             tick()
-
-    def finish(k, decoder, idx, frames):
-        results[k] = _result(decoder.metadata, idx, frames, decoder.layout, decoder.dtype)
-        tick()
 
     if not pending:
         return results
@@ -521,12 +513,12 @@ def _read_batch_dali(paths: list, sampler: Any, kwargs: dict, tick, on_error: st
             raise
         for k, decoder, idx in pending:
             try:
-                finish(k, decoder, idx, decode_dali(decoder.metadata, idx.reshape(-1),
-                                                    geometry=decoder.geometry, device=device))
+                results[k] = decoder._decode(idx)
             except (VideoError, ValueError) as one_err:
                 results[k] = one_err
-                tick()
+            tick()
     else:
         for (k, decoder, idx), frames in zip(pending, decoded):
-            finish(k, decoder, idx, frames)
+            results[k] = _result(decoder.metadata, idx, frames, decoder.layout, decoder.dtype)
+            tick()
     return results

@@ -61,7 +61,8 @@ import numpy as np
 
 from fastvqa import _checks
 from fastvqa.video.errors import VideoError
-from fastvqa.video.geometry import Geometry
+from fastvqa.video.geometry import Geometry, output_geometry
+from fastvqa.video.index import check_frame_indices
 
 __all__ = ["CPU_CODECS", "GPU_CODECS", "dali_device", "decode_dali", "read_batch_dali"]
 
@@ -110,8 +111,9 @@ def decode_dali(
         RuntimeError: ``device="cuda"`` and no GPU is visible (checked before any
             GPU pipeline is built, so the process is never aborted).
         VideoError: (a ``ValueError``) the codec is not decodable on this device,
-            a requested frame is out of range, or DALI fails on the file; the
-            message names the file and the reason.
+            or DALI fails on the file; the message names the file and the reason.
+        ValueError: a requested frame is out of range
+            (:func:`fastvqa.video.index.check_frame_indices`).
     """
     return read_batch_dali(
         [index], [frame_indices], geometries=[geometry], device=device, device_id=device_id
@@ -205,8 +207,7 @@ class _Request:
     out_hw: tuple  # (H, W) after resize and crop
     coded_hw: tuple  # (H, W) of the decoded frames
     resize_hw: Optional[tuple]
-    crop_anchor: Optional[tuple]
-    crop_hw: Optional[tuple]
+    crop_anchor: Optional[tuple]  # (top, left) of the crop (its size is out_hw)
 
     @staticmethod
     def make(index: Any, frame_indices: Any, geometry: Optional[Geometry],
@@ -228,16 +229,7 @@ class _Request:
                 f"{', '.join(sorted(GPU_CODECS))}); use the PyAV backend (backend='pyav')",
             )
         timestamps = np.asarray(index.timestamps, dtype=np.float64)
-        n = int(timestamps.shape[0])
-        fi = np.asarray(frame_indices)
-        if fi.ndim != 1:
-            raise ValueError(f"decode_dali: frame_indices must be 1-D, got shape {fi.shape}")
-        if fi.size and not np.issubdtype(fi.dtype, np.integer):
-            raise TypeError(f"decode_dali: frame_indices must be integers, got {fi.dtype}")
-        fi = fi.astype(np.int64, copy=False)
-        if fi.size and (fi.min() < 0 or fi.max() >= n):
-            bad = int(fi[(fi < 0) | (fi >= n)][0])
-            raise VideoError(path, f"frame index {bad} is out of range: the video has {n} frames")
+        fi = check_frame_indices(index, frame_indices, "decode_dali")
         # DALI's index skips packets with a negative timestamp: shift the numbering.
         skipped = int(np.count_nonzero(timestamps < 0))
         if skipped and fi.size and fi.min() < skipped:
@@ -250,11 +242,8 @@ class _Request:
         identical = unique.shape == fi.shape and bool(np.all(unique == fi))
         height, width = int(index.height), int(index.width)
         if geometry is None:
-            geometry = Geometry(None, None, (height, width))
-        anchor = crop_hw = None
-        if geometry.crop is not None:
-            top, left, ch, cw = geometry.crop
-            anchor, crop_hw = (top, left), (ch, cw)
+            geometry = output_geometry(height, width)
+        anchor = None if geometry.crop is None else tuple(geometry.crop[:2])
         if unique.size:
             try:
                 data = np.fromfile(path, dtype=np.uint8)
@@ -273,7 +262,6 @@ class _Request:
             coded_hw=(height, width),
             resize_hw=None if geometry.resize is None else tuple(geometry.resize),
             crop_anchor=anchor,
-            crop_hw=crop_hw,
         )
 
 
@@ -446,7 +434,7 @@ def _run_once(config: _Config, requests: list) -> list:
             if config.crop:
                 pipe.feed_input("anchor", [np.asarray(r.crop_anchor or (0, 0), np.int32)
                                            for r in requests])
-                pipe.feed_input("shape", [np.asarray(r.crop_hw or r.out_hw, np.int32)
+                pipe.feed_input("shape", [np.asarray(r.out_hw, np.int32)
                                           for r in requests])
             (out,) = pipe.run()
         except BaseException:

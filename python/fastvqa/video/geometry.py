@@ -22,6 +22,7 @@ from __future__ import annotations
 import numbers
 from typing import NamedTuple, Optional
 
+from fastvqa import _checks
 from fastvqa.errors import InputError
 
 #: The largest output side (pixels) a resize may produce: FFmpeg's own image
@@ -42,24 +43,16 @@ class Geometry(NamedTuple):
     shape: tuple
 
 
-def _side(name: str, value) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an int or (height, width) of ints, got {value!r}")
-    if value < 1:
-        raise InputError(f"{name} must be positive integers, got {value!r}")
-    return int(value)
-
-
 def _pair(name: str, value) -> tuple:
     """``value`` (an int, or a ``(height, width)`` pair) as two positive ints."""
     if isinstance(value, numbers.Integral) and not isinstance(value, bool):
-        side = _side(name, value)
+        side = _checks.integer(value, "", name, minimum=1)
         return side, side
     try:
         h, w = value
     except (TypeError, ValueError):
         raise TypeError(f"{name} must be an int or (height, width), got {value!r}") from None
-    return _side(name, h), _side(name, w)
+    return _checks.integer(h, "", name, minimum=1), _checks.integer(w, "", name, minimum=1)
 
 
 def output_size(height: int, width: int, size=None) -> tuple:
@@ -69,7 +62,7 @@ def output_size(height: int, width: int, size=None) -> tuple:
     if size is None:
         return int(height), int(width)
     if isinstance(size, numbers.Integral) and not isinstance(size, bool):
-        s = _side("size", size)
+        s = _checks.integer(size, "", "size", minimum=1)
         if width <= height:  # exact integer floor == torchvision's int(s * long / short)
             h, w = s * int(height) // int(width), s
         else:

@@ -8,10 +8,12 @@ import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import cached_property
 from typing import Any, Optional
 
 import numpy as np
 
+from fastvqa.errors import InputError
 from fastvqa.video.errors import VideoError
 
 _PYAV_MISSING = "PyAV is not installed; pip install 'fastvqa[video]' (or pip install av)"
@@ -36,6 +38,31 @@ def seconds(ticks: np.ndarray, time_base: Fraction) -> np.ndarray:
     if ticks.size and int(np.abs(ticks).max()) * tb.numerator >= 2**53:
         return ticks.astype(np.float64) * float(tb)  # beyond exact range: one more rounding
     return (ticks * tb.numerator).astype(np.float64) / tb.denominator
+
+
+def check_frame_indices(index: Any, frame_indices: Any, op: str = "") -> np.ndarray:
+    """``frame_indices`` as int64 1-D, each in ``[0, n)`` for the ``n`` frames
+    of ``index`` (a :class:`VideoIndex`, or anything with ``path`` and
+    ``timestamps``); the one frame-range check of the API and both backends.
+
+    Raises:
+        ValueError: not 1-D, or an index out of range (naming it, the file
+            and the frame count); ``op`` (the function called) starts the
+            shape message when given.
+        TypeError: not integers.
+    """
+    where = f"{op}: " if op else ""
+    idx = np.asarray(frame_indices)
+    if idx.ndim != 1:
+        raise ValueError(f"{where}frame_indices must be 1-D, got shape {idx.shape}")
+    if idx.size and not np.issubdtype(idx.dtype, np.integer):
+        raise TypeError(f"{where}frame_indices must be integers, got {idx.dtype}")
+    idx = idx.astype(np.int64, copy=False)
+    n = len(index.timestamps)
+    if idx.size and (idx.min() < 0 or idx.max() >= n):
+        bad = int(idx[(idx < 0) | (idx >= n)][0])
+        raise InputError(f"frame index {bad} is out of range for {index.path} ({n} frames)")
+    return idx
 
 
 @dataclass(frozen=True, eq=False)
@@ -116,7 +143,7 @@ class VideoIndex:
     def __len__(self) -> int:
         return len(self.timestamps)
 
-    @property
+    @cached_property  # computed once per index (a frozen dataclass with a __dict__)
     def duration_seconds(self) -> np.ndarray:
         """``float64 (n,)`` each frame's duration in seconds (:attr:`durations`
         times ``time_base``, exactly rounded: :func:`seconds`; without them,

@@ -10,23 +10,8 @@ from typing import Any, Optional
 import numpy as np
 
 from fastvqa.video.errors import VideoError
-from fastvqa.video.geometry import Geometry
-from fastvqa.video.index import VideoIndex, import_av
-
-
-def check_frame_indices(index: VideoIndex, frame_indices: Any) -> np.ndarray:
-    """``frame_indices`` as int64 1-D, each in ``[0, len(index))``."""
-    idx = np.asarray(frame_indices)
-    if idx.ndim != 1:
-        raise ValueError(f"frame_indices must be 1-D, got shape {idx.shape}")
-    if idx.size and not np.issubdtype(idx.dtype, np.integer):
-        raise TypeError(f"frame_indices must be integers, got {idx.dtype}")
-    idx = idx.astype(np.int64, copy=False)
-    if idx.size and (idx.min() < 0 or idx.max() >= len(index)):
-        bad = int(idx[(idx < 0) | (idx >= len(index))][0])
-        raise ValueError(f"frame index {bad} is out of range for {index.path} "
-                         f"({len(index)} frames)")
-    return idx
+from fastvqa.video.geometry import Geometry, output_geometry
+from fastvqa.video.index import VideoIndex, check_frame_indices, import_av
 
 
 def _keyframe_of(keys: np.ndarray, frame: int) -> int:
@@ -124,7 +109,7 @@ def decode_pyav(
     turns = int(turns) % 4
     shown_h, shown_w = (index.width, index.height) if turns % 2 else (index.height, index.width)
     if geometry is None:
-        geometry = Geometry(None, None, (shown_h, shown_w))
+        geometry = output_geometry(shown_h, shown_w)
     out_h, out_w = geometry.resize or (shown_h, shown_w)
     top, left, crop_h, crop_w = geometry.crop or (0, 0, out_h, out_w)
     coded_h, coded_w = (out_w, out_h) if turns % 2 else (out_h, out_w)  # resize before turning
@@ -162,7 +147,6 @@ def decode_pyav(
         reader.fresh = False
         pos = 0  # next wanted frame (position in `wanted`)
         starts = sorted(seek_at) + [len(wanted)]
-        by_decode = _pts_in_decode_order(index)
         try:
             while pos < len(wanted):
                 if reader.sequential:
@@ -182,7 +166,7 @@ def decode_pyav(
                     check = None
                     if target is not None:
                         _seek(reader, timestamp)
-                        check = (int(index.pts[target]), by_decode)
+                        check = (int(index.pts[target]), reader.by_decode)
                     pos, status = _collect(_frames(reader, stop, check), pos, wanted_pts, frames,
                                            convert, seek_at, check_first=key is not None)
                     if status != "overshoot":
@@ -354,6 +338,8 @@ class _Reader:
         self.sequential = False  # True once reopened: no more seeks
         self.fresh = True  # nothing demuxed yet
         self.container = None
+        #: the probe's packet pts in decode order, once per opened file (:func:`_frames`)
+        self.by_decode = _pts_in_decode_order(index)
         self._open()
 
     def _open(self):

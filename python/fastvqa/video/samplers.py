@@ -479,19 +479,18 @@ def register_sampler(name: str, *, syntax: str, example: str, help: str,
     the command line and the docs show. A name registered twice is a
     ``ValueError``.
     """
-    key = name.strip().lower()
-    if not key or ":" in key or "@" in key or key != name:
+    if not name or ":" in name or "@" in name or name != name.strip().lower():
         raise ValueError(f"sampler name must be lower case without ':' or '@', got {name!r}")
-    if key in SAMPLERS:
-        raise ValueError(f"sampler {name!r} is already registered "
-                         f"({SAMPLERS[key].cls.__name__})")
 
     def decorate(cls):
         if not (isinstance(cls, type) and issubclass(cls, Sampler)):
             raise TypeError(f"register_sampler({name!r}) decorates a Sampler subclass, "
                             f"got {cls!r}")
-        SAMPLERS[key] = SamplerEntry(key, cls, parse or (lambda args: cls(*_nums(args))),
-                                     syntax, example, help)
+        if name in SAMPLERS:
+            raise ValueError(f"sampler {name!r} is already registered "
+                             f"({SAMPLERS[name].cls.__name__})")
+        SAMPLERS[name] = SamplerEntry(name, cls, parse or (lambda args: cls(*_nums(args))),
+                                      syntax, example, help)
         return cls
 
     return decorate
