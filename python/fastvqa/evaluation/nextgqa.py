@@ -359,7 +359,7 @@ def _parse_edges(text: str) -> list[float]:
     return edges
 
 
-def _check(*, plot=None, plot_video=None, length_bins: str = "0,30,60,90,inf") -> None:
+def _check(*, plot=None, plot_video=None, length_bins: str = DEFAULT_BINS["nextgqa"]) -> None:
     """The plot options, checked before any file is read."""
     if plot_video and not plot:
         raise CommandError("--plot-video needs --plot FILE.png")
