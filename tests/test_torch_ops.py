@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import warnings
 
+import numpy as np
 import pytest
 
-from fastvqa.ops import grounding_overlap, paired_temporal_iou, span_argmax, temporal_iou
+from fastvqa.ops import _eager, grounding_overlap, paired_temporal_iou, span_argmax, temporal_iou
 from tests.conftest import DEVICES
 from tests.conftest import assert_opcheck  # noqa: E402
 
@@ -66,11 +67,12 @@ def test_compile_fullgraph_matches_eager(device):
     assert torch.equal(spans_c, spans_e)
 
 
-# ------------------------------------------------- the eager fast path (issue 13)
-# An eager call on plain CPU tensors skips the torch.library dispatcher
-# (fastvqa.ops._torch_common._fast). These tests force each path in turn
-# through the public API and compare every output, then count which runner a
-# call used: structural checks, not timings.
+# ------------------------------------------------- the eager fast paths (issue 13)
+# An eager call on plain CPU tensors skips the torch.library dispatcher: float32/
+# float64 (int64 indices) run the NumPy path on views (fastvqa.ops._eager), other
+# dtypes the op body without the dispatcher (fastvqa.ops._torch_common._fast).
+# These tests force each path in turn through the public API and compare every
+# output, then count which runner a call used: structural checks, not timings.
 
 def _fast_cases():
     import fastvqa.ops as O
@@ -148,8 +150,14 @@ def test_fast_path_matches_dispatcher(conv, monkeypatch):
         module = importlib.import_module(f"fastvqa.ops.{mod_name}")
         fast = _flat(call(c))
         with monkeypatch.context() as m:
+            m.setattr(_eager, "enabled", False)
+            body = _flat(call(c))  # the op body without the dispatcher
             m.setattr(module, "_fast", lambda *a, **k: False)
             slow = _flat(call(c))
+        assert len(body) == len(slow)
+        for f, s in zip(body, slow):
+            assert (f.dtype, f.shape) == (s.dtype, s.shape), mod_name
+            torch.testing.assert_close(f, s, rtol=0, atol=0, equal_nan=True)
         assert len(fast) == len(slow)
         for f, s in zip(fast, slow):
             assert (f.dtype, f.device, f.shape, f.requires_grad) == \
@@ -158,14 +166,54 @@ def test_fast_path_matches_dispatcher(conv, monkeypatch):
             torch.testing.assert_close(f, s, rtol=0, atol=0, equal_nan=True)
 
 
+def _counting_numpy_path(monkeypatch) -> list:
+    taken = []
+    real = _eager._wrap
+
+    def counted(*args):
+        taken.append(1)
+        return real(*args)
+
+    monkeypatch.setattr(_eager, "_wrap", counted)
+    return taken
+
+
 def test_fast_path_taken_for_plain_cpu_tensors(monkeypatch):
     import importlib
 
-    for mod_name, call in _fast_cases():
-        module = importlib.import_module(f"fastvqa.ops.{mod_name}")
-        counts = _counting(monkeypatch, module)
-        call(lambda t: t)
-        assert counts == {"_call": 0, "_call_cpu": 1}, mod_name
+    for conv, runners in [("float32", (1, 0)), ("float64", (1, 0)), ("strided", (1, 0)),
+                          ("float16", (0, 1)), ("int64", (0, 1))]:
+        for mod_name, call in _fast_cases():
+            module = importlib.import_module(f"fastvqa.ops.{mod_name}")
+            with monkeypatch.context() as m:
+                counts = _counting(m, module)
+                numpy_path = _counting_numpy_path(m)
+                call(_CONVERSIONS[conv])
+            assert (len(numpy_path), counts["_call_cpu"], counts["_call"]) == (*runners, 0), \
+                (mod_name, conv)
+
+
+def test_numpy_path_refuses_mixed_inputs_and_out():
+    import fastvqa.ops as O
+
+    spans = torch.tensor([[0.0, 2.0], [1.0, 3.0]])
+    with pytest.raises(TypeError, match="must be a torch tensor"):
+        O.temporal_iou(spans, spans.numpy())
+    out = torch.full((2, 2), -1.0)
+    assert O.temporal_iou(spans, spans, out=out) is out  # the caller's tensor itself
+    torch.testing.assert_close(out, torch.tensor([[1.0, 1 / 3], [1 / 3, 1.0]]))
+
+
+def test_numpy_path_outputs_never_share_an_input():
+    views = [torch.arange(6.0).reshape(2, 3).numpy()]  # what the NumPy path receives
+    passed_through = views[0][:, 1]
+    owned = _eager._owned(passed_through, views)
+    assert owned is not passed_through and not np.shares_memory(owned, views[0])
+    fresh = np.zeros(3)
+    assert _eager._owned(fresh, views) is fresh
+    read_only = np.zeros(3)
+    read_only.flags.writeable = False
+    assert _eager._owned(read_only, views).flags.writeable
 
 
 def test_fast_path_outputs_are_new_tensors():
@@ -204,6 +252,13 @@ def test_dispatcher_kept_for_gradients_modes_and_tracing(monkeypatch):
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             self.seen.append(str(func))
             return func(*args, **(kwargs or {}))
+
+    numpy_path = _counting_numpy_path(monkeypatch)
+    with torch.autograd.forward_ad.dual_level():  # forward-mode AD: never the NumPy path
+        plain = x.detach()
+        O.span_scores(torch.autograd.forward_ad.make_dual(plain, torch.ones_like(plain)),
+                      reduce="sum")
+    assert not numpy_path
 
     with Passthrough():
         O.span_scores(x.detach(), reduce="sum")

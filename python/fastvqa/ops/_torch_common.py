@@ -34,7 +34,9 @@ dtype, shape and values, writable, picklable and shareable
 (``share_memory_``), whose storage (NumPy's) cannot be resized in place
 (``resize_`` to a larger size raises). Allocating them with ``torch.empty``
 instead cost about 4x the whole NumPy call at small sizes (a Python tensor
-created and freed per output and per scratch array).
+created and freed per output and per scratch array). Float32/float64 calls
+without gradients never get here: :mod:`fastvqa.ops._eager` runs the public
+op's NumPy path on them before the torch path starts.
 """
 
 from __future__ import annotations

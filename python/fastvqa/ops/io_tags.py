@@ -8,6 +8,7 @@ from typing import Any, NamedTuple
 
 from fastvqa import _arrays, _checks
 from fastvqa._ext import _C
+from fastvqa.ops._eager import numpy_on_cpu_tensors
 from fastvqa.ragged import Ragged
 
 
@@ -31,6 +32,7 @@ class StartEnd(NamedTuple):
     end: Any    #: [B, T] end scores
 
 
+@numpy_on_cpu_tensors(("probs",), ("lengths",))
 def io_to_spans(
     probs: Any, *, threshold: float = 0.5, lengths: Any = None, min_len: int = 1
 ) -> RaggedSpans:
@@ -91,6 +93,7 @@ def io_to_spans(
     return RaggedSpans(spans, offsets, scores)
 
 
+@numpy_on_cpu_tensors(("probs",), ("lengths",))
 def io_to_start_end(probs: Any, *, lengths: Any = None) -> StartEnd:
     """Inside/outside probabilities to start/end scores for :func:`span_argmax`.
 

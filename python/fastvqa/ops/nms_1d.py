@@ -8,6 +8,7 @@ from typing import Any, NamedTuple
 
 from fastvqa import _arrays, _checks
 from fastvqa._ext import _C
+from fastvqa.ops._eager import numpy_on_cpu_tensors
 from fastvqa.ragged import Ragged
 
 
@@ -24,6 +25,7 @@ class NmsResult(NamedTuple):
         return Ragged(self.keep, self.offsets)
 
 
+@numpy_on_cpu_tensors(("spans", "scores"), ("offsets",))
 def nms_1d(
     spans: Any,
     scores: Any,

@@ -9,6 +9,7 @@ import numpy as np
 
 from fastvqa import _arrays, _checks
 from fastvqa._ext import _C
+from fastvqa.ops._eager import numpy_on_cpu_tensors
 
 
 class ScoredSpans(NamedTuple):
@@ -19,6 +20,7 @@ class ScoredSpans(NamedTuple):
     scores: Any  #: [...] their scores in the input float dtype, -inf padding
 
 
+@numpy_on_cpu_tensors(("start", "end"), ("lengths",))
 def span_argmax(
     start: Any,
     end: Any,

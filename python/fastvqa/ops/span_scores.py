@@ -8,6 +8,7 @@ from typing import Any, Optional
 
 from fastvqa import _arrays, _checks
 from fastvqa._ext import _C
+from fastvqa.ops._eager import numpy_on_cpu_tensors
 from fastvqa.ops.span_argmax import ScoredSpans
 
 _SEMANTICS_DOC = """
@@ -56,6 +57,7 @@ _SEMANTICS_DOC = """
     ``B = 0`` or ``T = 0`` give empty results without launching anything."""
 
 
+@numpy_on_cpu_tensors(("x",), ("lengths",))
 def span_scores(
     x: Any,
     *,
@@ -108,6 +110,7 @@ def span_scores(
     return _C.span_scores(x_np, reduce, min_len, max_len, lens, 0, _arrays.numpy_alloc)
 
 
+@numpy_on_cpu_tensors(("x",), ("lengths",))
 def top_spans(
     x: Any,
     k: int,

@@ -7,6 +7,7 @@ from typing import Any, Optional
 
 from fastvqa import _arrays, _checks
 from fastvqa._ext import _C
+from fastvqa.ops._eager import numpy_on_cpu_tensors
 
 _COMMON_DOC = """
     Similarity:
@@ -58,6 +59,7 @@ _COMMON_DOC = """
 """
 
 
+@numpy_on_cpu_tensors(("frames", "query"), ("spans",))
 def span_similarity(
     frames: Any, query: Any, spans: Any, *, pool: str, eps: float = 1e-8
 ) -> Any:
@@ -91,6 +93,7 @@ def span_similarity(
     return _C.span_similarity(f, q, s, pool, 1, None, None, eps, 0, _arrays.numpy_alloc)
 
 
+@numpy_on_cpu_tensors(("frames", "query"), ("lengths",))
 def span_similarity_all(
     frames: Any,
     query: Any,

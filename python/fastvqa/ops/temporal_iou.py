@@ -7,6 +7,7 @@ from typing import Any, NamedTuple
 
 from fastvqa import _arrays, _checks
 from fastvqa._ext import _C
+from fastvqa.ops._eager import numpy_on_cpu_tensors
 
 
 class Overlap(NamedTuple):
@@ -57,6 +58,7 @@ _MODES_DOC = """
     grad."""
 
 
+@numpy_on_cpu_tensors(("a", "b"), blockers=("out",))
 def temporal_iou(a: Any, b: Any, mode: str = "iou", *, out: Any = None) -> Any:
     """Pairwise temporal overlap between every span of ``a`` and every span of ``b``.
 
@@ -80,6 +82,7 @@ def temporal_iou(a: Any, b: Any, mode: str = "iou", *, out: Any = None) -> Any:
     return _overlap(a, b, mode, paired=False, out=out)
 
 
+@numpy_on_cpu_tensors(("a", "b"), blockers=("out",))
 def paired_temporal_iou(a: Any, b: Any, mode: str = "iou", *, out: Any = None) -> Any:
     """Elementwise temporal overlap: ``out[i] = overlap(a[i], b[i])``.
 
@@ -123,6 +126,7 @@ def _overlap(a: Any, b: Any, mode: str, paired: bool, out: Any = None) -> Any:
     return _C.temporal_iou(a_np, b_np, mode, paired, 0, use_out)
 
 
+@numpy_on_cpu_tensors(("pred", "gt"), ("gt_offsets",))
 def grounding_overlap(pred: Any, gt: Any, gt_offsets: Any) -> Overlap:
     """Per-prediction IoU and IoP against a ragged set of ground-truth spans,
     exactly as the official NExT-GQA evaluator computes them.

@@ -1,0 +1,114 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Run every benchmark that carries a BENCHMARKS.md target, idle and busy, and
+tabulate each target's verdict in both conditions.
+
+Each script runs at its target sizes twice, one after the other: once on
+otherwise idle cores (``--busy 0``) and once with ``--busy 2`` (two spinning
+processes beside it, see ``_harness.busy_load``), writing its JSON and log
+under ``OUT/busy0/NAME`` and ``OUT/busy2/NAME``. The table then lists every entry of those
+JSON files that names a target (``"target"`` and ``"target_met"`` fields) with
+its measured value in both runs. A script that fails (a check between
+implementations, a missing optional peer is only a skipped row) is reported
+and the run goes on; the exit status is 1 when a script failed or a target
+was missed, 0 otherwise.
+
+Usage: python benchmarks/run_targets.py [--out DIR] [--busy 2] [--only NAME ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import _harness as H  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+
+#: name -> the script and its arguments at the target sizes (the scripts' defaults)
+SCRIPTS = {
+    "span_argmax": ["bench_span_argmax.py"],
+    "temporal_iou": ["bench_temporal_iou.py"],
+    "grounded_qa": ["bench_grounded_qa.py"],
+    "span_scores": ["bench_span_scores.py"],
+    "nms_1d": ["bench_nms_1d.py"],
+    "nms_1d_scaling": ["bench_nms_1d.py", "--scaling"],
+    "video_decode": ["bench_video_decode.py"],
+    "retrieval": ["bench_retrieval.py"],
+    "call_overhead": ["bench_call_overhead.py"],
+}
+
+#: the measured value of a target entry, by the first field present
+VALUE_FIELDS = ("speedup", "ratio_to_read", "fraction_of_memset", "exponent", "overhead_us")
+
+
+def _targets(node, path=()):
+    """Every dict under ``node`` with ``target`` and ``target_met`` keys, with
+    a label made of the identifying fields around it."""
+    if isinstance(node, dict):
+        if "target" in node and "target_met" in node and node["target"] is not None:
+            label = " / ".join(str(node[k]) for k in ("case", "impl", "input", "name")
+                               if node.get(k) is not None) or "/".join(map(str, path))
+            value = next((node[k] for k in VALUE_FIELDS if node.get(k) is not None), None)
+            yield label, node["target"], value, node["target_met"]
+        for key, child in node.items():
+            yield from _targets(child, path + (key,))
+    elif isinstance(node, list):
+        for i, child in enumerate(node):
+            yield from _targets(child, path + (i,))
+
+
+def _run(name: str, argv: list, busy: int, out: Path) -> bool:
+    out.mkdir(parents=True, exist_ok=True)
+    cmd = [sys.executable, str(HERE / argv[0]), *argv[1:], "--busy", str(busy), "--out", str(out)]
+    print(f"[{time.strftime('%H:%M:%S')}] {name} busy={busy}: {' '.join(cmd[1:])}", flush=True)
+    log = out / "log.txt"
+    with open(log, "w") as f:
+        rc = subprocess.call(cmd, stdout=f, stderr=subprocess.STDOUT)
+    if rc != 0:
+        print(f"  {name} exited {rc}; see {log}")
+    return rc == 0
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--out", type=Path, default=HERE / "results" / "targets")
+    p.add_argument("--busy", type=int, default=2, help="busy processes of the second run")
+    p.add_argument("--only", nargs="+", choices=sorted(SCRIPTS), default=None)
+    args = p.parse_args()
+    names = args.only or list(SCRIPTS)
+    ok = True
+    for busy in (0, args.busy):
+        for name in names:
+            ok &= _run(name, SCRIPTS[name], busy, args.out / f"busy{busy}" / name)
+    rows, missed = [], 0
+    for name in names:
+        found = {}
+        for busy in (0, args.busy):
+            for path in sorted((args.out / f"busy{busy}" / name).glob("*.json")):
+                data = json.loads(path.read_text())
+                for label, target, value, met in _targets(data.get("results", data)):
+                    found.setdefault(label, {})[busy] = (target, value, met)
+        for label, by_busy in found.items():
+            cells = []
+            for busy in (0, args.busy):
+                target, value, met = by_busy.get(busy, (None, None, None))
+                missed += met is False
+                cells.append("-" if met is None else
+                             f"{value:.3g} {'PASS' if met else 'FAIL'}" if isinstance(value, float)
+                             else ("PASS" if met else "FAIL"))
+            target = next(t for t, _, _ in by_busy.values())
+            rows.append([name, label, target, *cells])
+    print()
+    H.print_table(["benchmark", "entry", "target", "busy 0", f"busy {args.busy}"], rows)
+    print(f"{len(rows)} targets, {missed} missed; scripts {'all ran' if ok else 'FAILED'}")
+    return 0 if ok and not missed else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
