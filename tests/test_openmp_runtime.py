@@ -67,11 +67,78 @@ def test_user_choice_wins(tmp_path, monkeypatch, no_wait_env, name, value):
 
 
 def test_build_info_reports_the_runtime():
-    rt = fastvqa.build_info()["openmp_runtime"]
-    assert set(rt) == {"private", "path", "passive_wait_set"}
+    info = fastvqa.build_info()
+    rt = info["openmp_runtime"]
+    assert set(rt) == {"private", "path", "passive_wait_set", "deep_bind"}
     # This checkout's extension is a source build: it shares libgomp.so.1 with torch.
     if not rt["private"]:
-        assert rt["passive_wait_set"] is False
+        assert rt["passive_wait_set"] is False and rt["deep_bind"] is False
+    if info["openmp"] and sys.platform == "linux":
+        library = Path(info["openmp_library"])
+        assert library.name.startswith("libgomp") and library.exists()
+        if rt["private"]:
+            assert library.resolve() == Path(rt["path"]).resolve()
+
+
+def test_num_threads_round_trip_and_bad_values():
+    before = fastvqa.get_num_threads()
+    try:
+        fastvqa.set_num_threads(1)
+        assert fastvqa.get_num_threads() == 1
+    finally:
+        fastvqa.set_num_threads(before)
+    assert fastvqa.get_num_threads() == before
+    with pytest.raises(ValueError, match="set_num_threads: n must be >= 1"):
+        fastvqa.set_num_threads(0)
+    with pytest.raises(TypeError, match="set_num_threads: n must be an integer"):
+        fastvqa.set_num_threads(1.5)
+
+
+@pytest.mark.skipif(shutil.which("patchelf") is None or not SYSTEM_GOMP.exists(),
+                    reason="needs patchelf and the system libgomp to vendor a copy")
+def test_a_vendored_runtime_is_the_one_the_kernels_call_even_after_torch(tmp_path):
+    # A package laid out as auditwheel repairs it: the extension needs a renamed
+    # libgomp copy in fastvqa.libs. torch (imported first) puts its own runtime
+    # in the global symbol scope; the kernels must still reach the copy, with
+    # PASSIVE waiting, and start from torch's thread count.
+    pkg = tmp_path / "fastvqa"
+    shutil.copytree(Path(fastvqa.__file__).parent, pkg,
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    libs = tmp_path / "fastvqa.libs"
+    libs.mkdir()
+    copy = libs / "libgomp-0123abcd.so.1"
+    shutil.copy(SYSTEM_GOMP, copy)
+    subprocess.run(["patchelf", "--set-soname", copy.name, str(copy)], check=True)
+    ext = next(pkg.glob("_C*.so"))
+    subprocess.run(["patchelf", "--replace-needed", "libgomp.so.1", copy.name,
+                    "--set-rpath", "$ORIGIN/../fastvqa.libs", str(ext)], check=True)
+    script = textwrap.dedent("""
+        import sys
+        import torch
+        torch.set_num_threads(1)
+        import numpy as np
+        import fastvqa
+        import fastvqa.ops as O
+        info = fastvqa.build_info()
+        print(info["openmp_library"], info["openmp_runtime"]["passive_wait_set"],
+              fastvqa.get_num_threads())
+        torch.set_num_threads(2)
+        fastvqa.set_num_threads(2)
+        x = np.random.default_rng(0).standard_normal((64, 256)).astype(np.float32)
+        band = O.span_scores(x, reduce="sum", max_len=64)  # a parallel region in the copy
+        print(float(band[3, 10, 5]), float(x[3, 10:16].astype(np.float64).sum()))  # steps 10..15
+    """)
+    env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
+    env["PYTHONPATH"] = str(tmp_path)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         env=env, timeout=120, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    first, second = out.stdout.splitlines()
+    library, passive, threads = first.split()
+    assert Path(library).resolve() == copy.resolve()
+    assert (passive, threads) == ("True", "1")
+    got, want = map(float, second.split())
+    assert abs(got - want) <= 1e-5 * max(1.0, abs(want))
 
 
 @pytest.mark.skipif(not SYSTEM_GOMP.exists(), reason="needs the system libgomp to copy")

@@ -38,15 +38,37 @@ def build_info() -> dict:
         PTX, which the driver JIT-compiles for any GPU of that capability or
         newer; see :func:`cuda_runs_on`). CUDA fields are None (lists empty) in a CPU-only build.
         ``openmp_runtime``: ``private`` (bool: fastvqa loads its own libgomp
-        copy, as in a repaired wheel), ``path`` (that copy, or None) and
+        copy, as in a repaired wheel), ``path`` (that copy, or None),
         ``passive_wait_set`` (bool: fastvqa chose ``OMP_WAIT_POLICY=PASSIVE``
         for that copy; never for a runtime shared with torch, never over the
-        user's ``OMP_WAIT_POLICY``/``GOMP_SPINCOUNT``).
+        user's ``OMP_WAIT_POLICY``/``GOMP_SPINCOUNT``) and ``deep_bind`` (bool:
+        the extension was loaded with ``RTLD_DEEPBIND`` so that its OpenMP
+        calls reach that copy). ``openmp_library``: the file of the OpenMP
+        runtime the kernels' calls actually reach (None without OpenMP or
+        off Linux).
     """
     info = dict(_C.build_info())
     info["openmp_runtime"] = dict(openmp_runtime)
     info.update(_arch_coverage(info["cuda_archs"]))
     return info
+
+
+def get_num_threads() -> int:
+    """The number of threads fastvqa's CPU kernels may use (its OpenMP
+    runtime's ``omp_get_max_threads``). A source build shares torch's runtime,
+    so this follows ``torch.set_num_threads``; a wheel's private runtime starts
+    from torch's count (when torch was imported first), else from
+    ``OMP_NUM_THREADS`` or the core count, and changes only through
+    :func:`set_num_threads`. Small calls run on one thread whatever this is."""
+    return _C.get_num_threads()
+
+
+def set_num_threads(n: int) -> None:
+    """Set the number of threads of fastvqa's CPU kernels (``n >= 1``; see
+    :func:`get_num_threads`). With a source build this is torch's setting too."""
+    from fastvqa import _checks
+
+    _C.set_num_threads(_checks.integer(n, "set_num_threads", "n", minimum=1))
 
 
 def _arch_coverage(archs: list) -> dict:
@@ -81,4 +103,5 @@ def cuda_runs_on(capability: int, archs: list | None = None) -> str | None:
 
 __getattr__, __dir__ = lazy_exports(__name__, submodules=_SUBPACKAGES)
 
-__all__ = ["__version__", "build_info", "cuda_runs_on", *_SUBPACKAGES]
+__all__ = ["__version__", "build_info", "cuda_runs_on", "get_num_threads", "set_num_threads",
+           *_SUBPACKAGES]

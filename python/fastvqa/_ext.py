@@ -11,7 +11,14 @@ auditwheel carries a private copy (``fastvqa.libs/libgomp-<hash>.so``). If
 that copy is not loaded yet and neither ``OMP_WAIT_POLICY`` nor
 ``GOMP_SPINCOUNT`` is set, ``OMP_WAIT_POLICY=PASSIVE`` is set for the moment
 the extension loads and removed again, so it applies to fastvqa's runtime
-only. A source build links the system's ``libgomp.so.1``, which is the same
+only. The extension is then loaded with ``RTLD_DEEPBIND``: torch puts its own
+libgomp in the process's global symbol scope, and without it the extension's
+OpenMP calls would bind to torch's runtime and never reach the private copy
+(``build_info()["openmp_library"]`` names the runtime they reach). That
+private runtime's thread count starts as torch's when torch is already
+imported (``OMP_NUM_THREADS`` or the core count otherwise), and is set with
+:func:`fastvqa.set_num_threads` (``torch.set_num_threads`` does not reach it).
+A source build links the system's ``libgomp.so.1``, which is the same
 runtime as torch's (the loader shares one ``libgomp.so.1`` per process):
 there fastvqa changes nothing, and ``OMP_WAIT_POLICY=PASSIVE`` set by the user
 before starting Python applies to both. What happened is in
@@ -65,11 +72,32 @@ def _passive_wait_for(runtime: Optional[Path], state: dict) -> Iterator[None]:
         os.environ.pop("OMP_WAIT_POLICY", None)
 
 
+@contextmanager
+def _deep_bind(runtime: Optional[Path], state: dict) -> Iterator[None]:
+    """Load extensions with ``RTLD_DEEPBIND`` (their own dependencies before
+    the global scope) while ``runtime``, a private libgomp, is to be used;
+    nothing changes for a shared runtime or where the flag does not exist."""
+    flag = getattr(os, "RTLD_DEEPBIND", 0)
+    state["deep_bind"] = bool(runtime is not None and flag)
+    if not state["deep_bind"]:
+        yield
+        return
+    saved = sys.getdlopenflags()
+    sys.setdlopenflags(saved | flag)
+    try:
+        yield
+    finally:
+        sys.setdlopenflags(saved)
+
+
 openmp_runtime: dict = {}
 
 try:
-    with _passive_wait_for(_private_openmp(Path(__file__).resolve().parent), openmp_runtime):
+    _runtime = _private_openmp(Path(__file__).resolve().parent)
+    with _passive_wait_for(_runtime, openmp_runtime), _deep_bind(_runtime, openmp_runtime):
         from fastvqa import _C  # noqa: F401  (re-exported for the ops modules)
+    if _runtime is not None and "torch" in sys.modules:
+        _C.set_num_threads(sys.modules["torch"].get_num_threads())
 except ImportError as err:  # pragma: no cover - exercised only on broken installs
     raise ImportError(
         "fastvqa could not load its compiled extension fastvqa._C "

@@ -27,6 +27,8 @@ namespace span_scores {
 void register_span_scores(py::module_& m);
 }
 py::dict build_info();
+int get_num_threads();
+void set_num_threads(int n);
 }  // namespace fastvqa
 
 PYBIND11_MODULE(_C, m) {
@@ -41,6 +43,10 @@ PYBIND11_MODULE(_C, m) {
     }
   });
   m.def("build_info", &fastvqa::build_info, "What this build contains.");
+  m.def("get_num_threads", &fastvqa::get_num_threads,
+        "Threads of fastvqa's CPU kernels (its OpenMP runtime's omp_get_max_threads).");
+  m.def("set_num_threads", &fastvqa::set_num_threads, py::arg("n"),
+        "Set the threads of fastvqa's CPU kernels (omp_set_num_threads in its runtime).");
   m.def("cuda_device_count", &fastvqa::cuda_device_count,
         "CUDA devices visible to fastvqa's runtime (0 without a driver, GPU or CUDA build).");
   m.def("cuda_driver_version", &fastvqa::cuda_driver_version);
