@@ -46,6 +46,14 @@ def test_private_copy_gets_passive_wait_only_while_loading(tmp_path, no_wait_env
     assert state == {"private": True, "path": str(runtime), "passive_wait_set": True}
 
 
+@pytest.mark.parametrize("folder", ["fastvqa_cu12.libs", "fastvqa_cu13.libs"])
+def test_cuda_wheels_private_copy_is_found(tmp_path, folder):
+    pkg = _package(tmp_path, vendored=False)
+    (tmp_path / folder).mkdir()
+    (tmp_path / folder / "libgomp-89abcdef.so.1.0.0").write_bytes(b"")
+    assert _ext._private_openmp(pkg) == tmp_path / folder / "libgomp-89abcdef.so.1.0.0"
+
+
 def test_shared_runtime_is_left_alone(tmp_path, no_wait_env):
     runtime = _ext._private_openmp(_package(tmp_path, vendored=False))
     assert runtime is None

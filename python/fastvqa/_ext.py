@@ -37,11 +37,14 @@ _WAIT_VARIABLES = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")
 
 
 def _private_openmp(package_dir: Path) -> Optional[Path]:
-    """fastvqa's own libgomp copy (auditwheel's ``fastvqa.libs`` folder beside
-    the package), or None when the build uses a shared one."""
-    libs = package_dir.parent / "fastvqa.libs"
-    found = sorted(libs.glob("libgomp-*.so*")) if libs.is_dir() else []
-    return found[0] if found else None
+    """fastvqa's own libgomp copy (auditwheel's folder beside the package,
+    named after the distribution: ``fastvqa.libs``, ``fastvqa_cu13.libs``), or
+    None when the build uses a shared one."""
+    for libs in sorted(package_dir.parent.glob("fastvqa*.libs")):
+        found = sorted(libs.glob("libgomp-*.so*"))
+        if found:
+            return found[0]
+    return None
 
 
 def _mapped(path: Path) -> bool:
