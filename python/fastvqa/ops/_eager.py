@@ -23,8 +23,10 @@ torch path unchanged:
   natively; mixed ones promote to float64 in both), index arguments int64
   (integer or half-precision floats follow torch's own promotion rules on
   the torch path instead);
-- no tensor requires grad (a differentiable op needs autograd; the others
-  detach on the torch path, which handles that case);
+- no tensor requires grad while grad mode is on (a differentiable op needs
+  autograd; the others detach on the torch path, which handles that case);
+  ``Tensor.numpy()`` itself refuses those, and negative, conjugate and sparse
+  tensors, which then take the torch path too;
 - no ``out=`` tensor (its result must be that very tensor).
 
 Outputs are new tensors over the NumPy outputs' memory (``torch.from_numpy``),
@@ -47,20 +49,19 @@ enabled = True
 
 # torch's names, bound on first use so that importing fastvqa never imports torch
 _bound = False
-_tensor = _strided = _int64 = _from_numpy = None
+_tensor = _int64 = _from_numpy = None
 _native: tuple = ()
 _not_eager: tuple = ()  # predicates: compiling, a dispatch or function mode, functorch
 _tracing = _forward_ad = None
 
 
 def _bind_torch() -> None:
-    global _bound, _tensor, _strided, _int64, _from_numpy, _native, _not_eager, _tracing
+    global _bound, _tensor, _int64, _from_numpy, _native, _not_eager, _tracing
     global _forward_ad
     import torch
     import torch.autograd.forward_ad as forward_ad
 
-    _tensor, _strided, _int64, _from_numpy = torch.Tensor, torch.strided, torch.int64, \
-        torch.from_numpy
+    _tensor, _int64, _from_numpy = torch.Tensor, torch.int64, torch.from_numpy
     _native = (torch.float32, torch.float64)
     _not_eager = (torch.compiler.is_compiling, torch._C._len_torch_dispatch_stack,
                   torch._C._is_torch_function_mode_enabled,
@@ -98,17 +99,15 @@ def numpy_on_cpu_tensors(floats: Iterable[str], index: Iterable[str] = (),
                     return fn(*args, **kwargs)
             if _tracing() is not None or _forward_ad._current_level >= 0:
                 return fn(*args, **kwargs)
-            tensor, strided, native, int64 = _tensor, _strided, _native, _int64
+            tensor, native, int64 = _tensor, _native, _int64
             found = []
             for name, pos, is_float in arrays:
                 x = args[pos] if pos is not None and pos < len(args) else kwargs.get(name)
                 if x is None:
                     continue
                 # A NumPy input (or a mix), a subclass, another device or
-                # layout, a gradient, a negative view, another dtype: the usual
-                # paths. (A float tensor cannot be a conjugate view.)
-                if (type(x) is not tensor or not x.is_cpu or x.layout is not strided
-                        or x.requires_grad or x.is_neg()
+                # dtype: the usual paths.
+                if (type(x) is not tensor or not x.is_cpu
                         or not ((x.dtype in native) if is_float else (x.dtype is int64))):
                     return fn(*args, **kwargs)
                 found.append((name, pos, x))
@@ -118,11 +117,15 @@ def numpy_on_cpu_tensors(floats: Iterable[str], index: Iterable[str] = (),
                 if (args[pos] if pos is not None and pos < len(args)
                         else kwargs.get(name)) is not None:
                     return fn(*args, **kwargs)
+            try:
+                # Tensor.numpy() itself refuses what has no plain view: a
+                # tensor that requires grad, a negative or conjugate view, a
+                # sparse layout. Those take the usual paths.
+                views = [x.numpy() for _, _, x in found]
+            except (RuntimeError, TypeError):
+                return fn(*args, **kwargs)
             args = list(args)
-            views = []
-            for name, pos, x in found:
-                view = x.numpy()
-                views.append(view)
+            for (name, pos, _), view in zip(found, views):
                 if pos is not None and pos < len(args):
                     args[pos] = view
                 else:
