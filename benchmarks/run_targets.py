@@ -92,7 +92,7 @@ def main() -> int:
         for busy in (0, args.busy):
             for path in sorted((args.out / f"busy{busy}" / name).glob("*.json")):
                 data = json.loads(path.read_text())
-                for label, target, value, met in _targets(data.get("results", data)):
+                for label, target, value, met in _targets(data):
                     found.setdefault(label, {})[busy] = (target, value, met)
         for label, by_busy in found.items():
             cells = []
@@ -105,6 +105,9 @@ def main() -> int:
             target = next(t for t, _, _ in by_busy.values())
             rows.append([name, label, target, *cells])
     print()
+    if not rows:
+        print("no target entries found in the results")
+        return 1
     H.print_table(["benchmark", "entry", "target", "busy 0", f"busy {args.busy}"], rows)
     print(f"{len(rows)} targets, {missed} missed; scripts {'all ran' if ok else 'FAILED'}")
     return 0 if ok and not missed else 1
