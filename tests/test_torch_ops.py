@@ -193,6 +193,28 @@ def test_fast_path_taken_for_plain_cpu_tensors(monkeypatch):
                 (mod_name, conv)
 
 
+def test_numpy_path_takes_arrays_by_position_or_keyword(monkeypatch):
+    import fastvqa.ops as O
+
+    g = torch.Generator().manual_seed(11)
+    start, end = torch.randn(2, 9, generator=g), torch.randn(2, 9, generator=g)
+    lengths = torch.tensor([9, 4])
+    numpy_path = _counting_numpy_path(monkeypatch)
+    by_position = O.span_argmax(start, end, max_len=3, k=2, lengths=lengths)
+    by_keyword = O.span_argmax(end=end, start=start, lengths=lengths, max_len=3, k=2)
+    assert len(numpy_path) == 2
+    expected = O.span_argmax(start.numpy(), end.numpy(), max_len=3, k=2, lengths=lengths.numpy())
+    for got in (by_position, by_keyword):
+        assert type(got.spans) is torch.Tensor and type(got.scores) is torch.Tensor
+        assert np.array_equal(got.spans.numpy(), expected.spans)
+        assert np.array_equal(got.scores.numpy(), expected.scores)
+    with monkeypatch.context() as m:  # an int lengths (one row) is not a tensor: torch path
+        m.setattr(_eager, "_wrap", lambda *a: pytest.fail("NumPy path taken"))
+        row = O.span_argmax(start[0], end[0], max_len=3, lengths=5)
+    want = O.span_argmax(start[0].numpy(), end[0].numpy(), max_len=3, lengths=5)
+    assert row.spans.tolist() == want.spans.tolist() and float(row.scores) == float(want.scores)
+
+
 def test_numpy_path_refuses_mixed_inputs_and_out():
     import fastvqa.ops as O
 

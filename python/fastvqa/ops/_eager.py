@@ -51,21 +51,23 @@ enabled = True
 _bound = False
 _tensor = _int64 = _from_numpy = None
 _native: tuple = ()
-_not_eager: tuple = ()  # predicates: compiling, a dispatch or function mode, functorch
-_tracing = _forward_ad = None
+# the eager-mode predicates: compiling, dispatch and function modes, functorch, tracing
+_compiling = _dispatch_modes = _function_modes = _transforms = _tracing = None
+_forward_ad = None
+_modules = sys.modules
 
 
 def _bind_torch() -> None:
-    global _bound, _tensor, _int64, _from_numpy, _native, _not_eager, _tracing
-    global _forward_ad
+    global _bound, _tensor, _int64, _from_numpy, _native, _forward_ad
+    global _compiling, _dispatch_modes, _function_modes, _transforms, _tracing
     import torch
     import torch.autograd.forward_ad as forward_ad
 
     _tensor, _int64, _from_numpy = torch.Tensor, torch.int64, torch.from_numpy
     _native = (torch.float32, torch.float64)
-    _not_eager = (torch.compiler.is_compiling, torch._C._len_torch_dispatch_stack,
-                  torch._C._is_torch_function_mode_enabled,
-                  torch._C._are_functorch_transforms_active)
+    _compiling, _dispatch_modes = torch.compiler.is_compiling, torch._C._len_torch_dispatch_stack
+    _function_modes = torch._C._is_torch_function_mode_enabled
+    _transforms = torch._C._are_functorch_transforms_active
     _tracing, _forward_ad = torch._C._get_tracing_state, forward_ad
     _bound = True
 
@@ -80,85 +82,104 @@ def numpy_on_cpu_tensors(floats: Iterable[str], index: Iterable[str] = (),
     floats, index, blockers = tuple(floats), tuple(index), tuple(blockers)
 
     def decorate(fn: Callable) -> Callable:
-        params = list(inspect.signature(fn).parameters.values())
-        positions = {p.name: i for i, p in enumerate(params)
+        positions = {p.name: i for i, p in enumerate(inspect.signature(fn).parameters.values())
                      if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)}
-        arrays = [(name, positions.get(name), name in floats) for name in floats + index]
-        blocking = [(name, positions.get(name)) for name in blockers]
-
-        @functools.wraps(fn)
-        def wrapper(*args, **kwargs):
-            if not enabled or "torch" not in sys.modules:
-                return fn(*args, **kwargs)
-            if not _bound:
-                _bind_torch()
-            # First (torch.compile traces this wrapper, and must not meet the
-            # tensor queries below): anything but plain eager mode.
-            for active in _not_eager:
-                if active():
-                    return fn(*args, **kwargs)
-            if _tracing() is not None or _forward_ad._current_level >= 0:
-                return fn(*args, **kwargs)
-            tensor, native, int64 = _tensor, _native, _int64
-            found = []
-            for name, pos, is_float in arrays:
-                x = args[pos] if pos is not None and pos < len(args) else kwargs.get(name)
-                if x is None:
-                    continue
-                # A NumPy input (or a mix), a subclass, another device or
-                # dtype: the usual paths.
-                if (type(x) is not tensor or not x.is_cpu
-                        or not ((x.dtype in native) if is_float else (x.dtype is int64))):
-                    return fn(*args, **kwargs)
-                found.append((name, pos, x))
-            if not found:
-                return fn(*args, **kwargs)
-            for name, pos in blocking:
-                if (args[pos] if pos is not None and pos < len(args)
-                        else kwargs.get(name)) is not None:
-                    return fn(*args, **kwargs)
-            try:
-                # Tensor.numpy() itself refuses what has no plain view: a
-                # tensor that requires grad, a negative or conjugate view, a
-                # sparse layout. Those take the usual paths.
-                views = [x.numpy() for _, _, x in found]
-            except (RuntimeError, TypeError):
-                return fn(*args, **kwargs)
-            args = list(args)
-            for (name, pos, _), view in zip(found, views):
-                if pos is not None and pos < len(args):
-                    args[pos] = view
-                else:
-                    kwargs[name] = view
-            return _wrap(fn(*args, **kwargs), views)
-
-        return wrapper
+        source = _wrapper_source([(name, positions.get(name), name in floats)
+                                  for name in floats + index],
+                                 [(name, positions.get(name)) for name in blockers])
+        # Compiled inside a factory, so that the wrapper closes over ``fn`` and
+        # reads this module's globals (``enabled``, torch's bound names) live.
+        factory = "def make(fn):\n" + "".join(f"    {line}\n" for line in source.splitlines()) \
+            + "    return wrapper\n"
+        namespace: dict = {}
+        exec(compile(factory, f"<fastvqa eager wrapper of {fn.__name__}>", "exec"),
+             globals(), namespace)
+        return functools.wraps(fn)(namespace["make"](fn))
 
     return decorate
 
 
-def _wrap(result, views: list):
+def _wrapper_source(arrays: list, blocking: list) -> str:
+    """The wrapper of one op, written out for its own parameters.
+
+    The wrapper is generated, not a loop over a parameter table, because it
+    runs on every call and the generic loop cost about 3 us more per call
+    than this straight-line code (measured at 3 elements; what is left is
+    torch's own price of a view in and a tensor out). ``arrays``: ``(name,
+    position or None, is_float)``; ``blocking``: ``(name, position or None)``.
+    """
+    def get(i, name, pos):
+        value = f"kwargs.get({name!r})" if pos is None else \
+            f"(args[{pos}] if n > {pos} else kwargs.get({name!r}))"
+        return f"    x{i} = {value}"
+
+    xs = [f"x{i}" for i in range(len(arrays))]
+    lines = ["def wrapper(*args, **kwargs):",
+             "    if not enabled or 'torch' not in _modules:",
+             "        return fn(*args, **kwargs)",
+             "    if not _bound:",
+             "        _bind_torch()",
+             "    n = len(args)"]
+    lines += [get(i, name, pos) for i, (name, pos, _) in enumerate(arrays)]
+    # NumPy inputs (or a mix, or a subclass), or no array at all: the usual paths.
+    lines += ["    if (" + " or ".join(f"({x} is not None and type({x}) is not _tensor)"
+                                      for x in xs) + "):",
+              "        return fn(*args, **kwargs)",
+              "    if " + " and ".join(f"{x} is None" for x in xs) + ":",
+              "        return fn(*args, **kwargs)"]
+    for name, pos in blocking:
+        lines += [get("b", name, pos), "    if xb is not None:", "        return fn(*args, **kwargs)"]
+    # Before any query of the tensors (torch.compile traces this wrapper and
+    # must not meet them): anything but plain eager mode.
+    lines += ["    if (_compiling() or _dispatch_modes() or _function_modes() or _transforms()",
+              "            or _tracing() is not None or _forward_ad._current_level >= 0):",
+              "        return fn(*args, **kwargs)",
+              "    try:"]
+    for i, (name, pos, is_float) in enumerate(arrays):
+        dtype_ok = f"x{i}.dtype in _native" if is_float else f"x{i}.dtype is _int64"
+        # Another device or dtype: the usual paths. Tensor.numpy() itself
+        # refuses a tensor that requires grad, a negative or conjugate view,
+        # a sparse layout: the usual paths too.
+        lines += [f"        if x{i} is not None:",
+                  f"            if not x{i}.is_cpu or not {dtype_ok}:",
+                  "                return fn(*args, **kwargs)",
+                  f"            x{i} = x{i}.numpy()"]
+    lines += ["    except (RuntimeError, TypeError):",
+              "        return fn(*args, **kwargs)"]
+    if any(pos is not None for _, pos, _ in arrays):
+        lines += ["    args = list(args)"]
+    for i, (name, pos, _) in enumerate(arrays):
+        lines += [f"    if x{i} is not None:"]
+        if pos is None:
+            lines += [f"        kwargs[{name!r}] = x{i}"]
+        else:
+            lines += [f"        if n > {pos}:", f"            args[{pos}] = x{i}",
+                      "        else:", f"            kwargs[{name!r}] = x{i}"]
+    lines += [f"    return _wrap(fn(*args, **kwargs), ({', '.join(xs)},))"]
+    return "\n".join(lines) + "\n"
+
+
+def _wrap(result, views: tuple):
     """``result`` (an array, or a tuple of arrays and other values) with its
     NumPy arrays as torch tensors; the tuple's type (a NamedTuple) is kept."""
-    from_numpy = _from_numpy
-    if isinstance(result, np.ndarray):
+    from_numpy, ndarray = _from_numpy, np.ndarray
+    if isinstance(result, ndarray):
         return from_numpy(_owned(result, views))
     if isinstance(result, tuple):
-        fields = [from_numpy(_owned(r, views)) if isinstance(r, np.ndarray) else r
-                  for r in result]
-        return type(result)(*fields) if hasattr(result, "_fields") else tuple(fields)
+        fields = [from_numpy(_owned(r, views)) if isinstance(r, ndarray) else r for r in result]
+        return result._make(fields) if hasattr(result, "_make") else tuple(fields)
     return result
 
 
-def _owned(array: np.ndarray, views: list) -> np.ndarray:
-    """``array``, or a copy of it when it is (a view of) one of the inputs'
-    views or is read-only (``torch.from_numpy`` would share or warn)."""
-    if not array.flags.writeable:
-        return array.copy()
-    node = array
-    while type(node) is np.ndarray:  # the chain of bases up to the memory's owner
-        for view in views:
-            if node is view:
-                return array.copy()
-        node = node.base
-    return array
+def _owned(array: np.ndarray, views: tuple) -> np.ndarray:
+    """``array``, or a copy of it when it is one of the inputs' views or a
+    view of one, or is read-only (``torch.from_numpy`` would share or warn).
+
+    One level of ``base`` is enough: an input view's own base is its tensor,
+    not an array, so NumPy makes every view derived from it point at it
+    directly (it collapses chains of bases only through arrays)."""
+    base = array.base
+    for view in views:
+        if view is not None and (array is view or base is view):
+            return array.copy()
+    return array if array.flags.writeable else array.copy()

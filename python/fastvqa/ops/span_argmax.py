@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import numbers
 from typing import Any, NamedTuple, Optional
 
 import numpy as np
@@ -97,9 +98,14 @@ def span_argmax(
     single = start.ndim == 1 and end.ndim == 1
     if single:  # one row: a batch of one, the batch axis dropped again below
         start, end = start[None], end[None]
-        if lengths is not None:
-            lengths = (lengths.reshape(1) if _arrays.is_torch(lengths)
-                       else np.reshape(lengths, (1,)))
+        if _arrays.is_torch(lengths):
+            lengths = lengths.reshape(1)
+        elif torch_in and isinstance(lengths, numbers.Integral) and not isinstance(lengths, bool):
+            import torch  # a plain integer length of a torch row: a tensor beside the row
+
+            lengths = torch.tensor([int(lengths)], device=start.device)
+        elif lengths is not None:
+            lengths = np.reshape(lengths, (1,))
     if torch_in:
         _arrays.require_all_torch(op, start=start, end=end, lengths=lengths)
         from fastvqa.ops import _torch_span_argmax
