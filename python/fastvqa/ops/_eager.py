@@ -51,24 +51,20 @@ enabled = True
 _bound = False
 _tensor = _int64 = _from_numpy = None
 _native: tuple = ()
-# the eager-mode predicates: compiling, dispatch and function modes, functorch, tracing
-_compiling = _dispatch_modes = _function_modes = _transforms = _tracing = None
-_forward_ad = None
+_plain_eager = _forward_ad = None  # _torch_common's eager-mode test; forward-mode AD
 _modules = sys.modules
 
 
 def _bind_torch() -> None:
-    global _bound, _tensor, _int64, _from_numpy, _native, _forward_ad
-    global _compiling, _dispatch_modes, _function_modes, _transforms, _tracing
+    global _bound, _tensor, _int64, _from_numpy, _native, _plain_eager, _forward_ad
     import torch
     import torch.autograd.forward_ad as forward_ad
 
+    from fastvqa.ops import _torch_common
+
     _tensor, _int64, _from_numpy = torch.Tensor, torch.int64, torch.from_numpy
     _native = (torch.float32, torch.float64)
-    _compiling, _dispatch_modes = torch.compiler.is_compiling, torch._C._len_torch_dispatch_stack
-    _function_modes = torch._C._is_torch_function_mode_enabled
-    _transforms = torch._C._are_functorch_transforms_active
-    _tracing, _forward_ad = torch._C._get_tracing_state, forward_ad
+    _plain_eager, _forward_ad = _torch_common._plain_eager, forward_ad
     _bound = True
 
 
@@ -131,8 +127,7 @@ def _wrapper_source(arrays: list, blocking: list) -> str:
         lines += [get("b", name, pos), "    if xb is not None:", "        return fn(*args, **kwargs)"]
     # Before any query of the tensors (torch.compile traces this wrapper and
     # must not meet them): anything but plain eager mode.
-    lines += ["    if (_compiling() or _dispatch_modes() or _function_modes() or _transforms()",
-              "            or _tracing() is not None or _forward_ad._current_level >= 0):",
+    lines += ["    if not _plain_eager() or _forward_ad._current_level >= 0:",
               "        return fn(*args, **kwargs)",
               "    try:"]
     for i, (name, pos, is_float) in enumerate(arrays):

@@ -99,6 +99,14 @@ _tracing = torch._C._get_tracing_state
 _grad_enabled = torch.is_grad_enabled
 
 
+def _plain_eager() -> bool:
+    """True in plain eager mode: not compiling or tracing, no dispatch or
+    torch-function mode, no functorch transform (both eager shortcuts,
+    :func:`_fast` and :mod:`fastvqa.ops._eager`, require it)."""
+    return not (_is_compiling() or _dispatch_modes() or _function_modes() or _transforms()
+                or _tracing() is not None)
+
+
 def _fast(*tensors: Optional[Tensor], grad: bool = False) -> bool:
     """True when an eager call may skip the dispatcher (see the module doc):
     not compiling or tracing, no dispatch or torch-function mode, no functorch
@@ -106,8 +114,7 @@ def _fast(*tensors: Optional[Tensor], grad: bool = False) -> bool:
     fake, meta or CUDA tensor, nor a negative-bit view, which has no NumPy
     view) and, for an op with a gradient (``grad``), no tensor needing one
     (nor forward-mode AD)."""
-    if (_is_compiling() or _dispatch_modes() or _function_modes() or _transforms()
-            or _tracing() is not None):
+    if not _plain_eager():
         return False
     for t in tensors:
         if t is not None and (type(t) is not Tensor or not t.is_cpu or t.is_neg()):
