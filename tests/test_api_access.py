@@ -129,6 +129,18 @@ def test_no_lazy_name_is_shadowed_by_a_submodule(module):
             assert getattr(value, "__name__", None) == f"{module}.{name}", name
 
 
+def test_ops_on_numpy_where_torch_import_is_blocked():
+    proc = _run("""
+        import sys
+        sys.modules["torch"] = None  # `import torch` now raises ImportError
+        import numpy as np
+        import fastvqa.ops as O
+        print(O.temporal_iou(np.array([[0.0, 2.0]]), np.array([[1.0, 3.0]]))[0, 0])
+    """)
+    assert proc.returncode == 0, proc.stderr
+    assert float(proc.stdout.split()[-1]) == 1 / 3
+
+
 def test_video_dataset_without_torch_keeps_its_install_hint():
     """The optional-dependency error passes through the lazy hook unchanged."""
     proc = _run("""

@@ -112,14 +112,23 @@ def test_a_vendored_runtime_is_the_one_the_kernels_call_even_after_torch(tmp_pat
     pkg = tmp_path / "fastvqa"
     shutil.copytree(Path(fastvqa.__file__).parent, pkg,
                     ignore=shutil.ignore_patterns("__pycache__"))
-    libs = tmp_path / "fastvqa.libs"
-    libs.mkdir()
-    copy = libs / "libgomp-0123abcd.so.1"
-    shutil.copy(SYSTEM_GOMP, copy)
-    subprocess.run(["patchelf", "--set-soname", copy.name, str(copy)], check=True)
     ext = next(pkg.glob("_C*.so"))
-    subprocess.run(["patchelf", "--replace-needed", "libgomp.so.1", copy.name,
-                    "--set-rpath", "$ORIGIN/../fastvqa.libs", str(ext)], check=True)
+    needed = subprocess.run(["patchelf", "--print-needed", str(ext)], check=True,
+                            capture_output=True, text=True).stdout.split()
+    gomp = next(name for name in needed if name.startswith("libgomp"))
+    if gomp == "libgomp.so.1":  # a source build: vendor a renamed copy, as auditwheel does
+        libs = tmp_path / "fastvqa.libs"
+        libs.mkdir()
+        copy = libs / "libgomp-0123abcd.so.1"
+        shutil.copy(SYSTEM_GOMP, copy)
+        subprocess.run(["patchelf", "--set-soname", copy.name, str(copy)], check=True)
+        subprocess.run(["patchelf", "--replace-needed", "libgomp.so.1", copy.name,
+                        "--set-rpath", "$ORIGIN/../fastvqa.libs", str(ext)], check=True)
+    else:  # an installed repaired wheel: its own vendored copy, beside the package copy
+        [libs] = [d for d in Path(fastvqa.__file__).parent.parent.glob("fastvqa*.libs")
+                  if (d / gomp).exists()]
+        shutil.copytree(libs, tmp_path / libs.name)
+        copy = tmp_path / libs.name / gomp
     script = textwrap.dedent("""
         import sys
         import torch

@@ -99,8 +99,9 @@ try:
     _runtime = _private_openmp(Path(__file__).resolve().parent)
     with _passive_wait_for(_runtime, openmp_runtime), _deep_bind(_runtime, openmp_runtime):
         from fastvqa import _C  # noqa: F401  (re-exported for the ops modules)
-    if _runtime is not None and "torch" in sys.modules:
-        _C.set_num_threads(sys.modules["torch"].get_num_threads())
+    _torch = sys.modules.get("torch")  # None also where `import torch` is blocked
+    if _runtime is not None and _torch is not None:
+        _C.set_num_threads(_torch.get_num_threads())
 except ImportError as err:  # pragma: no cover - exercised only on broken installs
     raise ImportError(
         "fastvqa could not load its compiled extension fastvqa._C "

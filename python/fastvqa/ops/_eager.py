@@ -111,7 +111,7 @@ def _wrapper_source(arrays: list, blocking: list) -> str:
 
     xs = [f"x{i}" for i in range(len(arrays))]
     lines = ["def wrapper(*args, **kwargs):",
-             "    if not enabled or 'torch' not in _modules:",
+             "    if not enabled or _modules.get('torch') is None:  # None: import blocked",
              "        return fn(*args, **kwargs)",
              "    if not _bound:",
              "        _bind_torch()",
