@@ -276,7 +276,11 @@ def test_dispatcher_kept_for_gradients_modes_and_tracing(monkeypatch):
             self.seen.append(str(func))
             return func(*args, **(kwargs or {}))
 
-    with torch.autograd.forward_ad.dual_level():  # forward-mode AD: never the NumPy path
+    with warnings.catch_warnings(), torch.autograd.forward_ad.dual_level():
+        # Forward-mode AD: never the NumPy path. Newer torch's make_dual loads
+        # its decompositions through the deprecated torch.jit.script.
+        warnings.filterwarnings("ignore", message=r".*torch\.jit\.script.* is deprecated",
+                                category=FutureWarning)
         plain = x.detach()
         O.span_scores(torch.autograd.forward_ad.make_dual(plain, torch.ones_like(plain)),
                       reduce="sum")
