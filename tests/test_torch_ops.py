@@ -238,6 +238,30 @@ def test_numpy_path_outputs_never_share_an_input():
     assert _eager._owned(read_only, views).flags.writeable
 
 
+def test_wrapper_keeps_the_signature_and_its_errors():
+    import inspect
+
+    def op(a, b=None, mode="iou", *, out=None, flag=False):
+        return a if b is None else np.stack([a, b]), mode, flag
+
+    wrapped = _eager.numpy_on_cpu_tensors(("a", "b"), blockers=("out",))(op)
+    assert inspect.signature(wrapped) == inspect.signature(op)
+    x = torch.tensor([1.0, 2.0])
+    got, mode, flag = wrapped(x, x, "giou", flag=True)
+    assert type(got) is torch.Tensor and got.tolist() == [[1.0, 2.0], [1.0, 2.0]]
+    assert (mode, flag) == ("giou", True)
+    passed = wrapped(x)[0]  # an input passed through comes back as a copy
+    assert type(passed) is torch.Tensor and passed.data_ptr() != x.data_ptr()
+    for bad in (lambda f: f(), lambda f: f(x, nope=1), lambda f: f(x, x, "iou", 4)):
+        with pytest.raises(TypeError) as plain:
+            bad(op)
+        with pytest.raises(TypeError) as through:
+            bad(wrapped)
+        assert str(through.value) == str(plain.value)
+    with pytest.raises(TypeError, match="no parameter"):
+        _eager.numpy_on_cpu_tensors(("c",))(op)
+
+
 def test_fast_path_outputs_are_new_tensors():
     import fastvqa.ops as O
 

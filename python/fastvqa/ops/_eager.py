@@ -47,24 +47,36 @@ import numpy as np
 #: Off switch (tests compare the paths by turning it off).
 enabled = True
 
+
+class _NoTensor:
+    """Stands for ``torch.Tensor`` until torch's names are bound: no argument
+    is of this type, so every call takes the usual paths until then."""
+
+
 # torch's names, bound on first use so that importing fastvqa never imports torch
 _bound = False
-_tensor = _int64 = _from_numpy = None
-_native: tuple = ()
-_plain_eager = _forward_ad = None  # _torch_common's eager-mode test; forward-mode AD
+_tensor: type = _NoTensor
+_from_numpy = _is_compiling = _dispatch_modes = _function_modes = None
+_transforms = _tracing = _forward_ad = None
 _modules = sys.modules
+# NumPy's dtype singletons: Tensor.numpy() views carry them (native byte order)
+_f32, _f64, _i64 = np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.int64)
 
 
 def _bind_torch() -> None:
-    global _bound, _tensor, _int64, _from_numpy, _native, _plain_eager, _forward_ad
+    global _bound, _tensor, _from_numpy, _is_compiling, _dispatch_modes, _function_modes
+    global _transforms, _tracing, _forward_ad
     import torch
     import torch.autograd.forward_ad as forward_ad
 
-    from fastvqa.ops import _torch_common
+    from fastvqa.ops import _torch_common as common
 
-    _tensor, _int64, _from_numpy = torch.Tensor, torch.int64, torch.from_numpy
-    _native = (torch.float32, torch.float64)
-    _plain_eager, _forward_ad = _torch_common._plain_eager, forward_ad
+    # _torch_common's eager-mode test (_plain_eager), inlined into the wrappers
+    _is_compiling, _dispatch_modes = common._is_compiling, common._dispatch_modes
+    _function_modes, _transforms, _tracing = common._function_modes, common._transforms, \
+        common._tracing
+    _from_numpy, _forward_ad = torch.from_numpy, forward_ad
+    _tensor = torch.Tensor
     _bound = True
 
 
@@ -78,91 +90,129 @@ def numpy_on_cpu_tensors(floats: Iterable[str], index: Iterable[str] = (),
     floats, index, blockers = tuple(floats), tuple(index), tuple(blockers)
 
     def decorate(fn: Callable) -> Callable:
-        positions = {p.name: i for i, p in enumerate(inspect.signature(fn).parameters.values())
-                     if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)}
-        source = _wrapper_source([(name, positions.get(name), name in floats)
-                                  for name in floats + index],
-                                 [(name, positions.get(name)) for name in blockers])
-        # Compiled inside a factory, so that the wrapper closes over ``fn`` and
-        # reads this module's globals (``enabled``, torch's bound names) live.
-        factory = "def make(fn):\n" + "".join(f"    {line}\n" for line in source.splitlines()) \
-            + "    return wrapper\n"
+        params = list(inspect.signature(fn).parameters.values())
+        unknown = set(floats + index + blockers) - {p.name for p in params}
+        if unknown:
+            raise TypeError(f"{fn.__name__} has no parameter {sorted(unknown)}")
+        source = _wrapper_source(fn.__name__, params, floats, index, blockers)
+        defaults = [p.default for p in params if p.default is not p.empty]
         namespace: dict = {}
-        exec(compile(factory, f"<fastvqa eager wrapper of {fn.__name__}>", "exec"),
+        exec(compile(source, f"<fastvqa eager wrapper of {fn.__name__}>", "exec"),
              globals(), namespace)
-        return functools.wraps(fn)(namespace["make"](fn))
+        return functools.wraps(fn)(namespace["make"](fn, *defaults))
 
     return decorate
 
 
-def _wrapper_source(arrays: list, blocking: list) -> str:
-    """The wrapper of one op, written out for its own parameters.
+def _wrapper_source(name: str, params: list, floats: tuple, index: tuple,
+                    blockers: tuple) -> str:
+    """The wrapper of one op, written out with the op's own signature.
 
-    The wrapper is generated, not a loop over a parameter table, because it
-    runs on every call and the generic loop cost about 3 us more per call
-    than this straight-line code (measured at 3 elements; what is left is
-    torch's own price of a view in and a tensor out). ``arrays``: ``(name,
-    position or None, is_float)``; ``blocking``: ``(name, position or None)``.
+    It is generated, not a loop over a parameter table, because it runs on
+    every call: with the op's signature Python binds the arguments itself (no
+    ``*args``/``**kwargs`` to search), and straight-line tests cost a few
+    hundred nanoseconds where a generic loop cost microseconds. What is left
+    is torch's own price of a view in and a tensor out. The wrapper is a
+    factory ``make(fn, *defaults)``, so that it closes over ``fn`` and the
+    defaults and reads this module's globals (``enabled``, torch's bound
+    names, ``_wrap``) live.
     """
-    def get(i, name, pos):
-        value = f"kwargs.get({name!r})" if pos is None else \
-            f"(args[{pos}] if n > {pos} else kwargs.get({name!r}))"
-        return f"    x{i} = {value}"
+    sig, call, defaults = [], [], []
+    kinds = [p.kind for p in params]
+    for p in params:
+        if p.kind is p.KEYWORD_ONLY and "*" not in sig and not any(
+                k is p.VAR_POSITIONAL for k in kinds):
+            sig.append("*")
+        text = p.name
+        if p.default is not p.empty:
+            text += f"=_d{len(defaults)}"
+            defaults.append(p.name)
+        if p.kind is p.VAR_POSITIONAL:
+            sig.append("*" + p.name)
+            call.append("*" + p.name)
+            continue
+        if p.kind is p.VAR_KEYWORD:
+            sig.append("**" + p.name)
+            call.append("**" + p.name)
+            continue
+        sig.append(text)
+        if p.kind is p.POSITIONAL_ONLY and not any(k is p.POSITIONAL_ONLY
+                                                    for k in kinds[params.index(p) + 1:]):
+            sig.append("/")
+        call.append(p.name if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+                    else f"{p.name}={p.name}")
+    required = {p.name for p in params if p.default is p.empty}
+    arrays = floats + index
+    views = {a: f"v{i}" for i, a in enumerate(arrays)}
 
-    xs = [f"x{i}" for i in range(len(arrays))]
-    lines = ["def wrapper(*args, **kwargs):",
-             "    if not enabled or _modules.get('torch') is None:  # None: import blocked",
-             "        return fn(*args, **kwargs)",
-             "    if not _bound:",
-             "        _bind_torch()",
-             "    n = len(args)"]
-    lines += [get(i, name, pos) for i, (name, pos, _) in enumerate(arrays)]
-    # NumPy inputs (or a mix, or a subclass), or no array at all: the usual paths.
-    lines += ["    if (" + " or ".join(f"({x} is not None and type({x}) is not _tensor)"
-                                      for x in xs) + "):",
-              "        return fn(*args, **kwargs)",
-              "    if " + " and ".join(f"{x} is None" for x in xs) + ":",
-              "        return fn(*args, **kwargs)"]
-    for name, pos in blocking:
-        lines += [get("b", name, pos), "    if xb is not None:", "        return fn(*args, **kwargs)"]
-    # Before any query of the tensors (torch.compile traces this wrapper and
-    # must not meet them): anything but plain eager mode.
-    lines += ["    if not _plain_eager() or _forward_ad._current_level >= 0:",
-              "        return fn(*args, **kwargs)",
-              "    try:"]
-    for i, (name, pos, is_float) in enumerate(arrays):
-        dtype_ok = f"x{i}.dtype in _native" if is_float else f"x{i}.dtype is _int64"
-        # Another device or dtype: the usual paths. Tensor.numpy() itself
-        # refuses a tensor that requires grad, a negative or conjugate view,
-        # a sparse layout: the usual paths too.
-        lines += [f"        if x{i} is not None:",
-                  f"            if not x{i}.is_cpu or not {dtype_ok}:",
-                  "                return fn(*args, **kwargs)",
-                  f"            x{i} = x{i}.numpy()"]
-    lines += ["    except (RuntimeError, TypeError):",
-              "        return fn(*args, **kwargs)"]
-    if any(pos is not None for _, pos, _ in arrays):
-        lines += ["    args = list(args)"]
-    for i, (name, pos, _) in enumerate(arrays):
-        lines += [f"    if x{i} is not None:"]
-        if pos is None:
-            lines += [f"        kwargs[{name!r}] = x{i}"]
-        else:
-            lines += [f"        if n > {pos}:", f"            args[{pos}] = x{i}",
-                      "        else:", f"            kwargs[{name!r}] = x{i}"]
-    lines += [f"    return _wrap(fn(*args, **kwargs), ({', '.join(xs)},))"]
+    def is_tensor(a):  # a required array must be a tensor; an optional one may be None
+        test = f"type({a}) is _tensor"
+        return test if a in required else f"({a} is None or {test})"
+
+    def dtype_ok(a):
+        v = views[a]
+        test = f"({v}.dtype is _f32 or {v}.dtype is _f64)" if a in floats else f"{v}.dtype is _i64"
+        return test if a in required else f"({v} is None or {test})"
+
+    tensors = [is_tensor(a) for a in arrays]
+    if not any(a in required for a in arrays):  # at least one tensor
+        tensors.append("(" + " or ".join(f"{a} is not None" for a in arrays) + ")")
+    tensors += [f"{b} is None" for b in blockers]
+    forwarded = ", ".join(call)
+    # The same call with each array argument replaced by its view.
+    on_views = ", ".join(views.get(c, c) if "=" not in c else
+                         f"{c.split('=')[0]}={views.get(c.split('=')[0], c.split('=')[0])}"
+                         for c in call)
+    lines = [f"def make(fn, {', '.join(f'_d{i}' for i in range(len(defaults)))}):" if defaults
+             else "def make(fn):",
+             f"    def {name}({', '.join(sig)}):",
+             "        if enabled and " + " and ".join(tensors) + ":",
+             # Before any query of the tensors (torch.compile traces this
+             # wrapper and must not meet them): anything but plain eager mode
+             # takes the usual paths.
+             "            if not (_is_compiling() or _dispatch_modes() or _function_modes()",
+             "                    or _transforms() or _tracing() is not None",
+             "                    or _forward_ad._current_level >= 0):",
+             # Tensor.numpy() refuses another device (CUDA, meta), a tensor
+             # that requires grad, a negative or conjugate view and a sparse
+             # layout: those take the usual paths.
+             "                try:"]
+    for a in arrays:
+        v = views[a]
+        lines.append(f"                    {v} = {a}.numpy()" if a in required else
+                     f"                    {v} = None if {a} is None else {a}.numpy()")
+    lines += ["                except (RuntimeError, TypeError):",
+              "                    pass",
+              "                else:",
+              "                    if " + " and ".join(dtype_ok(a) for a in arrays) + ":",
+              f"                        return _wrap(fn({on_views}), ({', '.join(views.values())},))",
+              "        elif not _bound and _modules.get('torch') is not None:  # None: import blocked",
+              "            _bind_torch()",
+              f"            return {name}({forwarded})",
+              f"        return fn({forwarded})",
+              f"    return {name}"]
     return "\n".join(lines) + "\n"
 
 
 def _wrap(result, views: tuple):
     """``result`` (an array, or a tuple of arrays and other values) with its
-    NumPy arrays as torch tensors; the tuple's type (a NamedTuple) is kept."""
-    from_numpy, ndarray = _from_numpy, np.ndarray
-    if isinstance(result, ndarray):
+    NumPy arrays as torch tensors; the tuple's type (a NamedTuple) is kept.
+
+    A fresh, writeable array (what the kernels return) goes straight to
+    ``torch.from_numpy``; anything else through :func:`_owned` first."""
+    ndarray, from_numpy = np.ndarray, _from_numpy
+    if type(result) is ndarray:
+        if result.base is None and result.flags.writeable:
+            return from_numpy(result)
         return from_numpy(_owned(result, views))
     if isinstance(result, tuple):
-        fields = [from_numpy(_owned(r, views)) if isinstance(r, ndarray) else r for r in result]
-        return result._make(fields) if hasattr(result, "_make") else tuple(fields)
+        fields = []
+        for r in result:
+            if type(r) is ndarray:
+                r = from_numpy(r if r.base is None and r.flags.writeable else _owned(r, views))
+            fields.append(r)
+        # tuple.__new__: a NamedTuple's fields as they are, without _make's lookups
+        return tuple.__new__(type(result), fields)
     return result
 
 
