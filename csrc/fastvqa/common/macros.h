@@ -14,6 +14,27 @@
 #define FASTVQA_HD inline
 #endif
 
+// FASTVQA_VECTOR_CLONES builds a CPU function twice, for AVX2 and for the
+// portable x86-64 baseline (SSE2), and picks one at load time (GCC's
+// target_clones, an ifunc): the wheels must run on any x86-64, and the
+// vectorised loops gain 2x from the wider registers where AVX2 exists.
+// Helpers that such a function's loops call are FASTVQA_ALWAYS_INLINE, so
+// that they are compiled inside each clone (a helper called out of line
+// keeps the baseline's instructions). FASTVQA_NO_VECTOR_CLONES builds the
+// baseline alone (scripts/sanitize.sh does, so that the tests run it too: on
+// an AVX2 machine the clones always take the AVX2 build).
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(__CUDACC__) && \
+    !defined(FASTVQA_NO_VECTOR_CLONES)
+#define FASTVQA_VECTOR_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define FASTVQA_VECTOR_CLONES
+#endif
+#if defined(__GNUC__)
+#define FASTVQA_ALWAYS_INLINE inline __attribute__((always_inline))
+#else
+#define FASTVQA_ALWAYS_INLINE inline
+#endif
+
 namespace fastvqa {
 
 // A caller mistake in a value (shape, range, offsets). Surfaces as ValueError.

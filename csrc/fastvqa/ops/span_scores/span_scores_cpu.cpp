@@ -91,12 +91,7 @@ struct RowBuffers {
 
 // The exact division S / n bounds the mean and contrast loops; AVX2 divides
 // four doubles at a time where SSE2 (the portable baseline) divides two, so
-// GCC builds both and picks one at load time.
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
-#define FASTVQA_VECTOR_CLONES __attribute__((target_clones("avx2", "default")))
-#else
-#define FASTVQA_VECTOR_CLONES
-#endif
+// the band rows are FASTVQA_VECTOR_CLONES (common/macros.h).
 
 // Running sums indexed by the absolute end j are updated row after row with
 // a one-step shift. Vector loads that straddle the previous row's vector
