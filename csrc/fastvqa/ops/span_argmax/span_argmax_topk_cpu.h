@@ -109,6 +109,10 @@ struct TopkSearch {
   std::vector<T> end_best, kth;               // per end: best sum (NaN: none); selection buffer
   int64_t n = 0;
   int levels = 0;
+  bool special = false;  // some start is NaN or +inf (else next_valid/next_fin are the identity)
+
+  int64_t first_valid(int64_t i) const { return special ? next_valid[i] : i; }
+  int64_t first_fin(int64_t i) const { return special ? next_fin[i] : i; }
 
   const T* level(int l) const { return table.data() + static_cast<int64_t>(l) * n; }
 
@@ -136,20 +140,28 @@ struct TopkSearch {
     n = n_starts;
     levels = floor_log2(std::min(width, n)) + 1;
     table.resize(static_cast<size_t>(levels) * n);
-    next_valid.resize(n + 1);
-    next_fin.resize(n + 1);
     const T neg_inf = -std::numeric_limits<T>::infinity();
     const T pos_inf = std::numeric_limits<T>::infinity();
     T* lv0 = table.data();
+    const T* src = r.start;
+    const int64_t ss = r.ss;
+    int odd = 0;
+#pragma omp simd reduction(| : odd)
     for (int64_t i = 0; i < n; ++i) {
-      const T v = r.start[i * r.ss];
-      lv0[i] = is_nan(v) ? neg_inf : v;
+      const T v = src[i * ss];
+      lv0[i] = v == v ? v : neg_inf;
+      odd |= static_cast<int>(!(v == v) || v == pos_inf);
     }
-    next_valid[n] = next_fin[n] = n;
-    for (int64_t i = n - 1; i >= 0; --i) {
-      const T v = r.start[i * r.ss];
-      next_valid[i] = is_nan(v) ? next_valid[i + 1] : i;
-      next_fin[i] = is_nan(v) || v == pos_inf ? next_fin[i + 1] : i;
+    special = odd != 0;
+    if (special) {  // rare (NaN or +inf starts): the "first usable start from i" tables
+      next_valid.resize(n + 1);
+      next_fin.resize(n + 1);
+      next_valid[n] = next_fin[n] = n;
+      for (int64_t i = n - 1; i >= 0; --i) {
+        const T v = src[i * ss];
+        next_valid[i] = is_nan(v) ? next_valid[i + 1] : i;
+        next_fin[i] = is_nan(v) || v == pos_inf ? next_fin[i + 1] : i;
+      }
     }
     for (int l = 1; l < levels; ++l) {
       const T* prev = table.data() + static_cast<int64_t>(l - 1) * n;
@@ -165,12 +177,12 @@ struct TopkSearch {
   bool candidate(int64_t j, T e, int64_t a, int64_t c, TopkCand<T>* out) const {
     const T m = range_max(a, c);
     const T neg_inf = -std::numeric_limits<T>::infinity();
-    if (m == neg_inf && next_valid[a] > c) return false;  // all NaN
+    if (m == neg_inf && first_valid(a) > c) return false;  // all NaN
     T score = m + e;
     if (is_nan(score)) {
       // +inf + -inf (-inf + +inf leaves nothing: every start there is -inf):
       // the other usable starts still make -inf spans with this -inf end.
-      if (!(e == neg_inf && next_fin[a] <= c)) return false;
+      if (!(e == neg_inf && first_fin(a) <= c)) return false;
       score = neg_inf;
     }
     *out = TopkCand<T>{score, m, a, j, a, c, false};
@@ -181,7 +193,7 @@ struct TopkSearch {
   // whose sum with e is the candidate's score.
   int64_t best_start(const TopkCand<T>& cand, T e) const {
     if (cand.score == -std::numeric_limits<T>::infinity())
-      return next_fin[cand.a] <= cand.c ? next_fin[cand.a] : -1;  // every usable start ties
+      return first_fin(cand.a) <= cand.c ? first_fin(cand.a) : -1;  // every usable start ties
     return first_at_least(cand.a, cand.c, lowest_start_reaching(cand.max_start, e, cand.score));
   }
 };
