@@ -13,7 +13,9 @@
 // because rounded addition is monotone; its start is only found when it
 // reaches the top of the heap (until then the sub-window's first start stands
 // in for it, a bound that ranks no later than the true one), so ends that
-// never reach the top cost O(1) after the window maxima.
+// never reach the top cost O(1) after the window maxima. Before the search,
+// the ends whose best sum falls below the k-th best end's are dropped: k
+// other ends each hold a better span, so the heap holds about k ends.
 //
 // Window maxima and "first start at least v" both come from one sparse table
 // (levels of power-of-two window maxima, NaN read as -inf). The exact start
