@@ -17,6 +17,12 @@ plain read of its inputs, ``np.sum(start) + np.sum(end)`` (one thread), timed
 interleaved round by round in one process; reported as GB/s of input read
 and the ratio fastvqa time / read time (target: within 3x).
 
+Top-k against max_len (``--device cpu``): fastvqa top-k (``--topk``) on
+B=32 rows of T=4096 at max_len 4096 and at max_len 64, timed interleaved;
+reported as the ratio of the two (target: within 2x, i.e. a cost that does
+not grow with max_len). Both are checked against the dense decoder first.
+Like the plain-read rows they run under the ``--busy`` load.
+
 Before timing, every implementation must return the same spans (and allclose
 scores) as fastvqa on the random, continuous inputs (no ties); otherwise the
 script exits 1 without timing. Targets (CPU, top-1): fastvqa >= 100x the torch
@@ -143,6 +149,55 @@ def input_read(start: np.ndarray, end: np.ndarray, max_len: int, args) -> dict:
             "target_met": ratio <= READ_TARGET}
 
 
+SCALING_T, SCALING_B = 4096, 32  # rows of the top-k max_len scaling check
+SCALING_SHORT, SCALING_LONG = 64, 4096
+SCALING_TARGET = 2.0  # top-k at max_len 4096 within this factor of max_len 64
+
+
+def topk_scaling(args) -> dict:
+    """fastvqa top-k (NumPy, ``--topk``) at ``max_len`` 4096 against 64 on
+    ``T = 4096`` rows, timed interleaved round by round: a cost that grows with
+    ``max_len`` (an O(T * max_len) scan) shows as a ratio far above 1."""
+    rng = np.random.default_rng(args.seed + 1)
+    shape = (SCALING_B, SCALING_T)
+    start = rng.standard_normal(shape).astype(args.dtype)
+    end = rng.standard_normal(shape).astype(args.dtype)
+    K = args.topk
+    rows = {L: (lambda L=L: span_argmax(start, end, max_len=L, k=K))
+            for L in (SCALING_SHORT, SCALING_LONG)}
+    # Checked first: row 0 of each against the dense torch decoder (one T x T row).
+    for L, fn in rows.items():
+        spans, scores = fn()
+        s_t, e_t = torch.from_numpy(start[:1]), torch.from_numpy(end[:1])
+        d_spans, d_scores = torch_dense(s_t, e_t, band_invalid(SCALING_T, L, "cpu"), K)
+        if not (np.array_equal(spans[:1], d_spans.numpy())
+                and np.allclose(scores[:1], d_scores.numpy(), rtol=1e-5, atol=1e-6)):
+            raise SystemExit(f"top-k scaling check failed at max_len={L}: {spans[0].tolist()} "
+                             f"vs torch dense {d_spans[0].tolist()}")
+    reps = max(1, int(args.min_repeat_ms / 1e3 / max(_once(rows), 1e-9)))
+    times: dict = {L: [] for L in rows}
+    for _ in range(args.repeats):
+        for L, fn in rows.items():
+            t0 = time.perf_counter()
+            for _ in range(reps):
+                fn()
+            times[L].append((time.perf_counter() - t0) / reps)
+    med = {L: statistics.median(ts) for L, ts in times.items()}
+    ratio = med[SCALING_LONG] / med[SCALING_SHORT]
+    print(f"\ntop-{K} scaling: B={SCALING_B}, T={SCALING_T}, {args.dtype}, {reps} calls per "
+          f"repeat, median of {args.repeats} interleaved rounds")
+    H.print_table(["max_len", "median", "per row", f"time / max_len {SCALING_SHORT}"],
+                  [[str(L), H.fmt_time(t), H.fmt_time(t / SCALING_B),
+                    f"{t / med[SCALING_SHORT]:.2f}x"] for L, t in med.items()])
+    met = ratio <= SCALING_TARGET
+    print(f"top-{K} max_len {SCALING_LONG} / max_len {SCALING_SHORT} = {ratio:.2f}x "
+          f"(target <= {SCALING_TARGET:g}x): {'PASS' if met else 'FAIL'}")
+    return {"name": f"top-{K} time, max_len {SCALING_LONG} / {SCALING_SHORT} (T={SCALING_T})",
+            "median_s": {str(L): t for L, t in med.items()}, "batch": SCALING_B,
+            "length": SCALING_T, "topk": K, "max_len_ratio": ratio,
+            "target": SCALING_TARGET, "target_met": met}
+
+
 def _once(rows: dict) -> float:
     """Warm every row up; the slowest one-call time."""
     slowest = 0.0
@@ -236,9 +291,12 @@ def main() -> int:
     print(f"check: all {len(impls)} implementations agree with fastvqa "
           f"(spans equal, scores allclose) on B={B}, T={T}, max_len={L}")
 
-    # ---- distance to the memory limit (CPU)
+    # ---- distance to the memory limit, and top-k against max_len (CPU), under
+    # the same --busy load as the timing below
     if cpu:
-        config["input_read"] = input_read(start_np, end_np, L, args)
+        with H.busy_load(args.busy):
+            config["input_read"] = input_read(start_np, end_np, L, args)
+            config["topk_scaling"] = topk_scaling(args)
 
     # ---- timing
     timed = H.time_all(impls, args)

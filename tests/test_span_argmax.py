@@ -937,3 +937,174 @@ def test_signed_zero_scores_match_reference(max_len, dtype):
     ref_spans, ref_scores = span_argmax_ref(start, end, max_len=max_len, min_len=min_len)
     np.testing.assert_array_equal(got.spans, ref_spans[:, 0])
     np.testing.assert_array_equal(np.signbit(got.scores), np.signbit(ref_scores[:, 0]))
+
+
+# --------------------------------------------------------------------------- #
+# Top-k by best-first search: every case against a brute force written here
+# from the docstring (independent of tests/reference), +inf included
+# --------------------------------------------------------------------------- #
+
+
+def brute_force_spans(start, end, max_len, min_len, k, lengths, dtype=np.float64):
+    """Every valid span of every row, scored ``start[i] + end[j]`` in ``dtype``
+    (one scalar addition each), NaN sums dropped, sorted by higher score, then
+    smaller start, then smaller end; the first ``k`` per row, padded with
+    ``(-1, -1)`` / ``-inf``. Returns (spans [B, k, 2] int64, scores [B, k] float64)."""
+    B, T = start.shape
+    spans = np.full((B, k, 2), -1, dtype=np.int64)
+    scores = np.full((B, k), -np.inf)
+    for b in range(B):
+        length = T if lengths is None else int(lengths[b])
+        found = []
+        for j in range(length):
+            for i in range(j + 1):
+                n = j - i + 1
+                if n < min_len or (max_len is not None and n > max_len):
+                    continue
+                with np.errstate(invalid="ignore"):
+                    s = dtype(start[b, i]) + dtype(end[b, j])
+                if np.isnan(s):
+                    continue
+                found.append((-float(s), i, j))
+        found.sort()
+        for t, (neg, i, j) in enumerate(found[:k]):
+            spans[b, t] = (i, j)
+            scores[b, t] = -neg
+    return spans, scores
+
+
+INF = math.inf
+# Alphabets whose pairwise sums are exact in float32: a float64 reference then
+# ranks exactly as the kernels do, so whole outputs must be equal.
+ALPHABETS = {
+    "ties": [-2.0, -1.0, 0.0, 1.0, 2.0],
+    "ties-nan-neg-inf": [-1.0, 0.0, 1.0, 1.0, -INF, math.nan],
+    "pos-inf": [0.0, 1.0, INF, -INF, math.nan],
+    "mostly-neg-inf": [0.0, -INF, -INF, -INF, INF, math.nan],
+}
+
+
+def random_problem(rng, alphabet):
+    """(start, end, max_len, min_len, k, lengths): batched rows with per-row
+    lengths, min_len == max_len, max_len >= T and k beyond the valid spans."""
+    B, T = int(rng.integers(1, 5)), int(rng.integers(0, 33))
+    vals = np.array(ALPHABETS[alphabet])
+    start, end = rng.choice(vals, (B, T)), rng.choice(vals, (B, T))
+    min_len = int(rng.integers(1, 5))
+    shape = rng.integers(4)
+    max_len = (None if shape == 0 else min_len if shape == 1
+               else int(rng.integers(T, T + 4)) if shape == 2
+               else int(rng.integers(min_len, max(min_len, T) + 1)))
+    max_len = max(max_len, min_len) if max_len is not None else None
+    k = int(rng.choice([2, 3, 7, 40, 600]))  # 600 > any row's T (T + 1) / 2 spans
+    lengths = None if rng.random() < 0.4 else rng.integers(0, T + 1, size=B)
+    return start, end, max_len, min_len, k, lengths
+
+
+@pytest.mark.parametrize("alphabet", sorted(ALPHABETS))
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_topk_seeded_random_against_brute_force(alphabet, dtype):
+    rng = np.random.default_rng(sorted(ALPHABETS).index(alphabet) * 7 + (dtype == np.float32))
+    for _ in range(150):
+        start, end, max_len, min_len, k, lengths = random_problem(rng, alphabet)
+        exp_spans, exp_scores = brute_force_spans(start, end, max_len, min_len, k, lengths)
+        s, e = start.astype(dtype), end.astype(dtype)
+        for kk in (k, 1):  # top-k, and top-1 (the +inf start, -inf end rule)
+            spans, scores = span_argmax(s, e, max_len=max_len, min_len=min_len, k=kk,
+                                        lengths=lengths)
+            case = (alphabet, s.tolist(), e.tolist(), max_len, min_len, kk, lengths)
+            np.testing.assert_array_equal(spans, exp_spans[:, :kk], err_msg=str(case))
+            np.testing.assert_array_equal(scores.astype(np.float64), exp_scores[:, :kk],
+                                          err_msg=str(case))
+
+
+@settings(max_examples=150, **SETTINGS)
+@given(
+    prob=problems(st.sampled_from([0.0, 1.0, 2.0, -INF, INF, math.nan])),
+    dtype=st.sampled_from([np.float32, np.float64]),
+)
+def test_topk_with_pos_inf_matches_brute_force(prob, dtype):
+    start, end, max_len, min_len, topk, lengths = prob
+    spans, scores = span_argmax(start.astype(dtype), end.astype(dtype), max_len=max_len,
+                                min_len=min_len, k=topk, lengths=lengths)
+    exp_spans, exp_scores = brute_force_spans(start, end, max_len, min_len, topk, lengths)
+    np.testing.assert_array_equal(spans, exp_spans)
+    np.testing.assert_array_equal(scores.astype(np.float64), exp_scores)
+
+
+@pytest.mark.parametrize(
+    "start, end, kwargs, exp_spans, exp_scores",
+    [
+        # +inf + -inf is NaN, but start 1 still makes a -inf span with end 1:
+        # it is the best (and only) span, for top-1 as for top-k.
+        ([INF, 0.0], [-INF, -INF], {"k": 1}, [[1, 1]], [-INF]),
+        ([INF, 0.0], [-INF, -INF], {"k": 3}, [[1, 1], FILL, FILL], [-INF, -INF, -INF]),
+        # The same behind a +inf span: every -inf span, by start then end.
+        ([INF, 0.0, 0.0], [1.0, -INF, -INF], {"k": 5},
+         [[0, 0], [1, 1], [1, 2], [2, 2], FILL], [INF, -INF, -INF, -INF, -INF]),
+        # -inf + +inf is NaN and the window has nothing else: no span at end 1.
+        ([-INF, NEG], [0.0, INF], {"k": 3, "max_len": 1}, [[0, 0], FILL, FILL],
+         [-INF, -INF, -INF]),
+    ],
+    ids=["pos-inf-start-top1", "pos-inf-start-topk", "pos-inf-then-neg-inf-ends",
+         "neg-inf-start-pos-inf-end"],
+)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_pos_inf_hand_computed(start, end, kwargs, exp_spans, exp_scores, dtype):
+    spans, scores = span_argmax(np.array([start], dtype=dtype), np.array([end], dtype=dtype),
+                                **kwargs)
+    np.testing.assert_array_equal(spans, [exp_spans])
+    np.testing.assert_array_equal(scores, np.array([exp_scores], dtype=dtype))
+
+
+@pytest.mark.parametrize("T, max_len, min_len", [(700, 700, 1), (700, None, 3), (700, 5, 5),
+                                                 (513, 257, 2), (600, 1000, 1)])
+@pytest.mark.parametrize("k", [2, 25])
+def test_topk_long_rows_against_dense_brute_force(T, max_len, min_len, k):
+    """Long windows (sparse-table levels, splits far from the window ends) with
+    ties, NaN and +-inf, against the dense (vectorised) enumeration above."""
+    rng = np.random.default_rng(T + k + (max_len or 0))
+    vals = np.array([-1.0, 0.0, 0.5, 1.0, 2.0, 2.0, -INF, math.nan])
+    start, end = rng.choice(vals, (3, T)), rng.choice(vals, (3, T))
+    start[1, rng.integers(T)] = INF  # a +inf start with -inf ends after it
+    end[1, rng.random(T) < 0.3] = -INF
+    end[2] = -INF  # a row of -inf spans only: all tie, by start then end
+    lengths = np.array([T, T - 3, T // 2])
+    with np.errstate(invalid="ignore"):  # +inf + -inf: NaN sums, dropped
+        exp_spans, exp_scores = dense_ref(start, end, max_len, min_len, k, lengths)
+    for dtype in (np.float32, np.float64):
+        spans, scores = span_argmax(start.astype(dtype), end.astype(dtype), max_len=max_len,
+                                    min_len=min_len, k=k, lengths=lengths)
+        np.testing.assert_array_equal(spans, exp_spans)
+        np.testing.assert_array_equal(scores.astype(np.float64), exp_scores)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("max_len", [None, 40])
+def test_topk_rounding_merges_sums_like_the_brute_force(dtype, max_len):
+    """End scores that dwarf the start scores: different starts round to the
+    same sum, and the smaller start must come first. Reference summed in the
+    input dtype (the contract's score), one addition per span."""
+    rng = np.random.default_rng(11)
+    big = 2.0**24 if dtype == np.float32 else 2.0**53
+    start = rng.integers(-4, 5, size=(3, 90)) * 0.25
+    end = big * rng.integers(1, 4, size=(3, 90)) + rng.integers(-2, 3, size=(3, 90))
+    s, e = start.astype(dtype), end.astype(dtype)
+    for k in (2, 30):
+        spans, scores = span_argmax(s, e, max_len=max_len, k=k)
+        exp_spans, exp_scores = brute_force_spans(s, e, max_len, 1, k, None, dtype=dtype)
+        np.testing.assert_array_equal(spans, exp_spans)
+        np.testing.assert_array_equal(scores.astype(np.float64), exp_scores)
+
+
+def test_topk_continuous_scores_long_windows():
+    """Continuous scores (no ties), T = 400 with windows as long as the row:
+    against the float64 brute force summed in float32 as the kernel does."""
+    rng = np.random.default_rng(5)
+    start = rng.standard_normal((2, 400)).astype(np.float32)
+    end = rng.standard_normal((2, 400)).astype(np.float32)
+    for max_len in (400, 64, None):
+        spans, scores = span_argmax(start, end, max_len=max_len, k=12)
+        exp_spans, exp_scores = dense_ref(start, end, max_len, 1, 12, None)
+        np.testing.assert_array_equal(spans, exp_spans)
+        np.testing.assert_array_equal(scores, exp_scores.astype(np.float32))

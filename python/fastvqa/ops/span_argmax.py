@@ -74,13 +74,17 @@ def span_argmax(
         Spans are ordered by higher score, then smaller start, then smaller end;
         the order is total, so CPU and CUDA return identical spans. A NaN start
         (end) score makes that step unusable as a start (end); a span whose score
-        is NaN is never returned. ``-inf`` scores are valid (they rank last).
-        ``+inf`` inputs are outside the contract.
+        is NaN (``+inf + -inf``) is never returned, while the other spans of
+        that end or start still are. ``-inf`` scores are valid (they rank
+        last), ``+inf`` ones rank first.
 
     Cost:
         top-1 runs in O(T log max_len) vectorised sweeps per row (window
-        maxima of the start scores), never building the ``T x T`` matrix; top-k is exact and skips
-        every end whose best span cannot enter the current top-k.
+        maxima of the start scores), never building the ``T x T`` matrix. On
+        CPU, top-k is an exact best-first search, O(T log max_len + k log T)
+        per row (a sparse table of window maxima; only the ends whose best
+        span reaches the k-th best end's are searched), so a longer
+        ``max_len`` barely costs more; on CUDA it scans every window.
 
     dtypes:
         float32 and float64 natively (mixed inputs promote to float64);

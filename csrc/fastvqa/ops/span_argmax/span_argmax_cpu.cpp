@@ -8,14 +8,15 @@
 // forward (prefix) and backward (suffix) inside each block; a window then
 // spans at most two blocks and its maximum is suffix[lo] combined with
 // prefix[hi]. Unlike a monotonic deque this has no data-dependent branches,
-// which is what makes it fast on random scores. Top-k reuses the best span of
-// every end to skip ends that cannot enter the list and scans the rest exactly.
+// which is what makes it fast on random scores. Top-k is the best-first
+// search of span_argmax_topk_cpu.h, whose cost does not grow with max_len.
 #include <limits>
 #include <vector>
 
 #include "fastvqa/common/macros.h"
 #include "fastvqa/common/parallel.h"
 #include "fastvqa/ops/span_argmax/span_argmax.h"
+#include "fastvqa/ops/span_argmax/span_argmax_topk_cpu.h"
 
 namespace fastvqa {
 namespace span_argmax {
@@ -83,7 +84,8 @@ struct BlockMax {
 // the smallest index of the window's largest start score and m = start[b] + e_j
 // the largest sum ending at j (addition is monotone). Whether a smaller start
 // ties at m is left to the visitor (exact_best_start), which top-1 asks only
-// for ends that can still win.
+// for ends that can still win. Where that largest score is +inf and e_j is
+// -inf, b is instead the first start making a (-inf) span with j, and m = -inf.
 template <typename T, typename Visit>
 void for_each_end(const RowView<T>& r, int64_t min_len, int64_t max_len, BlockMax<T>& bm,
                   Visit&& visit) {
@@ -102,13 +104,20 @@ void for_each_end(const RowView<T>& r, int64_t min_len, int64_t max_len, BlockMa
     const int64_t b = bm.window_argmax(lo, hi, width, &s_b);
     if (b < 0) continue;
     const T m = s_b + e_j;
-    if (is_nan(m)) continue;
+    if (is_nan(m)) {
+      // +inf + -inf: the window's other usable starts still form -inf spans
+      // (-inf + +inf leaves none: the window's starts are all -inf or NaN).
+      if (e_j != -std::numeric_limits<T>::infinity()) continue;
+      const int64_t i = first_start_for_neg_inf_end(r, lo, hi);
+      if (i >= 0) visit(j, lo, e_j, i, e_j);
+      continue;
+    }
     visit(j, lo, e_j, b, m);
   }
 }
 
 // The exact top-1 of a row by the block-wise running argmax (any scores);
-// top1_row hands it the rows whose best score is -inf.
+// top1_row hands it the rows whose best score is -inf, or that have no span.
 template <typename T>
 void top1_row_exact(const RowView<T>& r, int64_t min_len, int64_t max_len, BlockMax<T>& bm,
                     int64_t* out_span, T* out_score) {
@@ -319,7 +328,9 @@ FASTVQA_VECTOR_CLONES void top1_row(const RowView<T>& r, int64_t min_len, int64_
       const T* win_at_j = win - (max_len - 1);  // win_at_j[j] = max of the window of j
       sums_at_ends(win_at_j, e, j_split, j_end, m - j0, top, any);
     }
-    if (any && !(top > neg_inf)) {  // only -inf sums (or none): the exact path decides
+    // Only -inf sums, or none: the exact path decides (the sums above are NaN
+    // where a +inf start meets a -inf end, hiding that end's -inf spans).
+    if (!(top > neg_inf)) {
       top1_row_exact(r, min_len, max_len, bm, out_span, out_score);
       return;
     }
@@ -360,16 +371,6 @@ FASTVQA_VECTOR_CLONES void top1_row(const RowView<T>& r, int64_t min_len, int64_
   fill_missing<T>(found ? 1 : 0, 1, out_span, out_score);
 }
 
-template <typename T>
-int64_t topk_row_cpu(const RowView<T>& r, int64_t min_len, int64_t max_len, int64_t k,
-                     BlockMax<T>& bm, int64_t* best, int64_t* out_spans, T* out_scores) {
-  for (int64_t j = 0; j < r.length; ++j) best[j] = -1;
-  for_each_end(r, min_len, max_len, bm, [&](int64_t j, int64_t lo, T e_j, int64_t b, T) {
-    best[j] = exact_best_start(r, e_j, lo, b);
-  });
-  return topk_row(r, min_len, max_len, k, out_spans, out_scores, best);
-}
-
 }  // namespace
 
 template <typename T>
@@ -379,13 +380,8 @@ void span_argmax_cpu(const Params<T>& p) {
   {
     BlockMax<T> bm;
     Top1Scratch<T> top1;
-    std::vector<int64_t> best;
-    if (p.k == 1) {
-      top1.resize(p.steps);
-    } else {
-      bm.resize(p.steps);
-      best.resize(p.steps);
-    }
+    TopkSearch<T> topk;
+    if (p.k == 1) top1.resize(p.steps);
 #pragma omp for schedule(dynamic, rows_per_chunk(p.steps))
     for (int64_t b = 0; b < batch; ++b) {
       const RowView<T> r = p.row(b);
@@ -395,7 +391,7 @@ void span_argmax_cpu(const Params<T>& p) {
         top1_row(r, p.min_len, p.max_len, top1, bm, spans, scores);
       } else {
         const int64_t count =
-            topk_row_cpu(r, p.min_len, p.max_len, p.k, bm, best.data(), spans, scores);
+            topk_row_best_first(r, p.min_len, p.max_len, p.k, topk, spans, scores);
         fill_missing(count, p.k, spans, scores);
       }
     }

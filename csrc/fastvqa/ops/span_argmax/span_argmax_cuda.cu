@@ -79,9 +79,14 @@ __global__ void top1_kernel(Params<T> p) {
         if (i < r.length && j < r.length && prefix.idx >= 0) {
           const T ej = r.end[j * r.es];
           if (!is_nan(ej)) {
-            const int64_t b_j = exact_best_start(r, ej, 0, prefix.idx);
-            const T score = r.start[b_j * r.ss] + ej;
-            if (!is_nan(score)) {
+            int64_t b_j = exact_best_start(r, ej, 0, prefix.idx);
+            if (ej == -INFINITY && r.start[b_j * r.ss] == INFINITY) {
+              // +inf + -inf is NaN, but the prefix's other usable starts
+              // still make -inf spans with this end: the first of them.
+              b_j = first_start_for_neg_inf_end(r, 0, i);
+            }
+            const T score = b_j >= 0 ? r.start[b_j * r.ss] + ej : ej;
+            if (b_j >= 0 && !is_nan(score)) {
               Cand<T> c{score, b_j, j};
               if (cand_better(c, mine)) mine = c;
             }
@@ -133,8 +138,7 @@ __global__ void topk_kernel(Params<T> p) {
   for (const int64_t b : grid_stride(p.batch)) {
     int64_t* spans = p.out_spans + b * p.k * 2;
     T* scores = p.out_scores + b * p.k;
-    const int64_t count = topk_row(p.row(b), p.min_len, p.max_len, p.k, spans, scores,
-                                   static_cast<const int64_t*>(nullptr));
+    const int64_t count = topk_row(p.row(b), p.min_len, p.max_len, p.k, spans, scores);
     fill_missing(count, p.k, spans, scores);
   }
 }

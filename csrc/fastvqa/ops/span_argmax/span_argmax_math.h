@@ -106,29 +106,32 @@ FASTVQA_HD int64_t exact_best_start(const RowView<T>& r, T e_j, int64_t lo, int6
   return b;
 }
 
+// With a -inf end every usable start ties at -inf, except a +inf start, whose
+// sum is NaN: so where the window's best start is +inf, the best span ending
+// at a -inf end is the first start in [lo, hi] that is neither NaN nor +inf
+// (-1 if none). Only +inf start scores need it.
+template <typename T>
+FASTVQA_HD int64_t first_start_for_neg_inf_end(const RowView<T>& r, int64_t lo, int64_t hi) {
+  for (int64_t i = lo; i <= hi; ++i) {
+    const T s_i = r.start[i * r.ss];
+    if (!is_nan(s_i) && s_i != INFINITY) return i;
+  }
+  return -1;
+}
+
 // Exact top-k of one row by scanning every start window, keeping a sorted
-// list of the best k in `out_spans` (k x 2) / `out_scores` (k). `count` is
-// how many are filled. When `best_start` is given (CPU: the exact best start
-// of every end, or -1), ends whose best span cannot enter a full list are
-// skipped without scanning their window.
+// list of the best k in `out_spans` (k x 2) / `out_scores` (k); returns how
+// many are filled. O(T * max_len): the CUDA kernel's per-row thread runs it
+// (the CPU uses the best-first search of span_argmax_topk_cpu.h).
 template <typename T>
 FASTVQA_HD int64_t topk_row(const RowView<T>& r, int64_t min_len, int64_t max_len, int64_t k,
-                            int64_t* out_spans, T* out_scores, const int64_t* best_start) {
+                            int64_t* out_spans, T* out_scores) {
   int64_t count = 0;
   for (int64_t j = 0; j < r.length; ++j) {
     const T ej = r.end[j * r.es];
     if (is_nan(ej)) continue;
     int64_t lo, hi;
     start_window(j, min_len, max_len, &lo, &hi);
-    if (lo > hi) continue;
-    if (best_start != nullptr && count == k) {
-      const int64_t b = best_start[j];
-      if (b < 0) continue;
-      const T bound = r.start[b * r.ss] + ej;
-      if (!ranks_before(bound, b, j, out_scores[k - 1], out_spans[2 * (k - 1)],
-                        out_spans[2 * (k - 1) + 1]))
-        continue;
-    }
     for (int64_t i = lo; i <= hi; ++i) {
       const T si = r.start[i * r.ss];
       const T score = si + ej;
