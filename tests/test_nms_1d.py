@@ -286,6 +286,137 @@ def test_hard_large_n_matches_reference_per_cluster():
 
 
 # --------------------------------------------------------------------------- #
+# Hard NMS against an independent float64 greedy loop, on seeded random
+# groups built to reach every branch of the indexed CPU path: time buckets
+# (ties, duplicates, spans covering one or many buckets, spans longer than the
+# whole group), the trees for long kept spans and long candidates, zero-length
+# and reversed spans, infinite and NaN endpoints, NaN and tied scores, a
+# score_threshold, groups whose kept count crosses the 64 where the plain loop
+# hands over, and extents that overflow (no buckets at all).
+# --------------------------------------------------------------------------- #
+
+
+def _greedy_hard_f64(spans, scores, offsets, iou_threshold, score_threshold):
+    """The docstring's greedy hard NMS in float64, one group at a time: take
+    spans by higher score, then smaller start, smaller end, smaller index (NaN
+    after every number); drop a span whose score is NaN or below
+    score_threshold, or whose IoU with an already kept span of its group is
+    > iou_threshold. IoU: len = max(end - start, 0), inter = max(min(ends) -
+    max(starts), 0), union = len_a + len_b - inter, inter / union (0 when
+    union <= 0), NaN with a NaN endpoint (which suppresses nothing); IEEE
+    float64 arithmetic, so inf - inf is NaN. Vectorised over the kept spans of
+    a group, which changes no rounding."""
+    def nan_last(x):
+        return (1, 0.0) if math.isnan(x) else (0, x)
+
+    keep, out_off = [], [0]
+    for g in range(len(offsets) - 1):
+        lo, hi = int(offsets[g]), int(offsets[g + 1])
+        order = sorted(range(lo, hi), key=lambda k: (
+            (1, 0.0) if math.isnan(scores[k]) else (0, -float(scores[k])),
+            nan_last(float(spans[k, 0])), nan_last(float(spans[k, 1])), k))
+        ks = np.empty(hi - lo)
+        ke = np.empty(hi - lo)
+        count = 0
+        for k in order:
+            s, e, sc = float(spans[k, 0]), float(spans[k, 1]), float(scores[k])
+            if math.isnan(sc) or sc < score_threshold:
+                continue
+            if count and not (math.isnan(s) or math.isnan(e)):
+                a0, a1 = ks[:count], ke[:count]
+                with np.errstate(all="ignore"):
+                    len_a = np.maximum(a1 - a0, 0.0)
+                    len_c = max(e - s, 0.0) if not math.isnan(e - s) else math.nan
+                    inter = np.maximum(np.minimum(a1, e) - np.maximum(a0, s), 0.0)
+                    union = len_a + len_c - inter
+                    iou = np.where(union > 0, inter / np.where(union > 0, union, 1.0), 0.0)
+                    iou[np.isnan(a0) | np.isnan(a1)] = np.nan
+                if (iou > iou_threshold).any():
+                    continue
+            ks[count], ke[count] = s, e
+            count += 1
+            keep.append(k)
+        out_off.append(len(keep))
+    return np.array(keep, dtype=np.int64), np.array(out_off, dtype=np.int64)
+
+
+def _random_group(rng, n, kind):
+    """n spans of one group, drawn by `kind` (see the section comment)."""
+    if kind == "grid":  # small integer grid: ties, duplicates, IoU == threshold
+        starts = rng.integers(0, max(4, n // 8), n).astype(np.float64)
+        lengths = rng.integers(-1, 8, n).astype(np.float64)
+    elif kind == "dense":  # continuous, constant density, some long spans
+        starts = rng.uniform(0, n / 10, n)
+        lengths = rng.uniform(1, 30, n)
+        long = rng.random(n) < 0.05
+        lengths[long] *= rng.choice([5.0, 50.0, 5000.0], int(long.sum()))
+    elif kind == "multiscale":  # lengths over six decades
+        starts = rng.uniform(0, 1000, n)
+        lengths = 10.0 ** rng.uniform(-3, 3, n)
+    elif kind == "spread":  # a dense cluster and a few spans far away
+        starts = np.where(rng.random(n) < 0.9, rng.uniform(0, 50, n), rng.uniform(-1e9, 1e9, n))
+        lengths = rng.uniform(0.5, 5, n)
+    else:  # "huge": finite endpoints whose extent overflows
+        starts = rng.choice([-1.7e308, 1.7e308, 0.0], n) + rng.uniform(-1, 1, n) * 1e300
+        lengths = rng.uniform(0, 1e300, n)
+    spans = np.stack([starts, starts + lengths], axis=1)
+    zero = rng.random(n) < 0.05
+    spans[zero, 1] = spans[zero, 0]
+    special = rng.random((n, 2)) < 0.01
+    spans[special] = rng.choice([math.nan, math.inf, -math.inf], int(special.sum()))
+    return spans
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_hard_matches_float64_greedy_on_random_groups(seed):
+    rng = np.random.default_rng(1000 + seed)
+    kinds = ["grid", "dense", "multiscale", "spread", "huge"]
+    sizes = [int(rng.integers(0, 40)), int(rng.integers(100, 1500)),
+             int(rng.integers(100, 1500)), int(rng.integers(64, 70))]
+    parts = [_random_group(rng, n, kinds[(seed + i) % len(kinds)]) for i, n in enumerate(sizes)]
+    # The last group: 66 disjoint unit spans ranked first (the kept count
+    # crosses 64 inside them), then spans over them.
+    k = sizes[-1]
+    parts[-1] = np.concatenate([np.stack([np.arange(66) * 2.0, np.arange(66) * 2.0 + 1], 1),
+                                parts[-1][: k - 66] if k > 66 else np.zeros((0, 2))])
+    sizes[-1] = len(parts[-1])
+    spans = np.concatenate(parts)
+    n = len(spans)
+    scores = rng.choice(np.arange(16) / 16.0, n) if seed % 2 else rng.random(n)
+    scores[rng.random(n) < 0.02] = math.nan
+    scores[n - sizes[-1]: n - sizes[-1] + 66] = 2.0
+    offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    for iou_threshold in (0.0, 0.5, 0.7, 1.0, -0.1):
+        score_threshold = -math.inf if iou_threshold != 0.5 else 0.25
+        keep, off, kept_scores = nms_1d(spans, scores, iou_threshold=iou_threshold,
+                                        offsets=offsets, score_threshold=score_threshold)
+        r_keep, r_off = _greedy_hard_f64(spans, scores, offsets, iou_threshold,
+                                         score_threshold)
+        np.testing.assert_array_equal(off, r_off)
+        np.testing.assert_array_equal(keep, r_keep)
+        np.testing.assert_array_equal(kept_scores, scores[r_keep])
+
+
+def test_hard_long_spans_over_many_buckets_hand_computed():
+    """Unit spans [2i, 2i + 1] (all kept) set the bucket width; then spans
+    covering all of them or part of one: each is kept or dropped by its own
+    IoUs, however many buckets it covers."""
+    units = np.stack([np.arange(200) * 2.0, np.arange(200) * 2.0 + 1], 1)
+    others = np.array([[0.0, 399.0],    # covers every unit span: IoU 1/399 with each
+                       [10.0, 10.75],   # inside unit 5: IoU 0.75
+                       [20.5, 21.5],    # half of unit 10: IoU 1/3
+                       [-1.0, 401.0]])  # IoU 399/402 with span 200, 1/402 with a unit
+    spans = np.concatenate([units, others])
+    scores = np.concatenate([np.ones(200), [0.6, 0.5, 0.5, 0.4]])
+    units_kept = list(range(200))
+    for thr, rest in ((0.5, [200, 202]), (0.3, [200]), (0.995, [200, 201, 202, 203]),
+                      (0.0, [])):  # 0: any overlap suppresses
+        for dtype in (np.float32, np.float64):
+            keep, _, _ = nms_1d(spans.astype(dtype), scores.astype(dtype), iou_threshold=thr)
+            assert keep.tolist() == units_kept + rest, (thr, dtype)
+
+
+# --------------------------------------------------------------------------- #
 # Hand-computed cases
 # --------------------------------------------------------------------------- #
 

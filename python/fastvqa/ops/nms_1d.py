@@ -104,11 +104,14 @@ def nms_1d(
 
     Cost:
         CPU hard NMS sorts each group (O(n log n)) and then, once 64 spans
-        are kept, finds the kept spans that overlap a candidate through a
-        tree of span ends ordered by start: O(log n) per overlapping kept
-        span, so O(N log N) when a span overlaps a bounded number of kept
-        spans (constant density; a candidate overlapping many kept spans
-        it does not suppress costs more). Soft-NMS is O(n^2) per group.
+        are kept, finds the kept spans that overlap a candidate in buckets
+        of equal width in time (the median span length): O(1) per bucket
+        and per overlapping kept span, so O(N log N) in all when a span
+        overlaps a bounded number of kept spans (constant density; a
+        candidate overlapping many kept spans it does not suppress costs
+        more). Spans much longer than the median go through a tree of span
+        ends ordered by start instead (O(log n) per overlapping kept span).
+        Soft-NMS is O(n^2) per group.
 
     CUDA:
         hard NMS uses the bitmask algorithm of torchvision/mmcv per group

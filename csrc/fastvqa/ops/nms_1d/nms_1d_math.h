@@ -74,7 +74,8 @@ FASTVQA_HD bool suppresses(T iou, double iou_threshold) {
 // (gradual underflow; an overflow rounds to +inf), so that happens exactly when
 // min(ae, be) > max(as, bs), i.e. when both spans have positive length and each
 // starts before the other ends (as < ae, bs < be, as < be, bs < ae; the
-// tree walk of nms_1d_cpu.cpp tests exactly these), without rounding.
+// buckets and trees of nms_1d_cpu.cpp find every such kept span), without
+// rounding.
 // So every kept span that suppresses a candidate is among the kept spans of
 // positive length that start before the candidate's end and end after its
 // start; the caller still decides with suppresses(span_iou(...)), so the kept
