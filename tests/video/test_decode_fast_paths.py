@@ -109,3 +109,53 @@ def test_resize_in_one_swscale_context_equals_per_frame_reformat(videos, video_i
     for want in wanted_sets():
         np.testing.assert_array_equal(decode_pyav(index, want, geometry=geometry),
                                       plain_pick(path, want, size=(24, 32), crop=(2, 8, 20, 16)))
+
+
+@pytest.mark.parametrize("workers", [1, 2, 3])
+@pytest.mark.parametrize("video_id", ["h264-cfr-gop12", "h264-ts-vfr-gop48", "vp9-cfr-gop5",
+                                      "mpeg2-ps-cfr-gop12"])
+def test_decode_workers_split_the_runs_exactly(videos, video_id, workers, monkeypatch):
+    """Several decoders, each on a group of runs, give the plain decode's frames;
+    with the minimum group lowered, the 96-frame fixtures really are split."""
+    from fastvqa.video import pyav_backend
+
+    monkeypatch.setattr(pyav_backend, "MIN_GROUP_FRAMES", 1)
+    path = videos[video_id].path
+    index = probe(path)
+    opened = []
+    real = pyav_backend._Reader.__init__
+
+    def counting(self, *args, **kwargs):
+        opened.append(1)
+        real(self, *args, **kwargs)
+
+    monkeypatch.setattr(pyav_backend._Reader, "__init__", counting)
+    split = 0
+    for want in wanted_sets():
+        opened.clear()
+        np.testing.assert_array_equal(decode_pyav(index, want, decode_workers=workers),
+                                      plain_pick(path, want))
+        u = np.unique(want)
+        groups = pyav_backend._split_runs(index, u, dict(pyav_backend._plan_seeks(index, u)),
+                                          workers)
+        assert len(groups) <= workers and len(opened) == len(groups)  # one decoder each
+        split += len(groups) > 1
+    assert split >= (1 if workers > 1 else 0) and (workers > 1 or split == 0)
+    with pytest.raises(ValueError, match="decode_workers"):
+        decode_pyav(index, [1], decode_workers=0)
+
+
+def test_split_runs_balances_whole_runs(h264_video, monkeypatch):
+    """GOP 12, 96 frames: frame 1 of each GOP wanted, 8 runs of 2 frames to decode."""
+    from fastvqa.video import pyav_backend
+    from fastvqa.video.pyav_backend import _plan_seeks, _split_runs
+
+    index = probe(h264_video.path)
+    wanted = np.arange(1, 96, 12)
+    plan = dict(_plan_seeks(index, wanted))
+    assert sorted(plan) == list(range(1, 8))  # a seek before each but the first
+    assert _split_runs(index, wanted, plan, 2) == [(0, 8)]  # 16 frames: not worth a decoder
+    monkeypatch.setattr(pyav_backend, "MIN_GROUP_FRAMES", 1)
+    assert _split_runs(index, wanted, plan, 1) == [(0, 8)]
+    assert _split_runs(index, wanted, plan, 2) == [(0, 4), (4, 8)]  # 8 frames each
+    assert _split_runs(index, wanted, plan, 4) == [(0, 2), (2, 4), (4, 6), (6, 8)]

@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import os
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import Any, Optional
 
@@ -50,6 +52,7 @@ def decode_pyav(
     turns: int = 0,
     threads: Optional[str] = None,
     file: Optional["PyAVFile"] = None,
+    decode_workers: Optional[int] = None,
 ) -> np.ndarray:
     """Decode the given frames of a probed video on the CPU with PyAV.
 
@@ -75,6 +78,16 @@ def decode_pyav(
         file: a :class:`PyAVFile` to decode from, kept open across calls
             (its first call opens it, with that call's ``threads``); ``None``
             opens the file for this call only.
+        decode_workers: how many decoders (each its own open container, in
+            its own thread; PyAV releases the GIL while demuxing and
+            decoding) share the runs of the plan: the runs are cut into that
+            many consecutive groups of about equal decoding work, each starting
+            with its own seek, so no frame is decoded twice. ``None``: 2 on a
+            machine with 2 or more cores, else 1. A group of fewer than 30
+            frames to decode is not split off (opening a container costs more).
+            With ``file``, the first group reads it and the others open the
+            file for this call. Frame threads alone leave cores idle after
+            every seek (the pipeline fills again); two decoders overlap those.
         turns: quarter turns counter-clockwise applied to each frame after
             the resize and before the crop (``display_rotation // 90`` to
             show frames as players do); ``geometry`` refers to the turned
@@ -125,6 +138,12 @@ def decode_pyav(
     seek_at = dict(_plan_seeks(index, wanted))
     if threads is None:
         threads = "AUTO"
+    groups = _split_runs(index, wanted, seek_at, _workers(decode_workers))
+    if len(groups) > 1:
+        parts = _decode_groups(index, [wanted[a:b] for a, b in groups], geometry=geometry,
+                               turns=turns, threads=threads, file=file)
+        frames = np.concatenate(parts)
+        return frames[inverse] if len(wanted) != len(idx) or not np.all(wanted == idx) else frames
     keep = frozenset(int(t) for t in wanted_pts)
     reformatter = av.video.reformatter.VideoReformatter()  # one swscale context for the call
     resize = (coded_h, coded_w) != (index.height, index.width)
@@ -192,6 +211,56 @@ def decode_pyav(
             raise VideoError(path, f"frame {missing} (t={index.timestamps[missing]:.3f} s) never "
                                    "came out of the decoder; the stream is truncated or damaged")
     return frames[inverse] if len(wanted) != len(idx) or not np.all(wanted == idx) else frames
+
+
+#: The least decoding work (frames, keyframe to last wanted frame) of a group
+#: of runs given to a decoder of its own (:func:`_split_runs`).
+MIN_GROUP_FRAMES = 30
+
+
+def _workers(decode_workers: Optional[int]) -> int:
+    if decode_workers is None:
+        return 2 if (os.cpu_count() or 1) >= 2 else 1
+    if isinstance(decode_workers, bool) or not isinstance(decode_workers, (int, np.integer)) \
+            or decode_workers < 1:
+        raise ValueError(f"decode_workers must be an integer >= 1 or None, got {decode_workers!r}")
+    return int(decode_workers)
+
+
+def _split_runs(index: VideoIndex, wanted: np.ndarray, seek_at: dict, workers: int) -> list:
+    """``[(lo, hi), ...]``: consecutive slices of ``wanted``, each made of
+    whole runs (it starts where the plan seeks, so it decodes nothing another
+    decodes), of about equal decoding work; ``[(0, len(wanted))]`` when one
+    decoder does it all. A run decodes from its keyframe to its last wanted
+    frame; groups under :data:`MIN_GROUP_FRAMES` are merged into their neighbour.
+    """
+    n = len(wanted)
+    if workers < 2 or not seek_at:
+        return [(0, n)]
+    starts = sorted(seek_at)
+    runs = ([] if starts[0] == 0 else [(0, int(index.keyframes[0]))]) + \
+        [(pos, seek_at[pos]) for pos in starts]
+    ends = [pos for pos, _ in runs[1:]] + [n]
+    cost = [int(wanted[end - 1]) + 1 - key for (_, key), end in zip(runs, ends)]
+    total = sum(cost)
+    share = max(total / workers, MIN_GROUP_FRAMES)
+    cuts, done = [0], 0
+    for (pos, _), c in zip(runs, cost):
+        if pos > cuts[-1] and done >= share * len(cuts) and total - done >= MIN_GROUP_FRAMES \
+                and len(cuts) < workers:
+            cuts.append(pos)
+        done += c
+    return list(zip(cuts, cuts[1:] + [n]))
+
+
+def _decode_groups(index: VideoIndex, groups: list, *, file, **kwargs) -> list:
+    """Each group of sorted distinct frames decoded by its own decoder, the
+    first one in this thread (from ``file`` when given), the others in threads."""
+    with ThreadPoolExecutor(max_workers=len(groups) - 1) as pool:
+        rest = [pool.submit(decode_pyav, index, g, file=None, decode_workers=1, **kwargs)
+                for g in groups[1:]]
+        first = decode_pyav(index, groups[0], file=file, decode_workers=1, **kwargs)
+        return [first] + [f.result() for f in rest]
 
 
 def _collect(decoder, pos, wanted_pts, out, convert, seek_at, check_first):
