@@ -159,3 +159,26 @@ def test_split_runs_balances_whole_runs(h264_video, monkeypatch):
     assert _split_runs(index, wanted, plan, 1) == [(0, 8)]
     assert _split_runs(index, wanted, plan, 2) == [(0, 4), (4, 8)]  # 8 frames each
     assert _split_runs(index, wanted, plan, 4) == [(0, 2), (2, 4), (4, 6), (6, 8)]
+
+
+def test_read_batch_gives_each_file_one_decoder_when_files_run_in_parallel(videos, monkeypatch):
+    from fastvqa.video import Uniform, VideoDecoder, pyav_backend, read_batch
+
+    seen = []
+    real = pyav_backend.decode_pyav
+
+    def spy(*args, **kwargs):
+        seen.append(kwargs.get("decode_workers"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(pyav_backend, "decode_pyav", spy)
+    paths = [videos["h264-cfr-gop12"].path, videos["h264-cfr-gop48"].path]
+    out = read_batch(paths, Uniform(4), backend="pyav", workers=2)
+    assert seen == [1, 1]
+    for path, frames in zip(paths, out):
+        np.testing.assert_array_equal(frames.data, plain_pick(path, frames.indices))
+    seen.clear()
+    read_batch(paths[:1], Uniform(4), backend="pyav", workers=2)  # one file: its own default
+    with VideoDecoder(paths[0], backend="pyav", decode_workers=3) as dec:
+        dec.get_frames_at([5, 60])
+    assert seen == [None, 3]
