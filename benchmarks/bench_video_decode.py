@@ -61,6 +61,7 @@ TARGET = 1.5
 SECONDS, FPS, WIDTH, HEIGHT = 60, 30, 1280, 720
 GOPS = (30, 300)
 SIZE, CROP, N_RANDOM = 256, 224, 32
+CASES = ("uniform16", "fps1", "random32")
 FASTVQA = "fastvqa (pyav)"
 
 
@@ -205,6 +206,7 @@ def main() -> int:
     p.add_argument("--fixture-dir", type=Path, default=Path(tempfile.gettempdir()),
                    help="folder of the H.264 fixtures (made if missing)")
     p.add_argument("--gops", type=int, nargs="+", default=list(GOPS), help="keyframe intervals")
+    p.add_argument("--cases", nargs="+", choices=CASES, default=list(CASES), help="cases to time")
     args = p.parse_args()
     if args.device != "cpu":
         print("bench_video_decode: the PyAV path is CPU only (DALI/NVDEC rows: scripts/gpu_check.sh)",
@@ -276,7 +278,7 @@ def main() -> int:
                 print(f"gop{gop} {name} {what}: {verdict}")
         config["peer_checks"] = checks
         work = {"uniform16": len(uniform_idx), "fps1": len(fps_idx), "random32": N_RANDOM}
-        for case in ("uniform16", "fps1", "random32"):
+        for case in args.cases:
             label = f"{case}_gop{gop}"
             impls = [H.Impl(label, FASTVQA, "path", fv[case])]
             for name, f in fns.items():
