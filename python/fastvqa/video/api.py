@@ -234,6 +234,9 @@ class VideoDecoder:
             as players do; ``size``/``crop`` refer to the displayed
             orientation. PyAV backend only.
         index: a :class:`VideoIndex` already probed for ``source`` (skips the probe).
+        decode_workers: PyAV decoders that share each read's runs
+            (:func:`fastvqa.video.pyav_backend.decode_pyav`); ``None``: 2 on
+            a machine with 2 or more cores, else 1.
 
     Raises:
         VideoError: the file cannot be read, naming it and the reason.
@@ -243,7 +246,8 @@ class VideoDecoder:
 
     def __init__(self, source: Any, *, size=None, crop=None, backend: str = "auto",
                  device: Any = "cpu", layout: str = "NHWC", dtype: str = "uint8",
-                 rotate: bool = False, index: Optional[VideoIndex] = None):
+                 rotate: bool = False, index: Optional[VideoIndex] = None,
+                 decode_workers: Optional[int] = None):
         self.layout = _checks.choice(layout, "", "layout", LAYOUTS)
         self.dtype = _checks.choice(dtype, "", "dtype", DTYPES)
         self.device = _device(device)
@@ -257,6 +261,7 @@ class VideoDecoder:
         self.geometry = geometry_for(self.metadata, size=size, crop=crop, rotation=rotation)
         # PyAV: the container, opened on the first read (under PyAVFile's lock) and kept open
         self._file = PyAVFile() if self.backend == "pyav" else None
+        self.decode_workers = decode_workers
 
     def close(self) -> None:
         """Close the file kept open for PyAV reads (a later read reopens it)."""
@@ -359,7 +364,8 @@ class VideoDecoder:
         else:
             from fastvqa.video.pyav_backend import decode_pyav
 
-            frames = decode_pyav(index, flat, geometry=geometry, turns=self.turns, file=self._file)
+            frames = decode_pyav(index, flat, geometry=geometry, turns=self.turns, file=self._file,
+                                 decode_workers=self.decode_workers)
             if self.device.is_cuda:
                 import torch
 
@@ -385,6 +391,7 @@ def read_frames(
     dtype: str = "uint8",
     index: Optional[VideoIndex] = None,
     rotate: bool = False,
+    decode_workers: Optional[int] = None,
 ) -> Frames:
     """Decode the frames ``sampler`` picks from the video at ``path``:
     ``VideoDecoder(path, ...).read(sampler)`` (see :class:`VideoDecoder` for
@@ -408,7 +415,8 @@ def read_frames(
         ImportError: PyAV (``fastvqa[video]``) or DALI (``fastvqa[dali]``) missing.
     """
     with VideoDecoder(path, size=size, crop=crop, backend=backend, device=device,
-                      layout=layout, dtype=dtype, rotate=rotate, index=index) as decoder:
+                      layout=layout, dtype=dtype, rotate=rotate, index=index,
+                      decode_workers=decode_workers) as decoder:
         return decoder.read(sampler)
 
 
@@ -430,7 +438,9 @@ def read_batch(
     """:func:`read_frames` over many videos; one :class:`Frames` per path, in order.
 
     With PyAV the videos are decoded by a pool of ``workers`` threads
-    (default: ``min(8, cores)``; PyAV releases the GIL while decoding). With
+    (default: ``min(8, cores)``; PyAV releases the GIL while decoding); with
+    more than one video and more than one worker the files fill the cores, so
+    each is read by one decoder (``decode_workers=1``, frame threads still on). With
     the DALI backend every video is probed and sampled here, then all go
     through one DALI pipeline (:func:`fastvqa.video.dali_backend.read_batch_dali`).
 
@@ -473,6 +483,8 @@ def read_batch(
         if len(paths) <= 1:
             return [one(p) for p in paths]
         workers = workers or min(8, os.cpu_count() or 1)
+        if workers > 1:
+            kwargs["decode_workers"] = 1  # files in parallel already fill the cores
         with ThreadPoolExecutor(max_workers=workers) as pool:
             return list(pool.map(one, paths))
     finally:

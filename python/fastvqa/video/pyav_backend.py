@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import os
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import Any, Optional
 
@@ -50,6 +52,7 @@ def decode_pyav(
     turns: int = 0,
     threads: Optional[str] = None,
     file: Optional["PyAVFile"] = None,
+    decode_workers: Optional[int] = None,
 ) -> np.ndarray:
     """Decode the given frames of a probed video on the CPU with PyAV.
 
@@ -62,20 +65,29 @@ def decode_pyav(
             the frames as delivered (turned, with ``turns``); ``None`` keeps
             the coded size.
         threads: PyAV ``thread_type`` (``"AUTO"``, ``"FRAME"``, ``"SLICE"``,
-            ``"NONE"``), or ``None`` to choose from the plan: ``"AUTO"``
-            (frame + slice threads) when the frames are decoded in long runs
-            (on average at least 64 frames per seek), ``"SLICE"`` (PyAV's
-            default) otherwise. Frame threading holds several frames in
-            flight, which pays over long runs on many cores but costs that
-            latency again after every seek (measured on 2 cores, 720p H.264:
-            16 uniform frames 0.18 s with SLICE vs 0.29 s with AUTO). Both
-            are safe here: every run ends by draining the decoder (or at a
-            seek, which flushes it), so no frame is lost in the threads, frames
-            are identified by timestamp, and the container and decoder are
-            closed on every path.
+            ``"NONE"``), or ``None`` for ``"AUTO"`` (frame + slice threads,
+            FFmpeg's thread count: one more than the cores). x264 writes one
+            slice per frame by default, so slice threads alone decode such
+            H.264 on one core; frame threads use them all. Their cost, several
+            frames in flight after every seek, is not paid here: each run is
+            fed up to its last wanted packet and then drained (:func:`_stop_pts`),
+            so no frame past it is decoded. Safe: every run ends by draining
+            the decoder (or at a seek, which flushes it), so no frame is lost
+            in the threads, frames are identified by timestamp, and the
+            container and decoder are closed on every path.
         file: a :class:`PyAVFile` to decode from, kept open across calls
             (its first call opens it, with that call's ``threads``); ``None``
             opens the file for this call only.
+        decode_workers: how many decoders (each its own open container, in
+            its own thread; PyAV releases the GIL while demuxing and
+            decoding) share the runs of the plan: the runs are cut into that
+            many consecutive groups of about equal decoding work, each starting
+            with its own seek, so no frame is decoded twice. ``None``: 2 on a
+            machine with 2 or more cores, else 1. A group of fewer than 30
+            frames to decode is not split off (opening a container costs more).
+            With ``file``, the first group reads it and the others open the
+            file for this call. Frame threads alone leave cores idle after
+            every seek (the pipeline fills again); two decoders overlap those.
         turns: quarter turns counter-clockwise applied to each frame after
             the resize and before the crop (``display_rotation // 90`` to
             show frames as players do); ``geometry`` refers to the turned
@@ -97,7 +109,12 @@ def decode_pyav(
     (MPEG-PS interpolation) switch to one pass from the start. Only kept
     frames are converted to RGB, in one swscale call together with the resize
     (bilinear; swscale widens the filter when downscaling, so shrinking is
-    antialiased, close to PIL's bilinear and torchvision's ``antialias=True``).
+    antialiased, close to PIL's bilinear and torchvision's ``antialias=True``),
+    through one swscale context per call. Frames that are not kept are not
+    even reconstructed where the codec allows it exactly: for H.264, HEVC and
+    MPEG-1/2 (:data:`SKIP_NONREF`) the packets of unwanted frames are decoded
+    with ``skip_frame = "NONREF"`` (a picture no other picture refers to is
+    dropped, which changes no other picture), wanted ones with ``"DEFAULT"``.
 
     Raises:
         VideoError: the decoder fails (corrupt data) or a wanted frame never
@@ -120,7 +137,15 @@ def decode_pyav(
     wanted_pts = index.pts[wanted]
     seek_at = dict(_plan_seeks(index, wanted))
     if threads is None:
-        threads = _thread_type(index, wanted, seek_at)
+        threads = "AUTO"
+    groups = _split_runs(index, wanted, seek_at, _workers(decode_workers))
+    if len(groups) > 1:
+        parts = _decode_groups(index, [wanted[a:b] for a, b in groups], geometry=geometry,
+                               turns=turns, threads=threads, file=file)
+        frames = np.concatenate(parts)
+        return frames[inverse] if len(wanted) != len(idx) or not np.all(wanted == idx) else frames
+    keep = frozenset(int(t) for t in wanted_pts)
+    reformatter = av.video.reformatter.VideoReformatter()  # one swscale context for the call
     resize = (coded_h, coded_w) != (index.height, index.width)
     path = index.path
 
@@ -128,11 +153,13 @@ def decode_pyav(
         if frame.width != index.width or frame.height != index.height:
             raise VideoError(path, f"frame size changes mid-stream ({index.width}x{index.height} "
                                    f"-> {frame.width}x{frame.height}); not supported")
+        # What frame.reformat / frame.to_ndarray("rgb24") do, with the
+        # swscale context kept across frames instead of made per frame.
         if resize:
-            rgb = frame.reformat(width=coded_w, height=coded_h, format="rgb24",
-                                 interpolation="BILINEAR").to_ndarray()
+            rgb = reformatter.reformat(frame, width=coded_w, height=coded_h, format="rgb24",
+                                       interpolation="BILINEAR").to_ndarray()
         else:
-            rgb = frame.to_ndarray(format="rgb24")
+            rgb = reformatter.reformat(frame, format="rgb24").to_ndarray()
         if turns:
             rgb = np.rot90(rgb, turns)
         return rgb[top:top + crop_h, left:left + crop_w]
@@ -152,7 +179,7 @@ def decode_pyav(
                 if reader.sequential:
                     # Timestamps after a seek did not match the probe's: decode
                     # the rest in one pass from the start, as probe read it.
-                    pos, status = _collect(_frames(reader), pos, wanted_pts, frames, convert,
+                    pos, status = _collect(_frames(reader, keep=keep), pos, wanted_pts, frames, convert,
                                            {}, check_first=False)
                     break
                 key = seek_at.get(pos)
@@ -167,7 +194,7 @@ def decode_pyav(
                     if target is not None:
                         _seek(reader, timestamp)
                         check = (int(index.pts[target]), reader.by_decode)
-                    pos, status = _collect(_frames(reader, stop, check), pos, wanted_pts, frames,
+                    pos, status = _collect(_frames(reader, stop, check, keep), pos, wanted_pts, frames,
                                            convert, seek_at, check_first=key is not None)
                     if status != "overshoot":
                         break
@@ -186,16 +213,54 @@ def decode_pyav(
     return frames[inverse] if len(wanted) != len(idx) or not np.all(wanted == idx) else frames
 
 
-def _thread_type(index: VideoIndex, wanted: np.ndarray, seek_at: dict) -> str:
-    """``"AUTO"`` when the plan decodes >= 64 frames per run on average, else ``"SLICE"``.
+#: The least decoding work (frames, keyframe to last wanted frame) of a group
+#: of runs given to a decoder of its own (:func:`_split_runs`).
+MIN_GROUP_FRAMES = 30
 
-    A run starts at a seek (or at the start of the file) and decodes from its
-    keyframe to its last wanted frame.
+
+def _workers(decode_workers: Optional[int]) -> int:
+    if decode_workers is None:
+        return 2 if (os.cpu_count() or 1) >= 2 else 1
+    if isinstance(decode_workers, bool) or not isinstance(decode_workers, (int, np.integer)) \
+            or decode_workers < 1:
+        raise ValueError(f"decode_workers must be an integer >= 1 or None, got {decode_workers!r}")
+    return int(decode_workers)
+
+
+def _split_runs(index: VideoIndex, wanted: np.ndarray, seek_at: dict, workers: int) -> list:
+    """``[(lo, hi), ...]``: consecutive slices of ``wanted``, each made of
+    whole runs (it starts where the plan seeks, so it decodes nothing another
+    decodes), of about equal decoding work; ``[(0, len(wanted))]`` when one
+    decoder does it all. A run decodes from its keyframe to its last wanted
+    frame; groups under :data:`MIN_GROUP_FRAMES` are merged into their neighbour.
     """
-    runs = ([] if 0 in seek_at else [(0, 0)]) + sorted(seek_at.items())
-    ends = [pos for pos, _ in runs[1:]] + [len(wanted)]
-    decoded = sum(int(wanted[end - 1]) + 1 - key for (_, key), end in zip(runs, ends))
-    return "AUTO" if decoded / len(runs) >= 64 else "SLICE"
+    n = len(wanted)
+    if workers < 2 or not seek_at:
+        return [(0, n)]
+    starts = sorted(seek_at)
+    runs = ([] if starts[0] == 0 else [(0, int(index.keyframes[0]))]) + \
+        [(pos, seek_at[pos]) for pos in starts]
+    ends = [pos for pos, _ in runs[1:]] + [n]
+    cost = [int(wanted[end - 1]) + 1 - key for (_, key), end in zip(runs, ends)]
+    total = sum(cost)
+    share = max(total / workers, MIN_GROUP_FRAMES)
+    cuts, done = [0], 0
+    for (pos, _), c in zip(runs, cost):
+        if pos > cuts[-1] and done >= share * len(cuts) and total - done >= MIN_GROUP_FRAMES \
+                and len(cuts) < workers:
+            cuts.append(pos)
+        done += c
+    return list(zip(cuts, cuts[1:] + [n]))
+
+
+def _decode_groups(index: VideoIndex, groups: list, *, file, **kwargs) -> list:
+    """Each group of sorted distinct frames decoded by its own decoder, the
+    first one in this thread (from ``file`` when given), the others in threads."""
+    with ThreadPoolExecutor(max_workers=len(groups) - 1) as pool:
+        rest = [pool.submit(decode_pyav, index, g, file=None, decode_workers=1, **kwargs)
+                for g in groups[1:]]
+        first = decode_pyav(index, groups[0], file=file, decode_workers=1, **kwargs)
+        return [first] + [f.result() for f in rest]
 
 
 def _collect(decoder, pos, wanted_pts, out, convert, seek_at, check_first):
@@ -301,6 +366,13 @@ def _pts_in_decode_order(index: VideoIndex) -> Optional[np.ndarray]:
     return out
 
 
+#: Codecs (FFmpeg decoder names) whose ``skip_frame = "NONREF"`` drops only
+#: pictures no other picture refers to (H.264/HEVC ``nal_ref_idc == 0`` /
+#: sub-layer non-reference pictures, MPEG-1/2 B-pictures): the pictures kept
+#: decode exactly as without it. Others (VP9, MJPEG, ...) never skip.
+SKIP_NONREF = frozenset({"h264", "hevc", "mpeg1video", "mpeg2video"})
+
+
 class PyAVFile:
     """One video kept open for many :func:`decode_pyav` calls
     (:class:`fastvqa.video.VideoDecoder` holds one). Opened on first use;
@@ -355,7 +427,15 @@ class _Reader:
             raise VideoError(path, f"stream {self.index.stream_index} is not a video stream any "
                                    "more (file changed since it was probed?)")
         self.stream.thread_type = self.threads
+        self.skip_nonref = self.stream.codec_context.name in SKIP_NONREF
+        self.skipping = False  # codec_context.skip_frame is "NONREF" (else "DEFAULT")
         self.by_dts = bool(set(self.container.format.name.split(",")) & DTS_SEEKING)
+
+    def set_skipping(self, skipping: bool) -> None:
+        """``skip_frame = "NONREF"`` (``True``) or ``"DEFAULT"``, set only on a change."""
+        if skipping != self.skipping:
+            self.stream.codec_context.skip_frame = "NONREF" if skipping else "DEFAULT"
+            self.skipping = skipping
 
     def reopen(self):
         self.close()
@@ -380,7 +460,7 @@ _OVERSHOOT = object()
 _UNRELIABLE = object()
 
 
-def _frames(reader: _Reader, stop_pts: Optional[int] = None, check=None):
+def _frames(reader: _Reader, stop_pts: Optional[int] = None, check=None, keep=None):
     """Decoded frames from the current position; drains the decoder after the
     packet with ``stop_pts`` (the next step is a seek, which resets it) or at
     the end of the stream.
@@ -399,8 +479,13 @@ def _frames(reader: _Reader, stop_pts: Optional[int] = None, check=None):
     sequential read; at the first packet that differs :data:`_UNRELIABLE` is
     yielded, before it is decoded, so no frame is ever matched by a wrong
     timestamp.
+
+    ``keep``: the pts of the frames that will be kept. Where the codec allows
+    it exactly (:data:`SKIP_NONREF`), each other packet is decoded with
+    ``skip_frame = "NONREF"`` and each kept one with ``"DEFAULT"``.
     """
     container, stream = reader.container, reader.stream
+    skip = keep is not None and reader.skip_nonref
     key_pts, by_decode = check if check is not None else (None, None)
     waiting = check is not None
     at = None  # decode position of the next packet, while checking
@@ -429,6 +514,10 @@ def _frames(reader: _Reader, stop_pts: Optional[int] = None, check=None):
                 yield _UNRELIABLE
                 return
             at += 1
+        if skip:
+            # FFmpeg reads skip_frame when a packet is sent (frame threads
+            # copy it from the user's context then), so it applies per packet.
+            reader.set_skipping(packet.pts is not None and packet.pts not in keep)
         yield from packet.decode()
         if stop_pts is not None and packet.pts == stop_pts:
             yield from stream.codec_context.decode(None)

@@ -1,0 +1,184 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The PyAV backend's shortcuts (frame threads, non-reference pictures skipped
+for unwanted frames, one swscale context per call) give exactly the frames of
+a plain PyAV decode of every frame, picked afterwards."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("av")
+
+from fastvqa.video import probe  # noqa: E402
+from fastvqa.video.api import geometry_for  # noqa: E402
+from fastvqa.video.pyav_backend import decode_pyav  # noqa: E402
+from tests.video.conftest import N_FRAMES  # noqa: E402
+
+#: H.264 in MP4 and MPEG-TS (B-frames, short and long GOPs, CFR and VFR) and
+#: MPEG-2 in MPEG-PS: the codecs whose non-reference pictures are skipped.
+SKIPPING = ["h264-cfr-gop12", "h264-vfr-gop48", "h264-cfr-gop48", "h264-ts-cfr-gop12",
+            "h264-ts-vfr-gop48", "mpeg2-ps-cfr-gop12"]
+
+
+def plain_pick(path, want, size=None, crop=None):
+    """Decode every frame with PyAV at its defaults, in display order, no seek;
+    convert the wanted ones (``size``: ``(H, W)`` swscale bilinear, then
+    ``crop = (top, left, h, w)``), in the order of ``want``."""
+    import av
+
+    wanted = set(int(i) for i in want)
+    kept = {}
+    with av.open(str(path)) as c:
+        for i, frame in enumerate(c.decode(video=0)):
+            if i in wanted:
+                if size is None:
+                    kept[i] = frame.to_ndarray(format="rgb24")
+                else:
+                    kept[i] = frame.reformat(width=size[1], height=size[0], format="rgb24",
+                                             interpolation="BILINEAR").to_ndarray()
+    out = np.stack([kept[int(i)] for i in want])
+    if crop is not None:
+        top, left, h, w = crop
+        out = out[:, top:top + h, left:left + w]
+    return out
+
+
+def wanted_sets():
+    rng = np.random.default_rng(1)
+    return [rng.integers(0, N_FRAMES, size=12),  # random, with repeats, any order
+            np.arange(1, N_FRAMES, 2),  # every other frame: most B-frames kept
+            np.arange(50, 62),  # one run across a keyframe
+            np.array([N_FRAMES - 1]), np.array([3]), np.array([47, 13, 94, 2])]
+
+
+def counting_frames(monkeypatch):
+    """Wrap the backend's decode loop; returns the list of frames it yields."""
+    from fastvqa.video import pyav_backend
+
+    decoded = []
+    real = pyav_backend._frames
+
+    def counting(*args, **kwargs):
+        for frame in real(*args, **kwargs):
+            decoded.append(frame)
+            yield frame
+
+    monkeypatch.setattr(pyav_backend, "_frames", counting)
+    return decoded
+
+
+@pytest.mark.parametrize("threads", [None, "NONE", "SLICE", "FRAME"])
+@pytest.mark.parametrize("video_id", SKIPPING)
+def test_skipping_and_threads_keep_frames_exact(videos, video_id, threads):
+    path = videos[video_id].path
+    index = probe(path)
+    for want in wanted_sets():
+        np.testing.assert_array_equal(decode_pyav(index, want, threads=threads),
+                                      plain_pick(path, want))
+
+
+@pytest.mark.parametrize("video_id", SKIPPING)
+def test_unwanted_non_reference_pictures_are_not_decoded(videos, video_id, monkeypatch):
+    """With skipping, fewer pictures come out of the decoder than without it
+    (SKIP_NONREF emptied), and the frames are the same."""
+    from fastvqa.video import pyav_backend
+
+    path = videos[video_id].path
+    index = probe(path)
+    want = np.array([10, 40, 70, 95])
+    decoded = counting_frames(monkeypatch)
+    with_skip = decode_pyav(index, want)
+    skipped_count = len(decoded)
+    decoded.clear()
+    monkeypatch.setattr(pyav_backend, "SKIP_NONREF", frozenset())
+    without = decode_pyav(index, want)
+    assert skipped_count < len(decoded), (skipped_count, len(decoded))
+    np.testing.assert_array_equal(with_skip, without)
+    np.testing.assert_array_equal(with_skip, plain_pick(path, want))
+
+
+@pytest.mark.parametrize("video_id", ["h264-vfr-gop48", "vp9-cfr-gop5", "mpeg2-ps-cfr-gop12",
+                                      "mjpeg-cfr-gop1"])
+def test_resize_in_one_swscale_context_equals_per_frame_reformat(videos, video_id):
+    """64x48, shorter side 24 -> 24x32 (bilinear in swscale), centre crop 20x16."""
+    path = videos[video_id].path
+    index = probe(path)
+    geometry = geometry_for(index, size=24, crop=(20, 16))
+    assert geometry.resize == (24, 32) and geometry.crop == (2, 8, 20, 16)
+    for want in wanted_sets():
+        np.testing.assert_array_equal(decode_pyav(index, want, geometry=geometry),
+                                      plain_pick(path, want, size=(24, 32), crop=(2, 8, 20, 16)))
+
+
+@pytest.mark.parametrize("workers", [1, 2, 3])
+@pytest.mark.parametrize("video_id", ["h264-cfr-gop12", "h264-ts-vfr-gop48", "vp9-cfr-gop5",
+                                      "mpeg2-ps-cfr-gop12"])
+def test_decode_workers_split_the_runs_exactly(videos, video_id, workers, monkeypatch):
+    """Several decoders, each on a group of runs, give the plain decode's frames;
+    with the minimum group lowered, the 96-frame fixtures really are split."""
+    from fastvqa.video import pyav_backend
+
+    monkeypatch.setattr(pyav_backend, "MIN_GROUP_FRAMES", 1)
+    path = videos[video_id].path
+    index = probe(path)
+    opened = []
+    real = pyav_backend._Reader.__init__
+
+    def counting(self, *args, **kwargs):
+        opened.append(1)
+        real(self, *args, **kwargs)
+
+    monkeypatch.setattr(pyav_backend._Reader, "__init__", counting)
+    split = 0
+    for want in wanted_sets():
+        opened.clear()
+        np.testing.assert_array_equal(decode_pyav(index, want, decode_workers=workers),
+                                      plain_pick(path, want))
+        u = np.unique(want)
+        groups = pyav_backend._split_runs(index, u, dict(pyav_backend._plan_seeks(index, u)),
+                                          workers)
+        assert len(groups) <= workers and len(opened) == len(groups)  # one decoder each
+        split += len(groups) > 1
+    assert split >= (1 if workers > 1 else 0) and (workers > 1 or split == 0)
+    with pytest.raises(ValueError, match="decode_workers"):
+        decode_pyav(index, [1], decode_workers=0)
+
+
+def test_split_runs_balances_whole_runs(h264_video, monkeypatch):
+    """GOP 12, 96 frames: frame 1 of each GOP wanted, 8 runs of 2 frames to decode."""
+    from fastvqa.video import pyav_backend
+    from fastvqa.video.pyav_backend import _plan_seeks, _split_runs
+
+    index = probe(h264_video.path)
+    wanted = np.arange(1, 96, 12)
+    plan = dict(_plan_seeks(index, wanted))
+    assert sorted(plan) == list(range(1, 8))  # a seek before each but the first
+    assert _split_runs(index, wanted, plan, 2) == [(0, 8)]  # 16 frames: not worth a decoder
+    monkeypatch.setattr(pyav_backend, "MIN_GROUP_FRAMES", 1)
+    assert _split_runs(index, wanted, plan, 1) == [(0, 8)]
+    assert _split_runs(index, wanted, plan, 2) == [(0, 4), (4, 8)]  # 8 frames each
+    assert _split_runs(index, wanted, plan, 4) == [(0, 2), (2, 4), (4, 6), (6, 8)]
+
+
+def test_read_batch_gives_each_file_one_decoder_when_files_run_in_parallel(videos, monkeypatch):
+    from fastvqa.video import Uniform, VideoDecoder, pyav_backend, read_batch
+
+    seen = []
+    real = pyav_backend.decode_pyav
+
+    def spy(*args, **kwargs):
+        seen.append(kwargs.get("decode_workers"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(pyav_backend, "decode_pyav", spy)
+    paths = [videos["h264-cfr-gop12"].path, videos["h264-cfr-gop48"].path]
+    out = read_batch(paths, Uniform(4), backend="pyav", workers=2)
+    assert seen == [1, 1]
+    for path, frames in zip(paths, out):
+        np.testing.assert_array_equal(frames.data, plain_pick(path, frames.indices))
+    seen.clear()
+    read_batch(paths[:1], Uniform(4), backend="pyav", workers=2)  # one file: its own default
+    with VideoDecoder(paths[0], backend="pyav", decode_workers=3) as dec:
+        dec.get_frames_at([5, 60])
+    assert seen == [None, 3]
