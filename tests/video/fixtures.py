@@ -196,3 +196,19 @@ def make_audio_only(path, seconds: float = 1.0) -> Path:
         for packet in stream.encode(None):
             out.mux(packet)
     return path
+
+
+def counting_frames(monkeypatch):
+    """Wrap the backend's decode loop; returns the list of frames it yields."""
+    from fastvqa.video import pyav_backend
+
+    decoded = []
+    real = pyav_backend._frames
+
+    def counting(*args, **kwargs):
+        for frame in real(*args, **kwargs):
+            decoded.append(frame)
+            yield frame
+
+    monkeypatch.setattr(pyav_backend, "_frames", counting)
+    return decoded

@@ -14,7 +14,7 @@ from fastvqa.video import (Clips, Fps, Hierarchical, Outside, SecondWindows, Uni
                            read_batch, read_frames)
 from fastvqa.video.pyav_backend import decode_pyav  # noqa: E402
 from tests.video.conftest import N_FRAMES, VIDEO_IDS  # noqa: E402
-from tests.video.fixtures import make_video, read_index, suffix, vfr_pts  # noqa: E402
+from tests.video.fixtures import counting_frames, make_video, read_index, suffix, vfr_pts  # noqa: E402
 
 SAMPLERS = {
     "fps1": Fps(1),
@@ -331,17 +331,7 @@ def test_seeks_are_trusted_where_timestamps_are_exact(videos, video_id, monkeypa
 def test_a_seek_lands_on_its_own_keyframe(videos, video_id, monkeypatch):
     """Seeking MP4 by dts lands one keyframe early (a GOP decoded for nothing);
     MPEG-TS by pts lands past it: each demuxer gets the timestamp it seeks by."""
-    from fastvqa.video import pyav_backend
-
-    decoded = []
-    real = pyav_backend._frames
-
-    def counting(*args, **kwargs):
-        for frame in real(*args, **kwargs):
-            decoded.append(frame)
-            yield frame
-
-    monkeypatch.setattr(pyav_backend, "_frames", counting)
+    decoded = counting_frames(monkeypatch)
     index = probe(videos[video_id].path)
     want = index.keyframes[1::2] if len(index.keyframes) > 3 else index.keyframes[1:]
     assert len(want) >= 1  # every other keyframe: a seek before each

@@ -14,6 +14,7 @@ from fastvqa.video import probe  # noqa: E402
 from fastvqa.video.api import geometry_for  # noqa: E402
 from fastvqa.video.pyav_backend import decode_pyav  # noqa: E402
 from tests.video.conftest import N_FRAMES  # noqa: E402
+from tests.video.fixtures import counting_frames  # noqa: E402
 
 #: H.264 in MP4 and MPEG-TS (B-frames, short and long GOPs, CFR and VFR) and
 #: MPEG-2 in MPEG-PS: the codecs whose non-reference pictures are skipped.
@@ -50,22 +51,6 @@ def wanted_sets():
             np.arange(1, N_FRAMES, 2),  # every other frame: most B-frames kept
             np.arange(50, 62),  # one run across a keyframe
             np.array([N_FRAMES - 1]), np.array([3]), np.array([47, 13, 94, 2])]
-
-
-def counting_frames(monkeypatch):
-    """Wrap the backend's decode loop; returns the list of frames it yields."""
-    from fastvqa.video import pyav_backend
-
-    decoded = []
-    real = pyav_backend._frames
-
-    def counting(*args, **kwargs):
-        for frame in real(*args, **kwargs):
-            decoded.append(frame)
-            yield frame
-
-    monkeypatch.setattr(pyav_backend, "_frames", counting)
-    return decoded
 
 
 @pytest.mark.parametrize("threads", [None, "NONE", "SLICE", "FRAME"])
