@@ -153,16 +153,8 @@ def input_read(start: np.ndarray, end: np.ndarray, max_len: int, args) -> dict:
         default: lambda: span_argmax(start, end, max_len=max_len),
         read_row: lambda: np.sum(start) + np.sum(end),
     }
-    reps = max(1, int(args.min_repeat_ms / 1e3 / max(_once(rows), 1e-9)))
-    times: dict = {k: [] for k in rows}
-    for _ in range(args.repeats):  # interleaved: each row once per round
-        for k, fn in rows.items():
-            t0 = time.perf_counter()
-            for _ in range(reps):
-                fn()
-            times[k].append((time.perf_counter() - t0) / reps)
+    reps, med = _interleaved(rows, args)
     nbytes = start.nbytes + end.nbytes
-    med = {k: statistics.median(ts) for k, ts in times.items()}
     read = med[read_row]
     print(f"\ninput read: start + end = {nbytes / 2**20:.1f} MiB, {reps} calls per repeat, "
           f"median of {args.repeats} interleaved rounds")
@@ -207,15 +199,7 @@ def topk_scaling(args) -> dict:
                 and np.allclose(scores[:1], d_scores.numpy(), rtol=1e-5, atol=1e-6)):
             raise SystemExit(f"top-k scaling check failed at max_len={L}: {spans[0].tolist()} "
                              f"vs torch dense {d_spans[0].tolist()}")
-    reps = max(1, int(args.min_repeat_ms / 1e3 / max(_once(rows), 1e-9)))
-    times: dict = {L: [] for L in rows}
-    for _ in range(args.repeats):
-        for L, fn in rows.items():
-            t0 = time.perf_counter()
-            for _ in range(reps):
-                fn()
-            times[L].append((time.perf_counter() - t0) / reps)
-    med = {L: statistics.median(ts) for L, ts in times.items()}
+    reps, med = _interleaved(rows, args)
     ratio = med[SCALING_LONG] / med[SCALING_SHORT]
     print(f"\ntop-{K} scaling (one thread): B={SCALING_B}, T={SCALING_T}, {args.dtype}, "
           f"{reps} calls per repeat, median of {args.repeats} interleaved rounds")
@@ -230,6 +214,21 @@ def topk_scaling(args) -> dict:
             "median_s": {str(L): t for L, t in med.items()}, "batch": SCALING_B,
             "length": SCALING_T, "topk": K, "max_len_ratio": ratio,
             "target": SCALING_TARGET, "target_met": met}
+
+
+def _interleaved(rows: dict, args) -> tuple:
+    """Each row once per round, ``args.repeats`` rounds, each timing as many
+    calls as fill ``args.min_repeat_ms``; returns (calls per timing, median
+    seconds per call of each row)."""
+    reps = max(1, int(args.min_repeat_ms / 1e3 / max(_once(rows), 1e-9)))
+    times: dict = {k: [] for k in rows}
+    for _ in range(args.repeats):
+        for k, fn in rows.items():
+            t0 = time.perf_counter()
+            for _ in range(reps):
+                fn()
+            times[k].append((time.perf_counter() - t0) / reps)
+    return reps, {k: statistics.median(ts) for k, ts in times.items()}
 
 
 def _once(rows: dict) -> float:
