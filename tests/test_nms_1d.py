@@ -23,6 +23,7 @@ from fastvqa.ops import NmsResult, nms_1d, temporal_iou
 from tests.conftest import DEVICES, to_np
 from tests.conftest import assert_opcheck  # noqa: E402
 from tests.reference.nms_1d import nms_1d_ref
+from tests.reference.temporal_iou import span_overlap_exact_ref
 
 SETTINGS = dict(
     deadline=None,
@@ -296,6 +297,14 @@ def test_hard_large_n_matches_reference_per_cluster():
 # --------------------------------------------------------------------------- #
 
 
+def _special_pair(a0, a1, s, e):
+    """Which kept spans (a0, a1) form a pair with a special endpoint with (s, e)."""
+    big = 2.0**1020
+    with np.errstate(invalid="ignore"):
+        kept_special = (np.abs(a0) >= big) | (np.abs(a1) >= big)
+    return kept_special | (abs(s) >= big or abs(e) >= big)
+
+
 def _greedy_hard_f64(spans, scores, offsets, iou_threshold, score_threshold):
     """The docstring's greedy hard NMS in float64, one group at a time: take
     spans by higher score, then smaller start, smaller end, smaller index (NaN
@@ -304,7 +313,9 @@ def _greedy_hard_f64(spans, scores, offsets, iou_threshold, score_threshold):
     > iou_threshold. IoU: len = max(end - start, 0), inter = max(min(ends) -
     max(starts), 0), union = len_a + len_b - inter, inter / union (0 when
     union <= 0), NaN with a NaN endpoint (which suppresses nothing); IEEE
-    float64 arithmetic, so inf - inf is NaN. Vectorised over the kept spans of
+    float64 arithmetic, except for pairs with an endpoint that is infinite or
+    >= 2**1020 in magnitude, which take the exact value of temporal_iou's
+    reference (so [0, inf] and [5, inf] have IoU 1). Vectorised over the kept spans of
     a group, which changes no rounding."""
     def nan_last(x):
         return (1, 0.0) if math.isnan(x) else (0, x)
@@ -331,6 +342,9 @@ def _greedy_hard_f64(spans, scores, offsets, iou_threshold, score_threshold):
                     union = len_a + len_c - inter
                     iou = np.where(union > 0, inter / np.where(union > 0, union, 1.0), 0.0)
                     iou[np.isnan(a0) | np.isnan(a1)] = np.nan
+                # A pair with an infinite or huge endpoint: temporal_iou's exact rule.
+                for t in np.nonzero(_special_pair(a0, a1, s, e))[0]:
+                    iou[t] = span_overlap_exact_ref(a0[t], a1[t], s, e, "iou")
                 if (iou > iou_threshold).any():
                     continue
             ks[count], ke[count] = s, e
@@ -688,3 +702,24 @@ def test_cuda_tie_heavy_matches_reference(prob, dtype):
               offsets=off, **kw)
     np_dtype = np.float32 if dtype == torch.float32 else np.float64
     check_against_ref(out, spans, scores, offsets, kw, np_dtype)
+
+
+def test_infinite_and_huge_endpoints_use_temporal_iou_rule_hand_computed():
+    """[0, inf] and [5, inf] have IoU 1 (the limit of (L - 5) / L), so the
+    second is suppressed at 0.5; in float32, [0, 3e38] and [1e38, 3e38] have
+    IoU 2/3 although their lengths' sum overflows. temporal_iou agrees."""
+    cases = [
+        (np.float64, [[0.0, math.inf], [5.0, math.inf]], 1.0),
+        (np.float32, [[0.0, 3e38], [1e38, 3e38]], 2.0 / 3.0),
+    ]
+    for dtype, rows, iou in cases:
+        spans = np.array(rows, dtype=dtype)
+        scores = np.array([1.0, 0.9], dtype=dtype)
+        np.testing.assert_allclose(temporal_iou(spans[:1], spans[1:])[0, 0], iou, rtol=1e-6)
+        keep, _, _ = nms_1d(spans, scores, iou_threshold=0.5)
+        assert keep.tolist() == [0]
+        keep, _, _ = nms_1d(spans, scores, iou_threshold=0.99 if iou < 1 else 1.0)
+        assert keep.tolist() == [0, 1]
+        # Soft-NMS (linear) decays the second score by 1 - IoU.
+        _, _, kept = nms_1d(spans, scores, iou_threshold=0.5, method="linear")
+        np.testing.assert_allclose(kept[1:].astype(np.float64), [0.9 * (1 - iou)], atol=1e-6)

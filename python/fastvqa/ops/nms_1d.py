@@ -41,7 +41,9 @@ def nms_1d(
     Spans are ``[start, end]`` in seconds (continuous ends, not step indices);
     two spans overlap by the textbook temporal IoU, the ``"iou"`` mode of
     :func:`fastvqa.ops.temporal_iou` (``len = max(end - start, 0)``, so a
-    reversed span is empty and overlaps nothing). Suppression happens only
+    reversed span is empty and overlaps nothing), the same value bit for bit,
+    infinite and huge endpoints included (``[0, inf]`` and ``[5, inf]`` have
+    IoU 1, and no float32 length sum overflows). Suppression happens only
     between spans of the same group.
 
     Candidates are taken in a total order: higher score first, then smaller

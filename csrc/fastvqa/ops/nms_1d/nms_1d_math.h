@@ -51,9 +51,12 @@ FASTVQA_HD bool ranks_before(T sa, T sta, T ena, int64_t ia, T sb, T stb, T enb,
   return ia < ib;
 }
 
+// The IoU temporal_iou gives for the pair, infinite and huge endpoints
+// included (its extended path: [0, inf] and [5, inf] have IoU 1, and
+// [0, 3e38] with [1e38, 3e38] does not overflow in float32).
 template <typename T>
 FASTVQA_HD T span_iou(T as, T ae, T bs, T be) {
-  return temporal_iou::pair_overlap<temporal_iou::Mode::kIoU>(as, ae, bs, be);
+  return temporal_iou::pair_overlap_any<temporal_iou::Mode::kIoU>(as, ae, bs, be);
 }
 
 // Thresholds are doubles, compared with the float32/float64 value widened to
