@@ -19,12 +19,12 @@ import numpy as np
 from tests.reference.temporal_iou import span_overlap_exact_ref
 
 
-def special_endpoint(x, f=float) -> bool:
-    """Infinite, or finite but so large (>= 2**124 in float32, 2**1020 in
-    float64) that the textbook formula could overflow: such pairs take the
-    exact rule of temporal_iou's extended path."""
-    big = 2.0**124 if f is np.float32 else 2.0**1020
-    return abs(float(x)) >= big
+def special_endpoint_bound(f=float) -> float:
+    """Endpoints at least this large in magnitude (2**124 in float32, 2**1020
+    in float64), and infinite ones, are special: the textbook formula could
+    overflow, so pairs with one take the exact rule of temporal_iou's
+    extended path."""
+    return 2.0**124 if f is np.float32 else 2.0**1020
 
 
 def span_iou(a0, a1, b0, b1, f=float):
@@ -34,7 +34,7 @@ def span_iou(a0, a1, b0, b1, f=float):
     a0, a1, b0, b1 = f(a0), f(a1), f(b0), f(b1)
     if any(math.isnan(float(x)) for x in (a0, a1, b0, b1)):
         return f(math.nan)
-    if any(special_endpoint(x, f) for x in (a0, a1, b0, b1)):
+    if any(abs(float(x)) >= special_endpoint_bound(f) for x in (a0, a1, b0, b1)):
         return f(span_overlap_exact_ref(float(a0), float(a1), float(b0), float(b1), "iou"))
     zero = f(0.0)
     len_a = max(a1 - a0, zero)
