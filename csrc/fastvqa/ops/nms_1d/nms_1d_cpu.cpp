@@ -134,7 +134,7 @@ struct EndTree {
       const int64_t first = lo * kBlock, last = std::min(first + kBlock, limit);
       for (int64_t l = last - 1; l >= first; --l)
         if (leaf_end[l] > c.start &&
-            suppresses(span_iou(leaf_start[l], leaf_end[l], c.start, c.stop), iou_threshold))
+            suppresses(plain_span_iou(leaf_start[l], leaf_end[l], c.start, c.stop), iou_threshold))
           return true;
       return false;
     }
@@ -258,11 +258,11 @@ Grid make_grid(HardScratch<T>& s) {
 // skips kept spans that cannot (the order of the tests does not matter):
 //
 // A candidate with a NaN endpoint has a NaN IoU with every span, so nothing
-// suppresses it; one with an infinite endpoint is compared with every kept
-// span (the plain loop; rare). A finite candidate can be suppressed only by
-// kept spans with an infinite endpoint (the `odd` list, compared one by one)
-// and, by the overlap rule in nms_1d_math.h (iou_threshold >= 0), by finite
-// kept spans of positive length ("indexed") that overlap it. Those are found
+// suppresses it; one with an infinite or huge endpoint (not plain_span) is
+// compared with every kept span (the plain loop; rare). A plain candidate can
+// be suppressed only by kept spans that are not plain (the `odd` list,
+// compared one by one) and, by the overlap rule in nms_1d_math.h
+// (iou_threshold >= 0), by plain kept spans of positive length ("indexed") that overlap it. Those are found
 // in the bucket grid (Grid: an overlapping pair shares a bucket), where each
 // kept indexed span covering <= kStoredBuckets buckets is stored in all of
 // them; longer kept spans are in long_tree (EndTree). A candidate covering
@@ -282,7 +282,7 @@ int64_t hard_group(const Params<T>& p, const Group<T>& g, HardScratch<T>& s) {
   if (q0 == n) return count;
 
   auto is_indexed = [&keys](int64_t q) {
-    return finite_span(keys[q].start, keys[q].stop) && keys[q].start < keys[q].stop;
+    return plain_span(keys[q].start, keys[q].stop) && keys[q].start < keys[q].stop;
   };
   // The spans kept so far (keys[0, count)) and the candidates left (keys[q0, n)).
   s.indexed.clear();
@@ -342,7 +342,7 @@ int64_t hard_group(const Params<T>& p, const Group<T>& g, HardScratch<T>& s) {
         s.long_tree.insert(c, q);
       }
       s.all_tree.insert(c, q);
-    } else if (!is_nan(c.start) && !is_nan(c.stop) && !finite_span(c.start, c.stop)) {
+    } else if (!is_nan(c.start) && !is_nan(c.stop) && !plain_span(c.start, c.stop)) {
       s.odd.push_back(q);
     }
   };
@@ -365,7 +365,7 @@ int64_t hard_group(const Params<T>& p, const Group<T>& g, HardScratch<T>& s) {
       const Slot<T>* end = slot + heads[b].used;
       for (; slot != end; ++slot)
         if ((b == b0 || slot->first == b) &&
-            suppresses(span_iou(slot->start, slot->stop, c.start, c.stop), p.iou_threshold))
+            suppresses(plain_span_iou(slot->start, slot->stop, c.start, c.stop), p.iou_threshold))
           return true;
     }
     return s.long_tree.suppressed(c, p.iou_threshold);
@@ -390,7 +390,7 @@ int64_t hard_group(const Params<T>& p, const Group<T>& g, HardScratch<T>& s) {
     bool kept = true;
     if (is_nan(c.start) || is_nan(c.stop)) {
       // span_iou is NaN: never suppressed.
-    } else if (!finite_span(c.start, c.stop)) {
+    } else if (!plain_span(c.start, c.stop)) {
       for (size_t j = 0; j < s.kept.size() && kept; ++j) {
         const Key<T>& k = keys[s.kept[j]];
         kept = !suppresses(span_iou(k.start, k.stop, c.start, c.stop), p.iou_threshold);

@@ -69,7 +69,7 @@ FASTVQA_HD bool suppresses(T iou, double iou_threshold) {
 }
 
 // Which kept spans can suppress a candidate, for the O(N log N) hard NMS of
-// the CPU path. With finite endpoints and iou_threshold >= 0, the IoU above
+// the CPU path. With plain endpoints (below) and iou_threshold >= 0, the IoU above
 // exceeds the threshold only if the computed intersection
 // max2(min2(ae, be) - max2(as, bs), 0) is positive (a zero intersection gives
 // 0 / union = 0, or 0 for a union <= 0: never > a threshold >= 0). For finite
@@ -83,13 +83,18 @@ FASTVQA_HD bool suppresses(T iou, double iou_threshold) {
 // positive length that start before the candidate's end and end after its
 // start; the caller still decides with suppresses(span_iou(...)), so the kept
 // set is the one of the plain greedy loop bit for bit.
+//
+// "Plain" spans (both endpoints finite and below temporal_iou's special
+// bound) are what that index holds: for a pair of them span_iou is the plain
+// formula, so its loops call plain_span_iou and skip the special-endpoint test.
 template <typename T>
-FASTVQA_HD bool is_finite(T x) {
-  return !is_nan(x) && x != T(INFINITY) && x != -T(INFINITY);
+FASTVQA_HD bool plain_span(T start, T stop) {
+  return !is_nan(start) && !is_nan(stop) &&
+         !temporal_iou::any_special(start, stop, start, stop);
 }
 template <typename T>
-FASTVQA_HD bool finite_span(T start, T stop) {
-  return is_finite(start) && is_finite(stop);
+FASTVQA_HD T plain_span_iou(T as, T ae, T bs, T be) {
+  return temporal_iou::pair_overlap<temporal_iou::Mode::kIoU>(as, ae, bs, be);
 }
 
 // A score that can be (or stay) a candidate: not NaN, not below the threshold.
