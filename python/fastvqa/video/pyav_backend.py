@@ -11,6 +11,7 @@ from typing import Any, Optional
 
 import numpy as np
 
+from fastvqa import _checks
 from fastvqa.video.errors import VideoError
 from fastvqa.video.geometry import Geometry, output_geometry
 from fastvqa.video.index import VideoIndex, check_frame_indices, import_av
@@ -142,8 +143,7 @@ def decode_pyav(
     if len(groups) > 1:
         parts = _decode_groups(index, [wanted[a:b] for a, b in groups], geometry=geometry,
                                turns=turns, threads=threads, file=file)
-        frames = np.concatenate(parts)
-        return frames[inverse] if len(wanted) != len(idx) or not np.all(wanted == idx) else frames
+        return _in_request_order(np.concatenate(parts), wanted, inverse, idx)
     keep = frozenset(int(t) for t in wanted_pts)
     reformatter = av.video.reformatter.VideoReformatter()  # one swscale context for the call
     resize = (coded_h, coded_w) != (index.height, index.width)
@@ -179,8 +179,8 @@ def decode_pyav(
                 if reader.sequential:
                     # Timestamps after a seek did not match the probe's: decode
                     # the rest in one pass from the start, as probe read it.
-                    pos, status = _collect(_frames(reader, keep=keep), pos, wanted_pts, frames, convert,
-                                           {}, check_first=False)
+                    pos, status = _collect(_frames(reader, keep=keep), pos, wanted_pts, frames,
+                                           convert, {}, check_first=False)
                     break
                 key = seek_at.get(pos)
                 stop = _stop_pts(index, wanted, pos, next(s for s in starts if s > pos))
@@ -194,8 +194,9 @@ def decode_pyav(
                     if target is not None:
                         _seek(reader, timestamp)
                         check = (int(index.pts[target]), reader.by_decode)
-                    pos, status = _collect(_frames(reader, stop, check, keep), pos, wanted_pts, frames,
-                                           convert, seek_at, check_first=key is not None)
+                    pos, status = _collect(_frames(reader, stop, check, keep), pos, wanted_pts,
+                                           frames, convert, seek_at,
+                                           check_first=key is not None)
                     if status != "overshoot":
                         break
                 if status == "unreliable":
@@ -210,7 +211,7 @@ def decode_pyav(
             missing = int(wanted[pos])
             raise VideoError(path, f"frame {missing} (t={index.timestamps[missing]:.3f} s) never "
                                    "came out of the decoder; the stream is truncated or damaged")
-    return frames[inverse] if len(wanted) != len(idx) or not np.all(wanted == idx) else frames
+    return _in_request_order(frames, wanted, inverse, idx)
 
 
 #: The least decoding work (frames, keyframe to last wanted frame) of a group
@@ -218,13 +219,20 @@ def decode_pyav(
 MIN_GROUP_FRAMES = 30
 
 
+def _in_request_order(frames: np.ndarray, wanted: np.ndarray, inverse: np.ndarray,
+                      idx: np.ndarray) -> np.ndarray:
+    """The frames of the sorted distinct ``wanted`` indices, in the order
+    (and with the repeats) of the request ``idx``."""
+    same = len(wanted) == len(idx) and np.all(wanted == idx)
+    return frames if same else frames[inverse]
+
+
 def _workers(decode_workers: Optional[int]) -> int:
-    if decode_workers is None:
+    """The decoders of one call: ``decode_workers``, or 2 on 2+ cores."""
+    workers = _checks.optional_integer(decode_workers, "decode", "decode_workers", minimum=1)
+    if workers is None:
         return 2 if (os.cpu_count() or 1) >= 2 else 1
-    if isinstance(decode_workers, bool) or not isinstance(decode_workers, (int, np.integer)) \
-            or decode_workers < 1:
-        raise ValueError(f"decode_workers must be an integer >= 1 or None, got {decode_workers!r}")
-    return int(decode_workers)
+    return workers
 
 
 def _split_runs(index: VideoIndex, wanted: np.ndarray, seek_at: dict, workers: int) -> list:

@@ -86,7 +86,7 @@ py::tuple run(py::object spans_obj, py::object scores_obj, py::object offsets_ob
   ArrayArg counts = allocate_output(alloc, {groups}, "int64", kOp, stream);
   std::unique_ptr<HardPlan> plan;
   std::vector<ArrayArg> scratch;  // CUDA only; kept alive until the kernels are queued
-  CudaScratch cs{};
+  [[maybe_unused]] CudaScratch cs{};  // read by the CUDA call only (compiled out without CUDA)
   if (cuda) {
     if (method == Method::kHard) {
       plan = std::make_unique<HardPlan>(plan_hard(h_off));
