@@ -436,3 +436,57 @@ def test_small_searches_run_on_one_faiss_thread_and_restore_the_setting(monkeypa
     np.testing.assert_array_equal(small[1], large[1])
     np.testing.assert_array_equal(small[1], want)
     np.testing.assert_array_equal(small[0], large[0])
+
+
+@pytest.fixture
+def sliced_search(monkeypatch):
+    """Large-search settings at test sizes: every search of a CPU flat index
+    goes by bank slices of 64 rows, on two FAISS-single-threaded workers."""
+    import faiss
+
+    from fastvqa.retrieval import index as index_module
+
+    monkeypatch.setattr(index_module, "_SLICED_WORK", 0)
+    monkeypatch.setattr(index_module, "_MIN_SLICE_ROWS", 64)
+    calls = []
+    real = index_module._sliced_search
+
+    def spy(*args):
+        calls.append(args[3])  # kk
+        return real(*args)
+
+    monkeypatch.setattr(index_module, "_sliced_search", spy)
+    before = faiss.omp_get_max_threads()
+    faiss.omp_set_num_threads(2)
+    yield calls
+    assert faiss.omp_get_max_threads() == 2  # the caller's setting, untouched
+    faiss.omp_set_num_threads(before)
+
+
+@pytest.mark.parametrize("metric", ["ip", "l2"])
+def test_sliced_search_matches_brute_force(metric, sliced_search):
+    rng = np.random.default_rng(5)
+    bank = rng.standard_normal((1000, 24)).astype(np.float32)
+    queries = rng.standard_normal((9, 24)).astype(np.float32)
+    index = Index(metric, device="cpu")
+    index.add(bank)
+    got = index.search(queries, 10)
+    assert sliced_search == [18]  # one pass: k + 8 from each slice, settled
+    assert_same_neighbours(got, brute_force(bank, queries, 10, metric))
+
+
+@pytest.mark.parametrize("metric", ["ip", "l2"])
+def test_sliced_search_widens_until_ties_across_slices_are_settled(metric, sliced_search):
+    # 600 copies of one vector spread over every slice (ids descending, so
+    # FAISS's own tie order is the wrong one): the 30 smallest ids must come
+    # back, which takes widening each slice's share past k + 8.
+    rng = np.random.default_rng(6)
+    bank = rng.standard_normal((1000, 8)).astype(np.float32)
+    copies = rng.permutation(1000)[:600]
+    bank[copies] = 3.0  # nearest to the query below by either metric
+    ids = np.arange(1000, dtype=np.int64)[::-1].copy()
+    index = Index(metric, device="cpu")
+    index.add(bank, ids=ids)
+    _, got = index.search(np.full((1, 8), 3.0, np.float32), 30)
+    np.testing.assert_array_equal(got[0], np.sort(ids[copies])[:30])
+    assert len(sliced_search) > 1 and sliced_search[0] == 38

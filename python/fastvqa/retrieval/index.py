@@ -63,6 +63,59 @@ def _faiss_search(index: Any, q: np.ndarray, k: int, n: int):
         faiss.omp_set_num_threads(threads)
 
 
+# From this many multiply-adds (~0.25 s on one core) an exact CPU search is
+# split by bank rows into slices that one-threaded FAISS searches take in turn
+# (_sliced_search), instead of one FAISS call on its OpenMP team: with the
+# cores shared (DataLoader workers, other jobs), a team waits at every GEMM
+# block for its slowest thread, while a thread that falls behind here only
+# takes fewer slices.
+_SLICED_WORK = 1 << 30
+#: the fewest bank rows of a slice (smaller slices would cost more in calls)
+_MIN_SLICE_ROWS = 4096
+
+
+def _flat_bank(index: Any, n: int, d: int) -> Optional[np.ndarray]:
+    """The float32 ``(n, d)`` vectors of a CPU ``IndexFlat`` (a view of FAISS's
+    storage, no copy), else ``None``."""
+    faiss = _faiss()
+    if type(index) not in (faiss.IndexFlatIP, faiss.IndexFlatL2) or index.ntotal != n:
+        return None
+    return faiss.rev_swig_ptr(index.get_xb(), n * d).reshape(n, d)
+
+
+def _sliced_search(bank: np.ndarray, q: np.ndarray, k: int, kk: int, metric: str,
+                   threads: int):
+    """``(d, rows, settled)``: each slice's best ``kk`` (all of a smaller
+    slice), side by side, unsorted across slices; ``settled`` says whether they
+    hold every bank row that is in the top ``k`` or ties with the ``k``-th,
+    which holds when each partly returned slice's last (worst) score is
+    strictly worse than the ``k``-th best of all. Each worker thread runs FAISS
+    on one OpenMP thread (its own ICV; the caller's setting is untouched)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    faiss = _faiss()
+    n = bank.shape[0]
+    count = max(1, min(4 * threads, n // _MIN_SLICE_ROWS))
+    bounds = np.linspace(0, n, count + 1).astype(np.int64)
+    fm = faiss.METRIC_INNER_PRODUCT if metric == "ip" else faiss.METRIC_L2
+
+    def one(s: int):
+        faiss.omp_set_num_threads(1)
+        a, b = int(bounds[s]), int(bounds[s + 1])
+        take = min(kk, b - a)
+        d, rows = faiss.knn(q, bank[a:b], take, metric=fm)
+        return d, rows + a, take == b - a
+
+    with ThreadPoolExecutor(max_workers=min(threads, count)) as pool:
+        parts = list(pool.map(one, range(count)))
+    d = np.concatenate([p[0] for p in parts], axis=1)
+    rows = np.concatenate([p[1] for p in parts], axis=1)
+    sign = -1.0 if metric == "ip" else 1.0  # key: smaller is nearer
+    kth = np.partition(sign * d, k - 1, axis=1)[:, k - 1]
+    settled = all(whole or bool((sign * pd[:, -1] > kth).all()) for pd, _, whole in parts)
+    return d, rows, settled
+
+
 def _is_torch(x: Any) -> bool:
     return type(x).__module__.startswith("torch") and hasattr(x, "detach")
 
@@ -236,16 +289,28 @@ class Index:
         vectors' top 5 as rows 4, 3, 2, 1, 0; flat L2 as 0..4), nor which of
         several equal-score vectors it keeps at the k-th place, so we
         ask for a margin of extra neighbours, widening it while the last one
-        still ties with the k-th."""
+        still ties with the k-th. A large exact CPU search goes by bank slices
+        (:func:`_sliced_search`), widened while a slice's last score is not
+        strictly worse than the k-th."""
         n = len(self)
         kk = min(n, k + 8)
+        bank, threads = None, 1
+        if self.kind == "flat" and self.device == "cpu" and not self.fp16 \
+                and q.shape[0] * n * q.shape[1] >= _SLICED_WORK:
+            threads = _faiss().omp_get_max_threads()
+            bank = _flat_bank(self._index, n, q.shape[1]) if threads > 1 else None
         while True:
-            d, rows = _faiss_search(self._index, q, kk, n)
-            if kk == n or self.kind != "flat":
-                break
-            # Rows whose k-th score still ties with the last returned one.
-            if not (d[:, k - 1] == d[:, kk - 1]).any():
-                break
+            if bank is not None:
+                d, rows, settled = _sliced_search(bank, q, k, kk, self.metric, threads)
+                if settled or kk == n:
+                    break
+            else:
+                d, rows = _faiss_search(self._index, q, kk, n)
+                if kk == n or self.kind != "flat":
+                    break
+                # Rows whose k-th score still ties with the last returned one.
+                if not (d[:, k - 1] == d[:, kk - 1]).any():
+                    break
             kk = min(n, kk * 2)
         valid = rows >= 0
         ids = np.where(valid, self._ids[np.where(valid, rows, 0)], -1)
