@@ -320,6 +320,18 @@ def _cmd_decode(args: argparse.Namespace) -> int:
     return video_cli.run(args)
 
 
+def _cmd_extract(args: argparse.Namespace) -> int:
+    from fastvqa.extract import cli as extract_cli
+
+    return extract_cli.run(args)
+
+
+def _cmd_store(args: argparse.Namespace) -> int:
+    from fastvqa.extract import cli as extract_cli
+
+    return extract_cli.run_store(args)
+
+
 def _cmd_demo(args: argparse.Namespace) -> int:
     from fastvqa.demo import cli as demo_cli
 
@@ -374,6 +386,15 @@ def build_parser() -> argparse.ArgumentParser:
                          description="Count exact, normalised and (--threshold) near-duplicate "
                                      "questions, as DVD Table 1's '# unique questions'.")
     add_duplicates_arguments(dup)
+    from fastvqa.extract import cli as _extract_cli
+
+    ext = sub.add_parser("extract", help="extract per-video features into a resumable store",
+                         description=_extract_cli.DESCRIPTION)
+    _extract_cli.add_arguments(ext)
+    ext.set_defaults(func=_cmd_extract)
+    store = sub.add_parser("store", help="inspect a feature store (fastvqa store info STORE)")
+    _extract_cli.add_store_arguments(store)
+    store.set_defaults(func=_cmd_store)
     return parser
 
 

@@ -1,0 +1,35 @@
+# SPDX-License-Identifier: Apache-2.0
+"""From videos to a feature store a training loop reads
+(``pip install 'fastvqa[extract]'``, plus torch and PyAV).
+
+- :class:`Recipe` pins what decides the numbers (sampler, resize, crop,
+  normalisation, model and layer, dtype, item-to-time mapping); the built-in
+  :data:`RECIPES` reproduce the benchmarks' published setups.
+- :func:`run` (``fastvqa extract``) decodes a folder of videos and runs the
+  model on them into a :class:`FeatureStore`: one safetensors file per video,
+  resumable after a kill, shardable (``shard="i/n"``), failures recorded.
+
+Each name is imported on first use; torch only when a model runs.
+"""
+
+from __future__ import annotations
+
+from fastvqa._lazy import lazy_exports
+
+# public name -> submodule that defines it
+_LAZY = {
+    "ExtractSummary": "engine",
+    "FeatureStore": "store",
+    "RECIPES": "recipes",
+    "Recipe": "recipes",
+    "StoreError": "store",
+    "VideoFeatures": "store",
+    "discover": "engine",
+    "get_recipe": "recipes",
+    "register_recipe": "recipes",
+    "run": "engine",
+}
+
+__all__ = sorted(_LAZY)
+
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY)

@@ -1,0 +1,327 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The local engine of :func:`fastvqa.extract.run`: a pool of decode threads
+feeding the model, one video at a time into the store.
+
+Decoding (PyAV, which releases the GIL) runs ``workers`` videos ahead of the
+model in threads; the model runs in the calling thread, in the recipe's
+batches, under ``torch.inference_mode``. A finished video is written as one
+file (:class:`~fastvqa.extract.store.FeatureStore`), so a run killed at any
+point resumes where it stopped: videos already in the store are skipped, and
+videos recorded as failed are skipped too unless ``retry_failed``.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, NamedTuple, Optional, Sequence, Union
+
+import numpy as np
+
+from fastvqa.errors import InputError
+from fastvqa.extract.models import Model, resolve, weights_sha256
+from fastvqa.extract.recipes import Recipe, get_recipe
+from fastvqa.extract.store import FeatureStore, file_sha256
+
+#: file name endings taken as videos when VIDEOS is a folder (case-insensitive)
+VIDEO_SUFFIXES = (".mp4", ".mkv", ".avi", ".webm", ".mov", ".m4v", ".mpg", ".mpeg", ".ts",
+                  ".flv", ".ogv", ".3gp")
+
+
+class Video(NamedTuple):
+    """One input: its store id, its file, and the path recorded (relative to
+    the videos folder, or the file name for a list of files)."""
+
+    id: str
+    path: Path
+    source: str
+
+
+class ExtractSummary(NamedTuple):
+    """What :func:`run` did. ``written``: videos whose features this run wrote;
+    ``existing``: skipped, already in the store; ``failed``: recorded as failed
+    by this run; ``skipped_failed``: skipped because an earlier run recorded
+    them as failed (``retry_failed=False``); ``items``: features written;
+    ``frames``: frames decoded; ``seconds``: wall time of the run."""
+
+    store: Path
+    written: int
+    existing: int
+    failed: int
+    skipped_failed: int
+    items: int
+    frames: int
+    seconds: float
+
+    def line(self) -> str:
+        """One line for a log: counts and throughput."""
+        rate = self.written / self.seconds if self.seconds > 0 else 0.0
+        fps = self.frames / self.seconds if self.seconds > 0 else 0.0
+        return (f"{self.written} videos written ({self.items} features, {self.frames} frames "
+                f"decoded) in {self.seconds:.1f} s: {rate:.2f} videos/s, {fps:.1f} frames/s; "
+                f"{self.existing} already in the store, {self.failed} failed, "
+                f"{self.skipped_failed} skipped as failed before")
+
+
+def discover(videos: Union[str, Path, Sequence]) -> list:
+    """The :class:`Video` inputs, sorted by id: a folder (every file below it
+    with a video suffix, hidden ones skipped; id = the relative path without
+    its suffix), one file, or a list of files (id = the file name without its
+    suffix). A missing path, an empty folder or two files with one id raise
+    :class:`~fastvqa.errors.InputError`."""
+    items = []
+    if isinstance(videos, (str, Path)) and Path(videos).is_dir():
+        root = Path(videos)
+        for p in sorted(root.rglob("*")):
+            rel = p.relative_to(root)
+            if p.is_file() and p.suffix.lower() in VIDEO_SUFFIXES and \
+                    not any(part.startswith(".") for part in rel.parts):
+                items.append(Video(rel.with_suffix("").as_posix(), p, rel.as_posix()))
+        if not items:
+            raise InputError(f"{root}: no video files (suffixes {', '.join(VIDEO_SUFFIXES)})")
+    else:
+        paths = [videos] if isinstance(videos, (str, Path)) else list(videos)
+        if not paths:
+            raise InputError("no videos given")
+        for p in map(Path, paths):
+            if not p.exists():
+                raise InputError(f"{p}: no such video file or folder")
+            if p.is_dir():
+                raise InputError(f"{p} is a folder; give a folder alone, or files")
+            items.append(Video(p.stem, p, p.name))
+    seen: dict = {}
+    for v in items:
+        if v.id in seen:
+            raise InputError(f"two videos have the id {v.id!r}: {seen[v.id]} and {v.path}")
+        seen[v.id] = v.path
+    return sorted(items, key=lambda v: v.id)
+
+
+def parse_shard(shard: Union[str, tuple, None]) -> tuple:
+    """``(i, n)`` from ``"i/n"`` or a pair (``0 <= i < n``); ``None``: the
+    ``RANK``/``WORLD_SIZE`` of a torchrun launch when set, else ``(0, 1)``."""
+    if shard is None:
+        world = os.environ.get("WORLD_SIZE")
+        if world is None:
+            return 0, 1
+        shard = (os.environ.get("RANK", "0"), world)
+        what = f"RANK={shard[0]} WORLD_SIZE={shard[1]}"
+    else:
+        what = f"shard {shard!r}"
+    try:
+        i, n = (shard.split("/") if isinstance(shard, str) else shard)
+        i, n = int(i), int(n)
+    except (ValueError, TypeError):
+        raise InputError(f"{what}: expected i/n with integers, e.g. 0/4") from None
+    if n < 1 or not 0 <= i < n:
+        raise InputError(f"{what}: need 0 <= i < n")
+    return i, n
+
+
+def shard_of(videos: list, shard: tuple) -> list:
+    """The videos of shard ``(i, n)``: every n-th of the id-sorted list,
+    starting at the i-th. The n shards partition the list, so their union is
+    one run over all of it."""
+    i, n = shard
+    return videos[i::n]
+
+
+def _feature_times(recipe: Recipe, sampler: Any, frames: Any, index: Any,
+                   count: int) -> tuple:
+    """``(start, end)`` float64 seconds of each item, from the video's first
+    frame (:class:`~fastvqa.extract.recipes.Recipe`'s ``time``)."""
+    t0 = float(index.timestamps[0])
+    if recipe.time == "grid":
+        offset = float(getattr(sampler, "offset", 0.0))
+        k = np.arange(count, dtype=np.float64)
+        start = offset + k / sampler.fps
+        end = np.minimum(offset + (k + 1) / sampler.fps, float(index.duration))
+        return start, end
+    pts = np.asarray(frames.pts_seconds, dtype=np.float64).reshape(count, -1) - t0
+    dur = np.asarray(frames.duration_seconds, dtype=np.float64).reshape(count, -1)
+    return pts.min(axis=1), (pts + dur).max(axis=1)
+
+
+class _Forward:
+    """The model on one batch: normalise, lay out, run, take the layer, flatten."""
+
+    def __init__(self, recipe: Recipe, model: Model):
+        import torch
+
+        self.torch = torch
+        self.recipe, self.model = recipe, model
+        self.mean = torch.tensor(recipe.mean, dtype=torch.float32)
+        self.std = torch.tensor(recipe.std, dtype=torch.float32)
+        self.captured = None
+        if recipe.layer is not None:
+            if model.module is None:
+                raise InputError(f"recipe {recipe.name!r} takes layer {recipe.layer!r}, but "
+                                 "the model is a plain callable (no modules to hook)")
+            try:
+                layer = model.module.get_submodule(recipe.layer)
+            except AttributeError:
+                raise InputError(f"model {model.name!r} has no module {recipe.layer!r} "
+                                 f"(recipe {recipe.name!r}'s layer)") from None
+            layer.register_forward_hook(self._capture)
+
+    def _capture(self, module, inputs, output):
+        self.captured = output
+
+    def __call__(self, pixels: np.ndarray) -> np.ndarray:
+        torch = self.torch
+        x = torch.from_numpy(pixels).to(torch.float32).div_(255.0)
+        x = x.sub_(self.mean).div_(self.std)
+        # NHWC frames -> NCHW; clips (B, T, H, W, C) -> (B, C, T, H, W)
+        x = x.permute(0, 3, 1, 2) if x.ndim == 4 else x.permute(0, 4, 1, 2, 3)
+        with torch.inference_mode():
+            self.captured = None
+            out = self.model.fn(x.contiguous())
+            if self.recipe.layer is not None:
+                out = self.captured
+        if not isinstance(out, torch.Tensor) or out.ndim < 1 or out.shape[0] != len(pixels):
+            shape = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
+            raise InputError(f"model {self.model.name!r} gave {shape} for a batch of "
+                             f"{len(pixels)}; expected one output per item")
+        return out.reshape(len(pixels), -1).to(torch.float32).cpu().numpy()
+
+
+def run(videos: Union[str, Path, Sequence], recipe: Union[str, Recipe], *, out: Any,
+        model: Any = None, model_name: Optional[str] = None,
+        shard: Union[str, tuple, None] = None, workers: Optional[int] = None,
+        retry_failed: bool = False, progress: Optional[bool] = None) -> ExtractSummary:
+    """Extract the features of ``videos`` with ``recipe`` into the store ``out``.
+
+    Args:
+        videos: a folder, a video file, or a list of files (:func:`discover`).
+        recipe: a :class:`~fastvqa.extract.recipes.Recipe` or a built-in name.
+        out: the store folder: made if missing; an existing store must have
+            been made by the same recipe and model (else
+            :class:`~fastvqa.extract.store.StoreError`, nothing written).
+        model: a spec string, ``nn.Module`` or callable
+            (:func:`fastvqa.extract.models.resolve`); ``None``: the recipe's.
+        model_name: the name recorded for a module or callable.
+        shard: ``"i/n"`` (:func:`parse_shard`; default torchrun's RANK and
+            WORLD_SIZE when set): this run does every n-th video of the
+            sorted list, from the i-th.
+        workers: decode threads (default ``min(4, cores)``), each one video
+            ahead of the model.
+        retry_failed: run again the videos an earlier run recorded as failed.
+        progress: bars per video and overall (``None``: when stderr is a terminal).
+
+    Returns:
+        :class:`ExtractSummary`. A video that cannot be decoded is recorded as
+        failed (``FeatureStore.failures()``) and the run goes on; a model
+        error, or a model whose output size changes between videos, stops it
+        (what was written stays, complete).
+    """
+    from fastvqa import __version__, _checks
+    from fastvqa._progress import Progress, show_progress
+    from fastvqa.video import read_frames
+    from fastvqa.video.errors import VideoError
+    from fastvqa.video.index import probe
+    from fastvqa.video.samplers import from_spec
+
+    began = time.perf_counter()
+    recipe = get_recipe(recipe)
+    workers = _checks.optional_integer(workers, "extract", "workers", minimum=1)
+    workers = workers or min(4, os.cpu_count() or 1)
+    items = shard_of(discover(videos), parse_shard(shard))
+    resolved = resolve(recipe.model if model is None else model, model_name)
+    sampler = from_spec(recipe.sampler)
+    header = {"recipe": recipe.to_dict(), "recipe_hash": recipe.hash, "model": resolved.name,
+              "model_sha256": weights_sha256(resolved.module), "fastvqa": __version__}
+    store = FeatureStore.create(out, header)
+    store.remove_partials()
+
+    todo, existing, skipped_failed = [], 0, 0
+    for v in items:
+        rec = store.record(v.id)
+        if rec is None or (rec["status"] == "failed" and retry_failed):
+            todo.append(v)
+        elif rec["status"] == "ok":
+            existing += 1
+        else:
+            skipped_failed += 1
+    width = _stored_width(store)
+    forward = _Forward(recipe, resolved)
+    show = show_progress(progress)
+    overall = Progress(len(todo), show, desc="extracting", unit="video", force=progress is True)
+    decode_workers = 1 if workers > 1 else None
+    base = {"recipe": recipe.name, "recipe_hash": recipe.hash, "model": resolved.name,
+            "fastvqa": __version__, "sampler": recipe.sampler}
+
+    def decode(v: Video):
+        try:
+            sha, size = file_sha256(v.path)
+        except OSError as err:
+            return v, None, None, None, f"cannot read the file: {err.strerror or err}"
+        source = {"source": v.source, "source_sha256": sha, "source_bytes": size}
+        try:
+            index = probe(v.path)
+            frames = read_frames(v.path, sampler, size=recipe.size, crop=recipe.crop,
+                                 index=index, decode_workers=decode_workers)
+        except VideoError as err:
+            return v, source, None, None, str(err)
+        return v, source, index, frames, None
+
+    written = failed = n_items = n_frames = 0
+    try:
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            pending: deque = deque()
+            queue = iter(todo)
+            for v in queue:  # keep `workers` videos decoding ahead of the model
+                pending.append(pool.submit(decode, v))
+                if len(pending) >= workers:
+                    break
+            while pending:
+                v, source, index, frames, error = pending.popleft().result()
+                nxt = next(queue, None)
+                if nxt is not None:
+                    pending.append(pool.submit(decode, nxt))
+                record = {**base, **(source or {"source": v.source})}
+                count = 0 if frames is None else int(frames.data.shape[0])
+                if error is None and count == 0:
+                    error = f"the sampler {recipe.sampler!r} picks nothing in this video " \
+                            f"({index.duration:.3f} s, {len(index.timestamps)} frames)"
+                if error is not None:
+                    store.write_failure(v.id, record, error)
+                    failed += 1
+                    overall.update()
+                    continue
+                bar = Progress(count, show, desc=v.id, unit="item", leave=False, position=1,
+                               force=progress is True)
+                parts = []
+                for b in range(0, count, recipe.batch):
+                    parts.append(forward(frames.data[b:b + recipe.batch]))
+                    bar.update(len(parts[-1]))
+                bar.close()
+                feats = np.concatenate(parts).astype(recipe.dtype)
+                if width is None:
+                    width = feats.shape[1]
+                elif feats.shape[1] != width:
+                    raise InputError(f"model {resolved.name!r} gives {feats.shape[1]} values per "
+                                     f"item for video {v.id!r}, but {width} for the videos "
+                                     "before; its output size must not change")
+                start, end = _feature_times(recipe, sampler, frames, index, count)
+                record["frames"] = int(np.unique(frames.indices).size)
+                store.write(v.id, feats, start, end, record)
+                written += 1
+                n_items += count
+                n_frames += record["frames"]
+                overall.update()
+    finally:
+        overall.close()
+    return ExtractSummary(store.path, written, existing, failed, skipped_failed, n_items,
+                          n_frames, time.perf_counter() - began)
+
+
+def _stored_width(store: FeatureStore) -> Optional[int]:
+    """The feature width of the videos already in the store (``None`` if none)."""
+    for v in store.videos():
+        shape = store.record(v)["shape"]
+        return int(shape[1]) if len(shape) > 1 else None
+    return None
+
