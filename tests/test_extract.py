@@ -303,3 +303,68 @@ def test_torchvision_model_random_init_builds_a_store(videos, tmp_path):
     run([videos / "d.mp4"], recipe, out=tmp_path / "store", progress=False)
     got = FeatureStore(tmp_path / "store").load("d")
     assert got.features.shape == (6, 512)  # 50 frames: 6 clips of 8; r3d_18 pools 512 channels
+
+
+def test_spans_to_steps_by_hand():
+    from fastvqa.extract import spans_to_steps
+
+    start = np.arange(6) / 2  # steps [0, .5), [.5, 1), ..., [2.5, 3)
+    end = start + 0.5
+    spans = [[1.2, 2.6], [0.0, 0.5], [0.7, 0.7], [3.0, 4.0], [-2.0, -1.0], [np.nan, 1.0],
+             [2.9, 9.0]]
+    want = [[2, 5], [0, 0], [1, 1], [-1, -1], [-1, -1], [-1, -1], [5, 5]]
+    np.testing.assert_array_equal(spans_to_steps(spans, start, end), want)
+
+
+def test_store_dataset_batches_train_a_span_head(videos, tmp_path):
+    from fastvqa.data import QARecord
+    from fastvqa.extract import StoreDataset
+    from fastvqa.nn import SpanHead
+
+    out = tmp_path / "store"
+    run(videos, FRAMES, out=out, progress=False)
+    records = [QARecord("a", "q1", spans=np.array([[1.2, 2.6]])),
+               QARecord("b", "q2", spans=np.array([[0.0, 1.0], [3.0, 4.5]])),
+               QARecord("sub/c", "q3", spans=np.array([[5.0, 6.9]])),
+               QARecord("gone", "q4", spans=np.array([[0.0, 1.0]]))]
+    with pytest.warns(UserWarning, match="1 of 4 records have no features"):
+        data = StoreDataset(out, records)
+    assert len(data) == 3
+    loader = torch.utils.data.DataLoader(data, batch_size=3, collate_fn=StoreDataset.collate)
+    batch = next(iter(loader))
+    # fps:2 grid steps: a 12, b 10, sub/c 14
+    assert batch["features"].shape == (3, 14, 16) and batch["lengths"].tolist() == [12, 10, 14]
+    assert batch["mask"].sum(1).tolist() == [12, 10, 14]
+    assert batch["features"][1, 10:].abs().sum() == 0 and torch.isnan(batch["start"][0, 12:]).all()
+    assert batch["gold"].tolist() == [[[2, 5], [-1, -1]], [[0, 1], [6, 8]], [[10, 13], [-1, -1]]]
+    assert batch["videos"] == ["a", "b", "sub/c"] and batch["records"][2].question_id == "q3"
+
+    torch.manual_seed(0)
+    head = SpanHead(16)
+    opt = torch.optim.Adam(head.parameters(), lr=0.05)
+    losses = []
+    for _ in range(60):
+        s, e = head(batch["features"] * 10)
+        loss = head.loss(s, e, batch["gold"], batch["lengths"])
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    # Near-uniform logits at first: -log(1/n) for the start and the end over each
+    # row's own n steps (padding masked), averaged over rows and gold spans.
+    uniform = np.mean([2 * np.log(12), 2 * np.log(10), 2 * np.log(14)])
+    assert abs(losses[0] - uniform) < 0.1
+    assert losses[-1] < losses[0] - 0.3  # it learns from the stored features
+
+
+def test_store_dataset_without_matching_records_is_an_error(videos, tmp_path):
+    from fastvqa.data import QARecord
+    from fastvqa.extract import StoreDataset
+
+    out = tmp_path / "store"
+    run([videos / "d.mp4"], FRAMES, out=out, progress=False)
+    with pytest.raises(InputError, match="none of the 1 records"):
+        StoreDataset(out, [QARecord("zzz", "q")])
+    item = StoreDataset(out)[0]
+    assert item["video"] == "d" and item["features"].dtype == torch.float32
+    assert item["gold"].shape == (0, 2) and item["record"] is None

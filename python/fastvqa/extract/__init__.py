@@ -8,6 +8,8 @@
 - :func:`run` (``fastvqa extract``) decodes a folder of videos and runs the
   model on them into a :class:`FeatureStore`: one safetensors file per video,
   resumable after a kill, shardable (``shard="i/n"``), failures recorded.
+- :class:`StoreDataset` reads a store (joined with a benchmark's records) as
+  padded batches for the :mod:`fastvqa.nn` heads.
 
 Each name is imported on first use; torch only when a model runs.
 """
@@ -22,12 +24,14 @@ _LAZY = {
     "FeatureStore": "store",
     "RECIPES": "recipes",
     "Recipe": "recipes",
+    "StoreDataset": "dataset",  # imports torch
     "StoreError": "store",
     "VideoFeatures": "store",
     "discover": "engine",
     "get_recipe": "recipes",
     "register_recipe": "recipes",
     "run": "engine",
+    "spans_to_steps": "dataset",
 }
 
 __all__ = sorted(_LAZY)
