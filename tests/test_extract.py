@@ -368,3 +368,30 @@ def test_store_dataset_without_matching_records_is_an_error(videos, tmp_path):
     item = StoreDataset(out)[0]
     assert item["video"] == "d" and item["features"].dtype == torch.float32
     assert item["gold"].shape == (0, 2) and item["record"] is None
+
+
+@pytest.fixture
+def local_ray():
+    """A real Ray on this machine (two CPUs), stopped after the test."""
+    ray = pytest.importorskip("ray")
+    pytest.importorskip("ray.data")
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield ray
+    ray.shutdown()
+
+
+def test_ray_engine_store_equals_the_local_one(videos, tmp_path, local_ray):
+    folder = tmp_path / "in"
+    folder.mkdir()
+    for name in ("a", "b"):
+        (folder / f"{name}.mp4").write_bytes((videos / f"{name}.mp4").read_bytes())
+    (folder / "broken.mp4").write_bytes(b"\x00" * 64)
+    local = tmp_path / "local"
+    run(folder, CLIPS, out=local, progress=False)
+    remote = tmp_path / "ray"
+    summary = run(folder, CLIPS, out=remote, engine="ray", workers=1, progress=False)
+    assert (summary.written, summary.failed) == (2, 1)
+    assert summary.items == FeatureStore(local).info()["features"]
+    assert _files(remote) == _files(local)  # features, failure record and header, byte for byte
+    again = run(folder, CLIPS, out=remote, engine="ray", progress=False)
+    assert (again.written, again.existing, again.skipped_failed) == (0, 2, 1)

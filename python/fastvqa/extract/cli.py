@@ -31,10 +31,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "open_clip:ARCH@CHECKPOINT, fastvqa:tiny-frames, fastvqa:tiny-clips")
     p.add_argument("--shard", default=None, help="i/n: this run does every n-th video from "
                                                  "the i-th (default: RANK/WORLD_SIZE if set)")
-    p.add_argument("--engine", choices=("local",), default="local",
-                   help="local: decode threads feeding the model in this process")
+    p.add_argument("--engine", choices=("local", "ray"), default="local",
+                   help="local: decode threads feeding the model in this process; ray: Ray "
+                        "Data on the cluster RAY_ADDRESS names (else a local Ray); the store "
+                        "must be on a file system every node sees")
     p.add_argument("--workers", type=int_at_least(1), default=None,
-                   help="decode threads (default: min(4, cores))")
+                   help="local: decode threads (default: min(4, cores)); ray: model actors "
+                        "(default 1)")
     p.add_argument("--retry-failed", action="store_true",
                    help="run again the videos recorded as failed")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
@@ -45,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
 
     summary = extract(args.videos, args.recipe, out=args.out, model=args.model,
                       shard=args.shard, workers=args.workers, retry_failed=args.retry_failed,
-                      progress=False if args.no_progress else None)
+                      progress=False if args.no_progress else None, engine=args.engine)
     print(f"{summary.store}: {summary.line()}")
     return 1 if summary.failed else 0
 

@@ -26,6 +26,8 @@ from fastvqa.extract.models import Model, resolve, weights_sha256
 from fastvqa.extract.recipes import Recipe, get_recipe
 from fastvqa.extract.store import FeatureStore, file_sha256
 
+ENGINES = ("local", "ray")
+
 #: file name endings taken as videos when VIDEOS is a folder (case-insensitive)
 VIDEO_SUFFIXES = (".mp4", ".mkv", ".avi", ".webm", ".mov", ".m4v", ".mpg", ".mpeg", ".ts",
                   ".flv", ".ogv", ".3gp")
@@ -129,20 +131,111 @@ def shard_of(videos: list, shard: tuple) -> list:
     return videos[i::n]
 
 
-def _feature_times(recipe: Recipe, sampler: Any, frames: Any, index: Any,
-                   count: int) -> tuple:
+class Decoded(NamedTuple):
+    """One video after the decode step: its pixels (``(n, H, W, 3)`` frames or
+    ``(n, T, H, W, 3)`` clips, uint8), each pixel frame's display time and
+    duration (seconds from the video's first frame, which is 0), the video's
+    duration and frame count, the source fields of its record, and the error
+    that stopped it (``None`` if it decoded)."""
+
+    video: Video
+    source: dict
+    pixels: Optional[np.ndarray]
+    pts: Optional[np.ndarray]
+    durations: Optional[np.ndarray]
+    frames: int
+    duration: float
+    total_frames: int
+    error: Optional[str]
+
+
+def decode_video(v: Video, recipe: Recipe, sampler: Any,
+                 decode_workers: Optional[int] = None) -> Decoded:
+    """The decode step: hash the file, probe it, read the recipe's frames.
+    A file that cannot be read or decoded gives a :class:`Decoded` with its
+    error (the run records it), never an exception."""
+    from fastvqa.video import read_frames
+    from fastvqa.video.index import probe
+
+    try:
+        sha, size = file_sha256(v.path)
+    except OSError as err:
+        return Decoded(v, {"source": v.source}, None, None, None, 0, 0.0, 0,
+                       f"cannot read the file: {err.strerror or err}")
+    source = {"source": v.source, "source_sha256": sha, "source_bytes": size}
+    try:
+        index = probe(v.path)
+        got = read_frames(v.path, sampler, size=recipe.size, crop=recipe.crop, index=index,
+                          decode_workers=decode_workers)
+    except InputError as err:  # VideoError, or a sampler that finds no frames
+        return Decoded(v, source, None, None, None, 0, 0.0, 0, str(err))
+    t0 = float(index.timestamps[0])
+    return Decoded(v, source, got.data, np.asarray(got.pts_seconds, np.float64) - t0,
+                   np.asarray(got.duration_seconds, np.float64),
+                   int(np.unique(got.indices).size), float(index.duration),
+                   len(index.timestamps), None)
+
+
+def _feature_times(recipe: Recipe, sampler: Any, d: Decoded, count: int) -> tuple:
     """``(start, end)`` float64 seconds of each item, from the video's first
     frame (:class:`~fastvqa.extract.recipes.Recipe`'s ``time``)."""
-    t0 = float(index.timestamps[0])
     if recipe.time == "grid":
         offset = float(getattr(sampler, "offset", 0.0))
         k = np.arange(count, dtype=np.float64)
         start = offset + k / sampler.fps
-        end = np.minimum(offset + (k + 1) / sampler.fps, float(index.duration))
+        end = np.minimum(offset + (k + 1) / sampler.fps, d.duration)
         return start, end
-    pts = np.asarray(frames.pts_seconds, dtype=np.float64).reshape(count, -1) - t0
-    dur = np.asarray(frames.duration_seconds, dtype=np.float64).reshape(count, -1)
-    return pts.min(axis=1), (pts + dur).max(axis=1)
+    pts = d.pts.reshape(count, -1)
+    return pts.min(axis=1), (pts + d.durations.reshape(count, -1)).max(axis=1)
+
+
+class Writer:
+    """The model step and the store write of one video at a time: what both
+    engines run after decoding (the Ray engine in each model actor)."""
+
+    def __init__(self, store: FeatureStore, recipe: Recipe, model: Model, base: dict,
+                 progress: bool = False):
+        from fastvqa.video.samplers import from_spec
+
+        self.store, self.recipe, self.base = store, recipe, base
+        self.sampler = from_spec(recipe.sampler)
+        self.forward = _Forward(recipe, model)
+        self.model_name = model.name
+        self.width = _stored_width(store)
+        self.progress = progress
+
+    def __call__(self, d: Decoded) -> tuple:
+        """``(status, items, frames)``: ``"ok"`` and what was written, or
+        ``"failed"`` (recorded in the store) and ``(0, 0)``."""
+        from fastvqa._progress import Progress
+
+        recipe = self.recipe
+        record = {**self.base, **d.source}
+        count = 0 if d.pixels is None else int(d.pixels.shape[0])
+        error = d.error
+        if error is None and count == 0:
+            error = (f"the sampler {recipe.sampler!r} picks nothing in this video "
+                     f"({d.duration:.3f} s, {d.total_frames} frames)")
+        if error is not None:
+            self.store.write_failure(d.video.id, record, error)
+            return "failed", 0, 0
+        bar = Progress(count, self.progress, desc=d.video.id, unit="item", leave=False,
+                       position=1, force=self.progress)
+        parts = []
+        for b in range(0, count, recipe.batch):
+            parts.append(self.forward(d.pixels[b:b + recipe.batch]))
+            bar.update(len(parts[-1]))
+        bar.close()
+        feats = np.concatenate(parts).astype(recipe.dtype)
+        if self.width is None:
+            self.width = feats.shape[1]
+        elif feats.shape[1] != self.width:
+            raise InputError(f"model {self.model_name!r} gives {feats.shape[1]} values per "
+                             f"item for video {d.video.id!r}, but {self.width} for the videos "
+                             "before; its output size must not change")
+        start, end = _feature_times(recipe, self.sampler, d, count)
+        self.store.write(d.video.id, feats, start, end, {**record, "frames": d.frames})
+        return "ok", count, d.frames
 
 
 class _Forward:
@@ -191,7 +284,8 @@ class _Forward:
 def run(videos: Union[str, Path, Sequence], recipe: Union[str, Recipe], *, out: Any,
         model: Any = None, model_name: Optional[str] = None,
         shard: Union[str, tuple, None] = None, workers: Optional[int] = None,
-        retry_failed: bool = False, progress: Optional[bool] = None) -> ExtractSummary:
+        retry_failed: bool = False, progress: Optional[bool] = None,
+        engine: str = "local") -> ExtractSummary:
     """Extract the features of ``videos`` with ``recipe`` into the store ``out``.
 
     Args:
@@ -206,10 +300,15 @@ def run(videos: Union[str, Path, Sequence], recipe: Union[str, Recipe], *, out: 
         shard: ``"i/n"`` (:func:`parse_shard`; default torchrun's RANK and
             WORLD_SIZE when set): this run does every n-th video of the
             sorted list, from the i-th.
-        workers: decode threads (default ``min(4, cores)``), each one video
-            ahead of the model.
+        workers: ``engine="local"``: decode threads (default ``min(4,
+            cores)``), each one video ahead of the model; ``"ray"``: model
+            actors (default 1; Ray schedules the decode tasks itself).
         retry_failed: run again the videos an earlier run recorded as failed.
-        progress: bars per video and overall (``None``: when stderr is a terminal).
+        progress: bars per video and overall (``None``: when stderr is a
+            terminal); the Ray engine shows Ray Data's own.
+        engine: ``"local"`` (module doc) or ``"ray"``
+            (:mod:`fastvqa.extract.ray_engine`: Ray Data over the cluster
+            ``ray.init`` connects to, writing the same store).
 
     Returns:
         :class:`ExtractSummary`. A video that cannot be decoded is recorded as
@@ -219,18 +318,14 @@ def run(videos: Union[str, Path, Sequence], recipe: Union[str, Recipe], *, out: 
     """
     from fastvqa import __version__, _checks
     from fastvqa._progress import Progress, show_progress
-    from fastvqa.video import read_frames
-    from fastvqa.video.errors import VideoError
-    from fastvqa.video.index import probe
-    from fastvqa.video.samplers import from_spec
 
     began = time.perf_counter()
+    if engine not in ENGINES:
+        raise InputError(f"engine must be one of {', '.join(ENGINES)}, got {engine!r}")
     recipe = get_recipe(recipe)
     workers = _checks.optional_integer(workers, "extract", "workers", minimum=1)
-    workers = workers or min(4, os.cpu_count() or 1)
     items = shard_of(discover(videos), parse_shard(shard))
     resolved = resolve(recipe.model if model is None else model, model_name)
-    sampler = from_spec(recipe.sampler)
     header = {"recipe": recipe.to_dict(), "recipe_hash": recipe.hash, "model": resolved.name,
               "model_sha256": weights_sha256(resolved.module), "fastvqa": __version__}
     store = FeatureStore.create(out, header)
@@ -245,77 +340,51 @@ def run(videos: Union[str, Path, Sequence], recipe: Union[str, Recipe], *, out: 
             existing += 1
         else:
             skipped_failed += 1
-    width = _stored_width(store)
-    forward = _Forward(recipe, resolved)
-    show = show_progress(progress)
-    overall = Progress(len(todo), show, desc="extracting", unit="video", force=progress is True)
-    decode_workers = 1 if workers > 1 else None
     base = {"recipe": recipe.name, "recipe_hash": recipe.hash, "model": resolved.name,
             "fastvqa": __version__, "sampler": recipe.sampler}
+    if engine == "ray":
+        from fastvqa.extract.ray_engine import run_ray
 
-    def decode(v: Video):
+        results = run_ray(todo, recipe, model=recipe.model if model is None else model,
+                          model_name=model_name, store=store, header=header, base=base,
+                          actors=workers or 1)
+    else:
+        show = show_progress(progress)
+        overall = Progress(len(todo), show, desc="extracting", unit="video",
+                           force=progress is True)
         try:
-            sha, size = file_sha256(v.path)
-        except OSError as err:
-            return v, None, None, None, f"cannot read the file: {err.strerror or err}"
-        source = {"source": v.source, "source_sha256": sha, "source_bytes": size}
-        try:
-            index = probe(v.path)
-            frames = read_frames(v.path, sampler, size=recipe.size, crop=recipe.crop,
-                                 index=index, decode_workers=decode_workers)
-        except VideoError as err:
-            return v, source, None, None, str(err)
-        return v, source, index, frames, None
+            results = _run_local(todo, recipe, Writer(store, recipe, resolved, base, show),
+                                 workers or min(4, os.cpu_count() or 1), overall.update)
+        finally:
+            overall.close()
+    ok = [r for r in results if r[0] == "ok"]
+    return ExtractSummary(store.path, len(ok), existing, len(results) - len(ok), skipped_failed,
+                          sum(r[1] for r in ok), sum(r[2] for r in ok),
+                          time.perf_counter() - began)
 
-    written = failed = n_items = n_frames = 0
-    try:
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            pending: deque = deque()
-            queue = iter(todo)
-            for v in queue:  # keep `workers` videos decoding ahead of the model
-                pending.append(pool.submit(decode, v))
-                if len(pending) >= workers:
-                    break
-            while pending:
-                v, source, index, frames, error = pending.popleft().result()
-                nxt = next(queue, None)
-                if nxt is not None:
-                    pending.append(pool.submit(decode, nxt))
-                record = {**base, **(source or {"source": v.source})}
-                count = 0 if frames is None else int(frames.data.shape[0])
-                if error is None and count == 0:
-                    error = f"the sampler {recipe.sampler!r} picks nothing in this video " \
-                            f"({index.duration:.3f} s, {len(index.timestamps)} frames)"
-                if error is not None:
-                    store.write_failure(v.id, record, error)
-                    failed += 1
-                    overall.update()
-                    continue
-                bar = Progress(count, show, desc=v.id, unit="item", leave=False, position=1,
-                               force=progress is True)
-                parts = []
-                for b in range(0, count, recipe.batch):
-                    parts.append(forward(frames.data[b:b + recipe.batch]))
-                    bar.update(len(parts[-1]))
-                bar.close()
-                feats = np.concatenate(parts).astype(recipe.dtype)
-                if width is None:
-                    width = feats.shape[1]
-                elif feats.shape[1] != width:
-                    raise InputError(f"model {resolved.name!r} gives {feats.shape[1]} values per "
-                                     f"item for video {v.id!r}, but {width} for the videos "
-                                     "before; its output size must not change")
-                start, end = _feature_times(recipe, sampler, frames, index, count)
-                record["frames"] = int(np.unique(frames.indices).size)
-                store.write(v.id, feats, start, end, record)
-                written += 1
-                n_items += count
-                n_frames += record["frames"]
-                overall.update()
-    finally:
-        overall.close()
-    return ExtractSummary(store.path, written, existing, failed, skipped_failed, n_items,
-                          n_frames, time.perf_counter() - began)
+
+def _run_local(todo: list, recipe: Recipe, write: Writer, workers: int, tick) -> list:
+    """Decode ``workers`` videos ahead of the model in threads; write in order."""
+    from fastvqa.video.samplers import from_spec
+
+    sampler = from_spec(recipe.sampler)
+    decode_workers = 1 if workers > 1 else None
+    results = []
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        pending: deque = deque()
+        queue = iter(todo)
+        for v in queue:  # keep `workers` videos decoding ahead of the model
+            pending.append(pool.submit(decode_video, v, recipe, sampler, decode_workers))
+            if len(pending) >= workers:
+                break
+        while pending:
+            decoded = pending.popleft().result()
+            nxt = next(queue, None)
+            if nxt is not None:
+                pending.append(pool.submit(decode_video, nxt, recipe, sampler, decode_workers))
+            results.append(write(decoded))
+            tick()
+    return results
 
 
 def _stored_width(store: FeatureStore) -> Optional[int]:
