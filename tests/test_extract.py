@@ -395,3 +395,14 @@ def test_ray_engine_store_equals_the_local_one(videos, tmp_path, local_ray):
     assert _files(remote) == _files(local)  # features, failure record and header, byte for byte
     again = run(folder, CLIPS, out=remote, engine="ray", progress=False)
     assert (again.written, again.existing, again.skipped_failed) == (0, 2, 1)
+
+
+def test_model_device_is_checked_before_any_work(videos, tmp_path):
+    with pytest.raises(InputError, match="not a device"):
+        run(videos, FRAMES, out=tmp_path / "s1", device="gpu", progress=False)
+    if not torch.cuda.is_available():
+        with pytest.raises(InputError, match="torch sees no CUDA GPU"):
+            run(videos, FRAMES, out=tmp_path / "s2", device="cuda", progress=False)
+    assert not (tmp_path / "s1").exists() and not (tmp_path / "s2").exists()
+    run([videos / "d.mp4"], FRAMES, out=tmp_path / "s3", device="cpu", progress=False)
+    assert FeatureStore(tmp_path / "s3").record("d")["device"] == "cpu"

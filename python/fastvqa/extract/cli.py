@@ -38,6 +38,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--workers", type=int_at_least(1), default=None,
                    help="local: decode threads (default: min(4, cores)); ray: model actors "
                         "(default 1)")
+    p.add_argument("--device", default="cpu",
+                   help="where the model runs: cpu, cuda or cuda:K (frames are decoded on the "
+                        "CPU)")
     p.add_argument("--retry-failed", action="store_true",
                    help="run again the videos recorded as failed")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
@@ -48,7 +51,8 @@ def run(args: argparse.Namespace) -> int:
 
     summary = extract(args.videos, args.recipe, out=args.out, model=args.model,
                       shard=args.shard, workers=args.workers, retry_failed=args.retry_failed,
-                      progress=False if args.no_progress else None, engine=args.engine)
+                      progress=False if args.no_progress else None, engine=args.engine,
+                      device=args.device)
     print(f"{summary.store}: {summary.line()}")
     return 1 if summary.failed else 0
 

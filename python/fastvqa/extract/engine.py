@@ -194,12 +194,12 @@ class Writer:
     engines run after decoding (the Ray engine in each model actor)."""
 
     def __init__(self, store: FeatureStore, recipe: Recipe, model: Model, base: dict,
-                 progress: bool = False):
+                 progress: bool = False, device: str = "cpu"):
         from fastvqa.video.samplers import from_spec
 
         self.store, self.recipe, self.base = store, recipe, base
         self.sampler = from_spec(recipe.sampler)
-        self.forward = _Forward(recipe, model)
+        self.forward = _Forward(recipe, model, device)
         self.model_name = model.name
         self.width = _stored_width(store)
         self.progress = progress
@@ -241,13 +241,16 @@ class Writer:
 class _Forward:
     """The model on one batch: normalise, lay out, run, take the layer, flatten."""
 
-    def __init__(self, recipe: Recipe, model: Model):
+    def __init__(self, recipe: Recipe, model: Model, device: str = "cpu"):
         import torch
 
         self.torch = torch
         self.recipe, self.model = recipe, model
-        self.mean = torch.tensor(recipe.mean, dtype=torch.float32)
-        self.std = torch.tensor(recipe.std, dtype=torch.float32)
+        self.device = torch.device(device)
+        self.mean = torch.tensor(recipe.mean, dtype=torch.float32, device=self.device)
+        self.std = torch.tensor(recipe.std, dtype=torch.float32, device=self.device)
+        if model.module is not None:
+            model.module.to(self.device)
         self.captured = None
         if recipe.layer is not None:
             if model.module is None:
@@ -265,7 +268,8 @@ class _Forward:
 
     def __call__(self, pixels: np.ndarray) -> np.ndarray:
         torch = self.torch
-        x = torch.from_numpy(pixels).to(torch.float32).div_(255.0)
+        # uint8 to the device (a quarter of float32's bytes), then scale there
+        x = torch.from_numpy(pixels).to(self.device).to(torch.float32).div_(255.0)
         x = x.sub_(self.mean).div_(self.std)
         # NHWC frames -> NCHW; clips (B, T, H, W, C) -> (B, C, T, H, W)
         x = x.permute(0, 3, 1, 2) if x.ndim == 4 else x.permute(0, 4, 1, 2, 3)
@@ -285,7 +289,7 @@ def run(videos: Union[str, Path, Sequence], recipe: Union[str, Recipe], *, out: 
         model: Any = None, model_name: Optional[str] = None,
         shard: Union[str, tuple, None] = None, workers: Optional[int] = None,
         retry_failed: bool = False, progress: Optional[bool] = None,
-        engine: str = "local") -> ExtractSummary:
+        engine: str = "local", device: Any = "cpu") -> ExtractSummary:
     """Extract the features of ``videos`` with ``recipe`` into the store ``out``.
 
     Args:
@@ -306,6 +310,10 @@ def run(videos: Union[str, Path, Sequence], recipe: Union[str, Recipe], *, out: 
         retry_failed: run again the videos an earlier run recorded as failed.
         progress: bars per video and overall (``None``: when stderr is a
             terminal); the Ray engine shows Ray Data's own.
+        device: where the model runs, in fastvqa's one device vocabulary
+            (``"cpu"``, ``"cuda"``, ``"cuda:k"``, a ``torch.device``); frames
+            are decoded on the CPU (PyAV) and sent as uint8. Each record
+            names it: float rounding may differ between devices.
         engine: ``"local"`` (module doc) or ``"ray"``
             (:mod:`fastvqa.extract.ray_engine`: Ray Data over the cluster
             ``ray.init`` connects to, writing the same store).
@@ -323,6 +331,7 @@ def run(videos: Union[str, Path, Sequence], recipe: Union[str, Recipe], *, out: 
     if engine not in ENGINES:
         raise InputError(f"engine must be one of {', '.join(ENGINES)}, got {engine!r}")
     recipe = get_recipe(recipe)
+    device = _model_device(device)
     workers = _checks.optional_integer(workers, "extract", "workers", minimum=1)
     items = shard_of(discover(videos), parse_shard(shard))
     resolved = resolve(recipe.model if model is None else model, model_name)
@@ -341,19 +350,20 @@ def run(videos: Union[str, Path, Sequence], recipe: Union[str, Recipe], *, out: 
         else:
             skipped_failed += 1
     base = {"recipe": recipe.name, "recipe_hash": recipe.hash, "model": resolved.name,
-            "fastvqa": __version__, "sampler": recipe.sampler}
+            "fastvqa": __version__, "sampler": recipe.sampler, "device": device}
     if engine == "ray":
         from fastvqa.extract.ray_engine import run_ray
 
         results = run_ray(todo, recipe, model=recipe.model if model is None else model,
                           model_name=model_name, store=store, header=header, base=base,
-                          actors=workers or 1)
+                          actors=workers or 1, device=device)
     else:
         show = show_progress(progress)
         overall = Progress(len(todo), show, desc="extracting", unit="video",
                            force=progress is True)
         try:
-            results = _run_local(todo, recipe, Writer(store, recipe, resolved, base, show),
+            results = _run_local(todo, recipe,
+                                 Writer(store, recipe, resolved, base, show, device),
                                  workers or min(4, os.cpu_count() or 1), overall.update)
         finally:
             overall.close()
@@ -361,6 +371,24 @@ def run(videos: Union[str, Path, Sequence], recipe: Union[str, Recipe], *, out: 
     return ExtractSummary(store.path, len(ok), existing, len(results) - len(ok), skipped_failed,
                           sum(r[1] for r in ok), sum(r[2] for r in ok),
                           time.perf_counter() - began)
+
+
+def _model_device(device: Any) -> str:
+    """``device`` as ``"cpu"`` or ``"cuda[:k]"``; a GPU torch cannot see is an error."""
+    from fastvqa.video.device import parse_device
+
+    try:
+        parsed = parse_device(device)
+    except (ValueError, TypeError) as err:
+        raise InputError(str(err)) from None
+    if parsed is None or not parsed.is_cuda:
+        return "cpu"
+    import torch
+
+    if not torch.cuda.is_available():
+        raise InputError(f"device {str(parsed)!r}: torch sees no CUDA GPU here (a CPU build of "
+                         "torch, or no visible device); use device='cpu'")
+    return str(parsed)
 
 
 def _run_local(todo: list, recipe: Recipe, write: Writer, workers: int, tick) -> list:

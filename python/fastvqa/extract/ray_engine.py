@@ -59,7 +59,7 @@ class _ModelActor:
     """The model step: one model per actor; writes every video it is given."""
 
     def __init__(self, store: str, header: dict, base: dict, recipe: dict, model: Any,
-                 model_name: Optional[str]):
+                 model_name: Optional[str], device: str):
         from fastvqa.extract.engine import Writer
         from fastvqa.extract.models import resolve, weights_sha256
         from fastvqa.extract.recipes import Recipe
@@ -70,7 +70,8 @@ class _ModelActor:
                                                                 header["model_sha256"]):
             raise InputError(f"model {resolved.name!r} built on a Ray worker has other weights "
                              "than the driver's; give a checkpoint or a seeded model")
-        self.write = Writer(FeatureStore(store), Recipe.from_dict(recipe), resolved, base)
+        self.write = Writer(FeatureStore(store), Recipe.from_dict(recipe), resolved, base,
+                            device=device)
 
     def __call__(self, batch: dict) -> dict:
         from fastvqa.extract.engine import Decoded, Video
@@ -93,7 +94,7 @@ class _ModelActor:
 
 
 def run_ray(todo: list, recipe: Any, *, model: Any, model_name: Optional[str], store: Any,
-            header: dict, base: dict, actors: int) -> list:
+            header: dict, base: dict, actors: int, device: str = "cpu") -> list:
     """Run the pipeline over ``todo`` (:class:`~fastvqa.extract.engine.Video`);
     ``[(status, items, frames)]`` per video, as the local engine returns."""
     ray = _ray()
@@ -104,11 +105,13 @@ def run_ray(todo: list, recipe: Any, *, model: Any, model_name: Optional[str], s
     rows = [{"id": v.id, "path": str(v.path), "source": v.source} for v in todo]
     ds = ray.data.from_items(rows)
     ds = ds.map(_decode_row, fn_kwargs={"recipe": recipe.to_dict()}, num_cpus=1)
-    ds = ds.map_batches(_ModelActor, batch_size=1, concurrency=actors, num_cpus=1,
+    gpu = {"num_gpus": 1} if device != "cpu" else {}  # one GPU per model actor
+    ds = ds.map_batches(_ModelActor, batch_size=1, concurrency=actors, num_cpus=1, **gpu,
                         batch_format="numpy",
                         fn_constructor_kwargs={"store": str(store.path), "header": header,
                                                "base": base, "recipe": recipe.to_dict(),
-                                               "model": model, "model_name": model_name})
+                                               "model": model, "model_name": model_name,
+                                               "device": "cuda" if gpu else "cpu"})
     try:
         return [(str(r["status"]), int(r["items"]), int(r["frames"])) for r in ds.iter_rows()]
     except ray.exceptions.RayError as err:
