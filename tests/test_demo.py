@@ -387,3 +387,19 @@ def test_a_metric_refusing_the_demos_own_data_is_a_bug_not_a_user_error(monkeypa
     with pytest.raises(RuntimeError, match="demo evaluation: iou_f1: boom") as info:
         pipeline.evaluate(questions, predictions, duration=4.0)
     assert not isinstance(info.value, ValueError)
+
+
+def test_demo_through_the_feature_store_gives_the_same_results(demo_run, tmp_path):
+    pytest.importorskip("safetensors")
+    from fastvqa.extract import FeatureStore
+
+    out = tmp_path / "run"
+    assert main(["demo", "--videos", "3", "--duration", "8", "--seed", "0", "--backend", "pyav",
+                 "--out", str(out), "--no-progress", "--store"]) == 0
+    store = FeatureStore(out / "features")
+    assert store.videos() == ["video000", "video001", "video002"]
+    assert store.load("video000").features.shape == (40, 7 * len(synth.PALETTE))  # 8 s at 5 fps
+    want = json.loads((demo_run / "results.json").read_text())
+    got = json.loads((out / "results.json").read_text())
+    assert got["metrics"] == want["metrics"]
+    assert got["questions"] == want["questions"]

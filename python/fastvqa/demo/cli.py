@@ -55,6 +55,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int_at_least(0), default=0,
                    help="seed of the benchmark (scenes, questions, options), 0 to 2**63 - 1; "
                         "the same seed gives the same annotations")
+    p.add_argument("--store", action="store_true",
+                   help="decode and compute the per-step features through fastvqa extract "
+                        "into DIR/features (a feature store) and ground from it")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
 
 
@@ -215,6 +218,30 @@ def _clear_folder(folder: Path, remove: bool) -> None:
             child.unlink(missing_ok=True)
 
 
+def _features_through_store(out: Path, bench, args: argparse.Namespace, stages,
+                            config: dict) -> dict:
+    """``--store``: the decode and features stages as one fastvqa extract run
+    into ``out/features`` (PyAV), then every video's features read back."""
+    from fastvqa.demo import pipeline
+    from fastvqa.extract import FeatureStore, run
+
+    config["backend"], config["store"] = "pyav", "features"
+    with stages.stage("decode", args.videos, "video", show_bar=False):
+        summary = run(bench.videos, pipeline.extraction_recipe(args.fps), out=out / "features",
+                      model=pipeline.Activations(args.fps), model_name="fastvqa.demo.Activations",
+                      progress=None if not args.no_progress else False)
+        if summary.failed:
+            raise CommandError(f"{summary.failed} demo videos could not be decoded "
+                               f"(see {out / 'features' / 'failed'})")
+    with stages.stage("features", args.videos, "video") as bar:
+        store = FeatureStore(out / "features")
+        features = {}
+        for vid, path in zip(bench.annotations["videos"], bench.videos):
+            features[vid] = pipeline.from_store(store.load(Path(path).stem))
+            bar.update()
+    return features
+
+
 def _run_in(out: Path, args: argparse.Namespace, shown: Path) -> int:
     """The stages, writing into ``out``; ``shown``: the folder named to the
     user (where ``out`` will be once the run succeeded)."""
@@ -228,18 +255,21 @@ def _run_in(out: Path, args: argparse.Namespace, shown: Path) -> int:
         bench = synth.generate(out, videos=args.videos, duration=args.duration, seed=args.seed,
                                add_options=options.add_options, progress=bar.update)
         questions = bench.annotations["questions"]
-    with stages.stage("decode", args.videos, "video", show_bar=False):  # read_batch draws it
-        from fastvqa.video import resolve_backend
+    if getattr(args, "store", False):
+        features = _features_through_store(out, bench, args, stages, config)
+    else:
+        with stages.stage("decode", args.videos, "video", show_bar=False):  # read_batch draws
+            from fastvqa.video import resolve_backend
 
-        config["backend"] = resolve_backend(args.backend, "cuda")  # auto: DALI on a GPU
-        decoded = pipeline.decode(bench.videos, args.fps, config["backend"],
-                                  progress=not args.no_progress)
-    with stages.stage("features", args.videos, "video") as bar:
-        features = {}
-        for vid, (frames, timestamps) in zip(bench.annotations["videos"], decoded):
-            features[vid] = pipeline.video_features(frames, timestamps, 1.0 / args.fps)
-            bar.update()
-        del decoded
+            config["backend"] = resolve_backend(args.backend, "cuda")  # auto: DALI on a GPU
+            decoded = pipeline.decode(bench.videos, args.fps, config["backend"],
+                                      progress=not args.no_progress)
+        with stages.stage("features", args.videos, "video") as bar:
+            features = {}
+            for vid, (frames, timestamps) in zip(bench.annotations["videos"], decoded):
+                features[vid] = pipeline.video_features(frames, timestamps, 1.0 / args.fps)
+                bar.update()
+            del decoded
     n_when = sum(q["kind"] == "when" for q in questions)
     with stages.stage("ground", n_when, "question") as bar:
         predictions = pipeline.ground_questions(questions, features)

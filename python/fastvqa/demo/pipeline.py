@@ -353,3 +353,56 @@ def answer_questions(questions: list, features: dict,
         if tick is not None:
             tick()
     return preds
+
+
+# The feature store path (fastvqa demo --store) ---------------------------------
+
+#: the per-step values of one colour in a stored feature vector
+_STORED = ("slide", "rotate", "fly", "rest", "cone", "cube", "sphere")
+
+
+class Activations:
+    """:func:`video_features` as an extraction model (:func:`fastvqa.extract.run`):
+    it takes all of a video's frames at once, ``(n, 3, H, W)`` float32 in
+    ``[0, 1]`` sampled every ``1 / fps`` s, and gives ``(n, 7 * colours)``
+    float32 rows: per colour (``PALETTE`` order) its four action activations
+    and a one-hot of its shape (zeros when absent). :func:`from_store` reads
+    them back."""
+
+    def __init__(self, fps: float):
+        self.fps = float(fps)
+
+    def __call__(self, x):
+        import torch
+
+        frames = (x.permute(0, 2, 3, 1) * 255.0).round().to(torch.uint8).numpy()
+        times = np.arange(len(frames)) / self.fps
+        feats = video_features(frames, times, 1.0 / self.fps)
+        cols = []
+        for colour in PALETTE:
+            acts = feats.actions[colour]
+            cols += [acts[a] for a in _STORED[:4]]
+            cols += [np.full(len(frames), float(feats.shapes[colour] == s)) for s in _STORED[4:]]
+        return torch.from_numpy(np.stack(cols, axis=1).astype(np.float32))
+
+
+def extraction_recipe(fps: float):
+    """The demo's recipe: frames at ``fps``, decoded size, values in ``[0, 1]``,
+    one whole video per model call (the activations need consecutive frames)."""
+    from fastvqa.extract import Recipe
+
+    return Recipe(name="demo-activations", sampler=f"fps:{fps:g}", model="", batch=1 << 30,
+                  time="grid", source="fastvqa demo: colour masks, their motion and shape")
+
+
+def from_store(stored) -> VideoFeatures:
+    """The :class:`VideoFeatures` of one video read from the store
+    (:class:`fastvqa.extract.VideoFeatures`), as :func:`video_features` made them."""
+    x = np.asarray(stored.features, dtype=np.float64)
+    actions, shapes = {}, {}
+    for c, colour in enumerate(PALETTE):
+        block = x[:, c * len(_STORED):(c + 1) * len(_STORED)]
+        actions[colour] = {a: block[:, i] for i, a in enumerate(_STORED[:4])}
+        present = block[:, 4:].max(axis=0) if len(block) else np.zeros(3)
+        shapes[colour] = _STORED[4 + int(present.argmax())] if present.max() > 0 else None
+    return VideoFeatures(np.asarray(stored.start), np.asarray(stored.end), actions, shapes)
