@@ -41,6 +41,7 @@ SCRIPTS = {
     "video_decode": ["bench_video_decode.py"],
     "retrieval": ["bench_retrieval.py"],
     "call_overhead": ["bench_call_overhead.py"],
+    "extract": ["bench_extract.py"],
 }
 
 #: the measured value of a target entry, by the first field present

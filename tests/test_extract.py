@@ -25,7 +25,6 @@ from fastvqa.extract import FeatureStore, Recipe, StoreError, run  # noqa: E402
 from fastvqa.extract.engine import parse_shard  # noqa: E402
 from fastvqa.extract.models import resolve  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[1]
 FPS = 10  # the demo generator's frame rate (fastvqa.demo.synth.NATIVE_FPS)
 
 FRAMES = Recipe(name="test-frames", sampler="fps:2", size=64, crop=(48, 64),
@@ -236,8 +235,10 @@ def test_bad_inputs_are_one_line_errors(videos, tmp_path):
 
 
 def _cli(*args, **kwargs):
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        [str(REPO / "python")] + [p for p in [os.environ.get("PYTHONPATH")] if p])}
+    # The fastvqa these tests imported (an installed wheel, or a built checkout).
+    import fastvqa
+
+    env = {**os.environ, "PYTHONPATH": str(Path(fastvqa.__file__).resolve().parents[1])}
     return subprocess.Popen([sys.executable, "-m", "fastvqa.cli", *map(str, args)], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs)
 
