@@ -24,7 +24,7 @@ import numpy as np
 from fastvqa.errors import InputError
 from fastvqa.extract.models import Model, resolve, weights_sha256
 from fastvqa.extract.recipes import Recipe, get_recipe
-from fastvqa.extract.store import FeatureStore, file_sha256
+from fastvqa.extract.store import FeatureStore
 
 ENGINES = ("local", "ray")
 
@@ -154,11 +154,12 @@ def decode_video(v: Video, recipe: Recipe, sampler: Any,
     """The decode step: hash the file, probe it, read the recipe's frames.
     A file that cannot be read or decoded gives a :class:`Decoded` with its
     error (the run records it), never an exception."""
+    from fastvqa.evaluation import sha256_file
     from fastvqa.video import read_frames
     from fastvqa.video.index import probe
 
     try:
-        sha, size = file_sha256(v.path)
+        sha, size = sha256_file(v.path), v.path.stat().st_size
     except OSError as err:
         return Decoded(v, {"source": v.source}, None, None, None, 0, 0.0, 0,
                        f"cannot read the file: {err.strerror or err}")

@@ -40,7 +40,8 @@ KINETICS_STD = (0.22803, 0.22145, 0.216989)
 
 @dataclass(frozen=True)
 class Recipe:
-    """How a store's features are made. All fields take part in :attr:`hash`.
+    """How a store's features are made. Every field but ``source`` (a citation,
+    which decides no number) takes part in :attr:`hash`.
 
     Attributes:
         name: the recipe's name (``fastvqa extract --recipe NAME``).
@@ -133,9 +134,11 @@ class Recipe:
 
     @property
     def hash(self) -> str:
-        """sha256 (hex) of the canonical JSON of every field (sorted keys, no
-        spaces): equal recipes, equal hashes, on every machine."""
-        text = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
+        """sha256 (hex) of the canonical JSON of every field but ``source``
+        (sorted keys, no spaces): equal recipes, equal hashes, on every
+        machine; editing a recipe's citation does not orphan its stores."""
+        fields = {k: v for k, v in self.to_dict().items() if k != "source"}
+        text = json.dumps(fields, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
     def replace(self, **changes) -> "Recipe":

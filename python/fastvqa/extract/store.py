@@ -245,20 +245,3 @@ class FeatureStore:
                 "videos": len(videos), "failed": len(failures), "features": items,
                 "feature_shape": shape, "dtype": self.header.get("recipe", {}).get("dtype"),
                 "bytes": size, "failures": {v: r.get("error") for v, r in failures.items()}}
-
-
-def file_sha256(path: Any, chunk: int = 1 << 22) -> tuple:
-    """``(sha256 hex, size in bytes)`` of a file, read in 4 MiB chunks."""
-    import hashlib
-
-    h = hashlib.sha256()
-    size = 0
-    with open(path, "rb") as f:
-        while True:
-            block = f.read(chunk)
-            if not block:
-                break
-            h.update(block)
-            size += len(block)
-    return h.hexdigest(), size
-
