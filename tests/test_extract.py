@@ -267,6 +267,7 @@ def test_cli_killed_run_resumes_to_the_same_bytes(tmp_path):
     for name in done:  # what exists is complete
         assert (store / "features" / name).read_bytes() == (clean / "features" / name).read_bytes()
     (store / "features" / ".v5.safetensors.0123456789ab.part").write_bytes(b"half")
+    assert "v5.safetensors" not in done  # a video left to do: its leftover goes
     proc = _cli("extract", folder, "--recipe", "wildqa-i3d", "--model", "fastvqa:tiny-clips",
                 "--out", store, "--workers", "1", "--no-progress")
     out, err = proc.communicate(timeout=600)
@@ -408,3 +409,16 @@ def test_model_device_is_checked_before_any_work(videos, tmp_path):
     assert not (tmp_path / "s1").exists() and not (tmp_path / "s2").exists()
     run([videos / "d.mp4"], FRAMES, out=tmp_path / "s3", device="cpu", progress=False)
     assert FeatureStore(tmp_path / "s3").record("d")["device"] == "cpu"
+
+
+def test_a_run_removes_only_its_own_videos_leftovers(videos, tmp_path):
+    out = tmp_path / "store"
+    run([videos / "a.mp4"], FRAMES, out=out, progress=False)
+    mine = out / "features" / ".b.safetensors.00112233aabb.part"
+    other = out / "features" / ".elsewhere.safetensors.00112233aabb.part"  # another shard's
+    mine.write_bytes(b"half")
+    other.write_bytes(b"in flight")
+    summary = run([videos / "a.mp4", videos / "b.mp4"], FRAMES, out=out, progress=False)
+    assert (summary.written, summary.existing) == (1, 1)
+    assert not mine.exists() and other.read_bytes() == b"in flight"
+    assert FeatureStore(out).videos() == ["a", "b"]

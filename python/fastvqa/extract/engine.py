@@ -339,7 +339,6 @@ def run(videos: Union[str, Path, Sequence], recipe: Union[str, Recipe], *, out: 
     header = {"recipe": recipe.to_dict(), "recipe_hash": recipe.hash, "model": resolved.name,
               "model_sha256": weights_sha256(resolved.module), "fastvqa": __version__}
     store = FeatureStore.create(out, header)
-    store.remove_partials()
 
     todo, existing, skipped_failed = [], 0, 0
     for v in items:
@@ -350,6 +349,7 @@ def run(videos: Union[str, Path, Sequence], recipe: Union[str, Recipe], *, out: 
             existing += 1
         else:
             skipped_failed += 1
+    store.remove_partials(v.id for v in todo)  # what a killed run of them left
     base = {"recipe": recipe.name, "recipe_hash": recipe.hash, "model": resolved.name,
             "fastvqa": __version__, "sampler": recipe.sampler, "device": device}
     if engine == "ray":

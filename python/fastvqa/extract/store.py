@@ -23,14 +23,17 @@ of the same recipe, model and videos write the same bytes.
 Every file is written through a temporary name and linked into place when
 complete (:func:`fastvqa._outputs.write_new`), never over an existing one; a
 run killed at any point leaves at most temporaries (``.*.part``), which the
-next run removes. :meth:`FeatureStore.manifest` lists every record.
+next run of those videos removes. :meth:`FeatureStore.manifest` lists every
+record.
 """
 
 from __future__ import annotations
 
+import glob
 import json
+import re
 from pathlib import Path
-from typing import Any, NamedTuple, Optional
+from typing import Any, Iterable, NamedTuple, Optional
 
 import numpy as np
 
@@ -38,6 +41,8 @@ from fastvqa.errors import InputError
 
 FORMAT = "fastvqa-store-1"
 _META_KEY = "fastvqa"
+#: what follows ``.<name>.`` in a staged-write temporary (fastvqa._outputs)
+_PART = re.compile(r"[0-9a-f]{12}\.part")
 
 
 class StoreError(InputError):
@@ -124,16 +129,22 @@ class FeatureStore:
     def failure_path(self, video: str) -> Path:
         return self.path / "failed" / f"{_check_id(video)}.json"
 
-    def remove_partials(self) -> int:
-        """Remove the temporaries (``.*.part``) a killed run left; returns how
-        many. Only names of the staged-write pattern under the store's own
-        ``features/`` and ``failed/`` folders are touched."""
+    def remove_partials(self, videos: Iterable[str]) -> int:
+        """Remove the temporaries a killed run left for ``videos``
+        (``.<file name>.<12 hex>.part`` beside each video's features or
+        failure file, the staged-write names of :mod:`fastvqa._outputs`);
+        returns how many. Only the given videos' names are touched, so a shard
+        never removes what another shard writing into the same store has in
+        flight (shards hold disjoint videos)."""
         count = 0
-        for sub in ("features", "failed"):
-            for tmp in (self.path / sub).rglob(".*.part") if (self.path / sub).is_dir() else ():
-                if tmp.is_file():
-                    tmp.unlink()
-                    count += 1
+        for video in videos:
+            for final in (self.features_path(video), self.failure_path(video)):
+                if not final.parent.is_dir():
+                    continue
+                for tmp in final.parent.glob(f".{glob.escape(final.name)}.*.part"):
+                    if _PART.fullmatch(tmp.name[len(final.name) + 2:]) and tmp.is_file():
+                        tmp.unlink()
+                        count += 1
         return count
 
     # ---------------------------------------------------------------- write
