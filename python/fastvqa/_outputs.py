@@ -30,7 +30,9 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import errno
+import glob
 import os
+import re
 import shutil
 import tempfile
 import uuid
@@ -40,6 +42,21 @@ from typing import Callable, Iterator, Optional, Union
 from fastvqa.errors import CommandError
 
 PathLike = Union[str, Path]
+
+#: hex digits of the random part of a temporary's name (``.<name>.<hex>.part``)
+_TEMP_HEX = 12
+
+
+def leftover_temporaries(final: PathLike) -> list:
+    """The temporary files a killed writer of the file ``final`` left beside
+    it (``.<name>.<hex>.part``, the names :meth:`OutputFiles.temp` gives), for
+    a rerun that owns ``final`` to remove."""
+    final = Path(final)
+    if not final.parent.is_dir():
+        return []
+    part = re.compile(rf"\.{re.escape(final.name)}\.[0-9a-f]{{{_TEMP_HEX}}}\.part")
+    return [p for p in final.parent.glob(f".{glob.escape(final.name)}.*.part")
+            if part.fullmatch(p.name) and p.is_file()]
 
 
 class OutputError(CommandError):
@@ -202,7 +219,7 @@ class OutputFiles:
             self._made_dirs.append(d)
         if final in self._temps:
             _remove(self._temps.pop(final))
-        prefix = f".{final.name}.{uuid.uuid4().hex[:12]}"
+        prefix = f".{final.name}.{uuid.uuid4().hex[:_TEMP_HEX]}"
         if final in self._folders:
             tmp = Path(tempfile.mkdtemp(prefix=prefix + ".", suffix=".part", dir=final.parent))
             umask = os.umask(0)  # mkdtemp makes 0700; a folder output gets mkdir's mode

@@ -14,6 +14,7 @@ from torch.utils.data import Dataset
 
 from fastvqa.errors import InputError
 from fastvqa.extract.store import FeatureStore
+from fastvqa.nn.masking import lengths_to_mask
 
 
 def spans_to_steps(spans: Any, start: np.ndarray, end: np.ndarray) -> np.ndarray:
@@ -103,7 +104,7 @@ class StoreDataset(Dataset):
             n = len(it["features"])
             feats[b, :n], start[b, :n], end[b, :n] = it["features"], it["start"], it["end"]
             gold[b, :len(it["gold"])] = it["gold"]
-        mask = torch.arange(steps)[None, :] < lengths[:, None]
+        mask = lengths_to_mask(lengths, len(items), steps, lengths.device)
         return {"features": feats, "lengths": lengths, "mask": mask, "start": start,
                 "end": end, "gold": gold, "videos": [it["video"] for it in items],
                 "records": [it["record"] for it in items]}

@@ -394,9 +394,7 @@ def _model_device(device: Any) -> str:
 
 def _run_local(todo: list, recipe: Recipe, write: Writer, workers: int, tick) -> list:
     """Decode ``workers`` videos ahead of the model in threads; write in order."""
-    from fastvqa.video.samplers import from_spec
-
-    sampler = from_spec(recipe.sampler)
+    sampler = write.sampler
     decode_workers = 1 if workers > 1 else None
     results = []
     with ThreadPoolExecutor(max_workers=workers) as pool:

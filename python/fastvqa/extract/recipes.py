@@ -20,6 +20,7 @@ import json
 from dataclasses import dataclass
 from typing import Optional, Union
 
+from fastvqa import _checks
 from fastvqa.errors import InputError
 
 Size = Union[int, tuple, None]
@@ -95,9 +96,7 @@ class Recipe:
 
         where = f"recipe {self.name!r}"
         for field, choices in (("input", INPUTS), ("time", TIMES), ("dtype", DTYPES)):
-            if getattr(self, field) not in choices:
-                raise InputError(f"{where}: {field} must be one of {', '.join(choices)}, "
-                                 f"got {getattr(self, field)!r}")
+            _checks.choice(getattr(self, field), where, field, choices)
         sampler = from_spec(self.sampler)  # raises on a bad spec
         clips = sampler.clip_length is not None
         if clips != (self.input == "clips"):

@@ -29,9 +29,7 @@ record.
 
 from __future__ import annotations
 
-import glob
 import json
-import re
 from pathlib import Path
 from typing import Any, Iterable, NamedTuple, Optional
 
@@ -41,8 +39,6 @@ from fastvqa.errors import InputError
 
 FORMAT = "fastvqa-store-1"
 _META_KEY = "fastvqa"
-#: what follows ``.<name>.`` in a staged-write temporary (fastvqa._outputs)
-_PART = re.compile(r"[0-9a-f]{12}\.part")
 
 
 class StoreError(InputError):
@@ -136,15 +132,14 @@ class FeatureStore:
         returns how many. Only the given videos' names are touched, so a shard
         never removes what another shard writing into the same store has in
         flight (shards hold disjoint videos)."""
+        from fastvqa._outputs import leftover_temporaries
+
         count = 0
         for video in videos:
             for final in (self.features_path(video), self.failure_path(video)):
-                if not final.parent.is_dir():
-                    continue
-                for tmp in final.parent.glob(f".{glob.escape(final.name)}.*.part"):
-                    if _PART.fullmatch(tmp.name[len(final.name) + 2:]) and tmp.is_file():
-                        tmp.unlink()
-                        count += 1
+                for tmp in leftover_temporaries(final):
+                    tmp.unlink()
+                    count += 1
         return count
 
     # ---------------------------------------------------------------- write
