@@ -24,6 +24,7 @@ from fastvqa.errors import InputError  # noqa: E402
 from fastvqa.extract import FeatureStore, Recipe, StoreError, run  # noqa: E402
 from fastvqa.extract.engine import parse_shard  # noqa: E402
 from fastvqa.extract.models import resolve  # noqa: E402
+from fastvqa.extract.recipes import get_recipe  # noqa: E402
 
 FPS = 10  # the demo generator's frame rate (fastvqa.demo.synth.NATIVE_FPS)
 
@@ -299,13 +300,43 @@ def test_cli_store_info_and_failed_exit_status(videos, tmp_path):
                                         "such video file or folder"]
 
 
-def test_torchvision_model_random_init_builds_a_store(videos, tmp_path):
+@pytest.mark.parametrize("name, shape, start, end", [
+    # 50 frames at 10 fps; clip k = frames [4k, 4k+15]: 9 clips, [0.4k, 0.4k+1.6) s
+    ("dvd-resnext3d", (9, 512), 0.4 * np.arange(9), 0.4 * np.arange(9) + 1.6),
+    # one frame per second of 5 s, each standing for [k, k+1) s
+    ("imagenet-frames-1fps", (5, 2048), np.arange(5.0), np.arange(5.0) + 1),
+])
+def test_builtin_recipes_with_their_random_init_torchvision_models(videos, tmp_path, name,
+                                                                   shape, start, end):
     pytest.importorskip("torchvision", exc_type=ImportError)
-    recipe = Recipe(name="tv", sampler="clips:8,8", size=(56, 56), input="clips",
-                    model="torchvision:r3d_18", layer="avgpool", batch=4)
-    run([videos / "d.mp4"], recipe, out=tmp_path / "store", progress=False)
-    got = FeatureStore(tmp_path / "store").load("d")
-    assert got.features.shape == (6, 512)  # 50 frames: 6 clips of 8; r3d_18 pools 512 channels
+    run([videos / "d.mp4"], name, out=tmp_path / "store", progress=False)
+    store = FeatureStore(tmp_path / "store")
+    got = store.load("d")
+    assert got.features.shape == shape and got.features.dtype == np.float32
+    assert np.isfinite(got.features).all() and got.features.std() > 0
+    np.testing.assert_allclose(got.start, start, atol=1e-9)
+    np.testing.assert_allclose(got.end, end, atol=1e-9)
+    assert store.info()["recipe"] == name
+
+
+def test_torchvision_model_loads_a_local_checkpoint(videos, tmp_path):
+    torchvision = pytest.importorskip("torchvision", exc_type=ImportError)
+    torch.manual_seed(1)  # not the seed 0 that a plain spec builds with
+    other = torchvision.models.resnet18(weights=None)
+    torch.save(other.state_dict(), tmp_path / "r18.pt")
+    loaded = resolve(f"torchvision:resnet18@{tmp_path / 'r18.pt'}").module
+    plain = resolve("torchvision:resnet18").module
+    assert torch.equal(loaded.conv1.weight, other.conv1.weight)
+    assert not torch.equal(plain.conv1.weight, other.conv1.weight)
+    recipe = get_recipe("imagenet-frames-1fps")
+    run([videos / "d.mp4"], recipe, model=f"torchvision:resnet18@{tmp_path / 'r18.pt'}",
+        out=tmp_path / "a", progress=False)
+    run([videos / "d.mp4"], recipe, model="torchvision:resnet18", out=tmp_path / "b",
+        progress=False)
+    a, b = (FeatureStore(tmp_path / s).load("d").features for s in "ab")
+    assert a.shape == b.shape == (5, 512) and not np.allclose(a, b)
+    with pytest.raises(InputError, match="weights would be downloaded"):
+        resolve("torchvision:resnet18:IMAGENET1K_V1")
 
 
 def test_spans_to_steps_by_hand():
