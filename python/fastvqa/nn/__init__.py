@@ -7,12 +7,26 @@
   its attention and the best span of it (DVD's TA baselines).
 - :class:`IOHead`: inside/outside tagging with a masked BCE loss and run-length
   decoding (WildQA's IO baseline).
+- :class:`MomentDETRHead`: learned queries for set prediction of moments
+  (Moment-DETR), its :func:`set_prediction_loss` and NMS decoding.
+
+Training pieces of span models (see ``docs/training.md``):
+
+- conversions :func:`spans_to_center_width`, :func:`center_width_to_spans`,
+  :func:`normalize_spans`, :func:`denormalize_spans`, :func:`clamp_spans`;
+- differentiable losses :func:`span_l1_loss`,
+  :func:`generalized_temporal_iou_loss`, :func:`pairwise_generalized_temporal_iou`;
+- Hungarian matching :func:`hungarian_match` / :class:`HungarianMatcher`
+  (needs scipy).
 
 Every module takes ``lengths`` (``[B]`` valid steps, computed *before*
 padding): steps at or after ``lengths[b]`` never contribute to a loss, an
 attention weight or a decoded span, and rows with ``lengths[b] == 0`` give
-no span and a zero (never NaN) loss contribution. ``forward`` and ``loss``
-compile under ``torch.compile(fullgraph=True)``.
+no span and a zero (never NaN) loss contribution (:class:`MomentDETRHead`:
+such a row should get no targets; its queries then learn "background").
+``forward`` and ``loss`` compile under ``torch.compile(fullgraph=True)``,
+except :meth:`MomentDETRHead.loss`, whose matching runs scipy eagerly (its
+``forward``, the span conversions and the losses compile).
 """
 
 from __future__ import annotations
@@ -24,8 +38,25 @@ _LAZY = {
     "AttentionPoolOutput": "attention_pool",
     "TemporalAttentionPool": "attention_pool",
     "IOHead": "io_head",
+    "generalized_temporal_iou_loss": "losses",
+    "pairwise_generalized_temporal_iou": "losses",
+    "span_l1_loss": "losses",
     "lengths_to_mask": "masking",
+    "HungarianMatcher": "matcher",
+    "Match": "matcher",
+    "SpanTargets": "matcher",
+    "hungarian_match": "matcher",
+    "DecodedMoments": "moment_detr",
+    "MomentDETRHead": "moment_detr",
+    "MomentDETROutput": "moment_detr",
+    "SetPredictionLosses": "moment_detr",
+    "set_prediction_loss": "moment_detr",
     "SpanHead": "span_head",
+    "center_width_to_spans": "spans",
+    "clamp_spans": "spans",
+    "denormalize_spans": "spans",
+    "normalize_spans": "spans",
+    "spans_to_center_width": "spans",
 }
 
 __all__ = sorted(_LAZY)
