@@ -257,3 +257,35 @@ def test_discard_keeps_a_made_folder_that_someone_else_wrote_into(tmp_path):
             (tmp_path / "made" / "theirs.txt").write_text("keep")
             raise RuntimeError
     assert listing(tmp_path) == ["made", "made/theirs.txt"]
+
+
+def test_a_missing_folder_made_meanwhile_by_another_writer_is_used_and_kept(tmp_path,
+                                                                            monkeypatch):
+    # Threads of one cache write into the same missing folder: the one that
+    # loses the race to make it finds it made (mkdir raises FileExistsError).
+    real_mkdir = type(tmp_path).mkdir
+
+    def raced(self, *args, **kwargs):
+        real_mkdir(self, *args, **kwargs)  # the other writer, first
+        raise FileExistsError(17, "File exists", str(self))
+
+    monkeypatch.setattr(type(tmp_path), "mkdir", raced)
+    write_new(tmp_path / "cache" / "ab" / "key.json", "{}")
+    monkeypatch.undo()
+    assert (tmp_path / "cache" / "ab" / "key.json").read_text() == "{}"
+    outputs = OutputFiles()
+    b = outputs.add(tmp_path / "cache" / "cd" / "b.json", "b")
+    monkeypatch.setattr(type(tmp_path), "mkdir", raced)
+    with pytest.raises(RuntimeError):
+        with outputs:
+            outputs.temp(b).write_text("B")
+            raise RuntimeError
+    monkeypatch.undo()
+    # "cd" was the other writer's: a failure here does not remove it.
+    assert listing(tmp_path / "cache") == ["ab", "ab/key.json", "cd"]
+
+
+def test_a_file_where_a_folder_is_needed_is_a_one_line_error(tmp_path):
+    (tmp_path / "cache").write_text("not a folder")
+    with pytest.raises(OutputError, match="is not a folder"):
+        write_new(tmp_path / "cache" / "ab" / "key.json", "{}")

@@ -214,6 +214,13 @@ class OutputFiles:
         for d in reversed(missing):
             try:
                 d.mkdir()
+            except FileExistsError:
+                # Another writer (a thread of the same cache) made it meanwhile:
+                # it is theirs, so a failure here must not remove it.
+                if d.is_dir():
+                    continue
+                raise OutputError(f"cannot make the folder {d}: it exists and is not a "
+                                  "folder") from None
             except OSError as err:
                 raise OutputError(f"cannot make the folder {d}: {err.strerror}") from None
             self._made_dirs.append(d)
