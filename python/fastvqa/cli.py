@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import inspect
 import json
 import os
 import shutil
@@ -277,7 +278,16 @@ def _add_eval_parser(sub, word: str, bench) -> None:
     from fastvqa.metrics.result import TABLE_FORMATS
 
     p = sub.add_parser(word, help=bench.help, description=bench.help)
-    p.add_argument("--pred", required=True, help="prediction file")
+    takes = inspect.signature(bench.evaluate).parameters
+    if "pred_text" in takes:
+        from fastvqa.evaluation import text_predictions
+
+        # A prediction file or raw responses: exactly one.
+        source = p.add_mutually_exclusive_group(required=True)
+        source.add_argument("--pred", help="prediction file")
+        text_predictions.add_arguments(p, source, fps="pred_fps" in takes)
+    else:
+        p.add_argument("--pred", required=True, help="prediction file")
     p.add_argument("--gt", required=True, help=bench.gt_help)
     if bench.modes:
         p.add_argument("--mode", choices=bench.modes, default=bench.default_mode,

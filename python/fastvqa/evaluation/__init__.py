@@ -36,7 +36,9 @@ stderr.
 The common options (``--pred``, ``--gt``, ``--mode``, ``--json``,
 ``--per-question``, ``--plot`` for eval; ``--gt``, ``--out`` for baselines,
 and ``--seed`` for those whose ``run`` takes a ``seed``) are added by the command
-line, not by the modules.
+line, not by the modules; so is ``--pred-text`` (raw model responses, exclusive
+with ``--pred``; :mod:`fastvqa.evaluation.text_predictions`) for a benchmark
+whose ``evaluate`` takes ``pred_text``.
 """
 
 from __future__ import annotations

@@ -46,6 +46,7 @@ from typing import Any, Optional
 
 import numpy as np
 
+from fastvqa._argtypes import int_in_range
 from fastvqa._benchmarks import BENCHMARKS as _TABLE
 from fastvqa.data.answers import INVALID_ANSWER, NO_ANSWER
 from fastvqa.data.errors import DataFormatError
@@ -72,6 +73,9 @@ def _add_common(p: argparse.ArgumentParser, bench: str) -> None:
     p.add_argument("--normalized", action="store_true",
                    help="predicted spans are fractions of the video: seconds = "
                         "np.round(x * duration, 1), as the official gs=True")
+    p.add_argument("--index-base", type=int_in_range(0, 1), default=1, metavar="{0,1}",
+                   help="with --pred-text: how option numbers in the responses count "
+                        "(1: '1' is the first option; 0: '0' is)")
     p.add_argument("--plot-video", metavar="VIDEO_ID",
                    help="with --plot: draw this video's predicted vs ground-truth spans instead "
                         "of the summary")
@@ -272,15 +276,33 @@ def _check_normalized(spans: dict[str, Any], path: str) -> None:
 
 
 def _evaluate(bench: str, records: list[QARecord], *, gt, pred, qa, normalized: bool,
-              mode: str, split: Optional[str]) -> MetricResult:
-    spans, answers = _load_predictions(pred, qa, bench)
-    if not spans:
-        raise CommandError(f"{pred}: holds no predictions; nothing to score")
-    if normalized:
-        _check_normalized(spans, pred)
-    result = _score(records, spans, answers, mode=mode, normalized=bool(normalized),
-                    benchmark=bench, gt=gt, pred=pred, qa=qa, split=split,
+              mode: str, split: Optional[str], pred_text=None, pred_fps=None,
+              index_base: int = 1) -> MetricResult:
+    from fastvqa.evaluation import text_predictions
+
+    text_predictions.one_source(pred, pred_text)
+    tally = None
+    if pred_text is not None:
+        if qa:
+            raise CommandError("--qa: with --pred-text the answers come from the responses")
+        spans, answers, tally = text_predictions.grounded_predictions(
+            pred_text, records, by_qid=bench == "deveqa", fps=pred_fps,
+            normalized=bool(normalized), index_base=choice("index_base", index_base, (0, 1)),
+            gt=gt)
+        source, scaled = pred_text, False  # the parse gives seconds
+    else:
+        spans, answers = _load_predictions(pred, qa, bench)
+        if not spans:
+            raise CommandError(f"{pred}: holds no predictions; nothing to score")
+        if normalized:
+            _check_normalized(spans, pred)
+        source, scaled = pred, bool(normalized)
+    result = _score(records, spans, answers, mode=mode, normalized=scaled,
+                    benchmark=bench, gt=gt, pred=source, qa=qa, split=split,
                     by_qid=bench == "deveqa")
+    if tally is not None:
+        tally.report(result, bench, pred_text, multi_span_responses=tally.multi_span,
+                     normalized=bool(normalized))
     if split is not None:
         result.info["split"] = split
     # For a plot of one video: the files already read, not read a second time.
@@ -288,7 +310,8 @@ def _evaluate(bench: str, records: list[QARecord], *, gt, pred, qa, normalized: 
     return result
 
 
-def evaluate(*, gt, pred, qa=None, split: str = "test", normalized: bool = False) -> MetricResult:
+def evaluate(*, gt, pred=None, qa=None, split: str = "test", normalized: bool = False,
+             pred_text=None, pred_fps=None, index_base: int = 1) -> MetricResult:
     """NExT-GQA as the official ``eval_ground.py`` scores it.
 
     Args:
@@ -300,7 +323,16 @@ def evaluate(*, gt, pred, qa=None, split: str = "test", normalized: bool = False
             k_true}}`` (path; adds Acc@QA and Acc@GQA), or None.
         split: ``"test"`` or ``"val"``: which files of a ``gt`` folder.
         normalized: ``pred`` spans are fractions of the video (seconds =
-            ``np.round(x * duration, 1)``, the official ``gs=True``).
+            ``np.round(x * duration, 1)``, the official ``gs=True``); with
+            ``pred_text``, bare numbers in the responses are fractions
+            (seconds = ``x * duration``, unrounded).
+        pred_text: instead of ``pred`` (and ``qa``): raw responses, JSON
+            Lines ``{"key", "response"}``, parsed by :mod:`fastvqa.parse`
+            (:mod:`fastvqa.evaluation.text_predictions`); the gold answers
+            then come from the ground truth's csv.
+        pred_fps: with ``pred_text``: frames per second of frame indices.
+        index_base: with ``pred_text``: option numbers in responses are
+            1-based (1, default) or 0-based (0).
 
     Returns:
         A :class:`~fastvqa.metrics.MetricResult` named ``"nextgqa"``: Acc@QA,
@@ -315,11 +347,13 @@ def evaluate(*, gt, pred, qa=None, split: str = "test", normalized: bool = False
     """
     records = _load_gt(gt, "nextgqa", split=split)
     return _evaluate("nextgqa", records, gt=gt, pred=pred, qa=qa, normalized=normalized,
-                     mode="nextgqa", split=split)
+                     mode="nextgqa", split=split, pred_text=pred_text, pred_fps=pred_fps,
+                     index_base=index_base)
 
 
-def evaluate_deveqa(*, gt, pred, qa=None, mode: str = "nextgqa", schema: str = "auto",
-                    durations=None, normalized: bool = False) -> MetricResult:
+def evaluate_deveqa(*, gt, pred=None, qa=None, mode: str = "nextgqa", schema: str = "auto",
+                    durations=None, normalized: bool = False, pred_text=None, pred_fps=None,
+                    index_base: int = 1) -> MetricResult:
     """DeVE-QA grounded QA.
 
     Args:
@@ -334,14 +368,16 @@ def evaluate_deveqa(*, gt, pred, qa=None, mode: str = "nextgqa", schema: str = "
         schema: ``"auto"``, ``"devi"`` or ``"release"``: the layout of ``gt``.
         durations: a JSON file ``{video_id: seconds}`` for records without a
             duration, or None.
-        normalized: as in :func:`evaluate`.
+        normalized, pred_text, pred_fps, index_base: as in :func:`evaluate`
+            (a ``pred_text`` line is keyed by ``"qid"`` or ``"key"``).
 
     Returns a :class:`~fastvqa.metrics.MetricResult` named ``"deveqa"`` with
     :func:`evaluate`'s metrics; raises as :func:`evaluate`.
     """
     records = _load_gt(gt, "deveqa", schema=schema, durations=durations)
     return _evaluate("deveqa", records, gt=gt, pred=pred, qa=qa, normalized=normalized,
-                     mode=choice("mode", mode, ("nextgqa", "deveqa-repo")), split=None)
+                     mode=choice("mode", mode, ("nextgqa", "deveqa-repo")), split=None,
+                     pred_text=pred_text, pred_fps=pred_fps, index_base=index_base)
 
 
 # ---------------------------------------------------------------------- plot
@@ -515,7 +551,7 @@ register_benchmark(Benchmark(
     evaluate=evaluate,
     plot=_plot("nextgqa"),
     check=_check,
-    inputs=("gt", "pred", "qa"),
+    inputs=("gt", "pred", "qa", "pred_text"),
     gt_help="a folder with gsub_<split>.json (and <split>.csv), or a gsub JSON alone",
 ))
 register_benchmark(Benchmark(
@@ -526,7 +562,7 @@ register_benchmark(Benchmark(
     evaluate=evaluate_deveqa,
     plot=_plot("deveqa"),
     check=_check,
-    inputs=("gt", "pred", "qa", "durations"),
+    inputs=("gt", "pred", "qa", "durations", "pred_text"),
     modes=("nextgqa", "deveqa-repo"),
     default_mode="nextgqa",
     gt_help="a DeVE-QA annotation file (a JSON list, a JSON object {qid: record} or .jsonl)",

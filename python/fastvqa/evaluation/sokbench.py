@@ -53,7 +53,8 @@ def _add_eval_arguments(parser: argparse.ArgumentParser) -> None:
                              "sentence BLEU-4)")
 
 
-def evaluate(*, gt, pred, index_base: int = 0, bleu_smoothing: str = "none") -> MetricResult:
+def evaluate(*, gt, pred=None, index_base: int = 0, bleu_smoothing: str = "none",
+             pred_text=None) -> MetricResult:
     """SOK-Bench multiple-choice accuracy.
 
     Args:
@@ -66,6 +67,11 @@ def evaluate(*, gt, pred, index_base: int = 0, bleu_smoothing: str = "none") -> 
             (JSON integers are always 0-based).
         bleu_smoothing: ``"none"`` (NLTK's plain sentence BLEU-4) or
             ``"method0"`` ... ``"method7"``, for the BLEU fallback.
+        pred_text: instead of ``pred``: raw responses, JSON Lines ``{"key",
+            "response"}`` (:mod:`fastvqa.evaluation.text_predictions`),
+            parsed by :func:`fastvqa.parse.parse_option` (``index_base``
+            applies); a response that does not parse goes to the BLEU
+            fallback, as SOK-Bench's rule says.
 
     Returns a :class:`~fastvqa.metrics.MetricResult` named ``"sokbench"``
     (Acc, per type, macro; percent).
@@ -75,8 +81,16 @@ def evaluate(*, gt, pred, index_base: int = 0, bleu_smoothing: str = "none") -> 
 
     choice("index_base", index_base, (0, 1))
     choice("bleu_smoothing", bleu_smoothing, _SMOOTHING)
+    from fastvqa.evaluation import text_predictions
+
+    text_predictions.one_source(pred, pred_text)
     records = require_records(load_sokbench(gt), gt)
-    outputs = _read_predictions(pred)
+    tally = None
+    if pred_text is not None:
+        outputs, tally = text_predictions.sokbench_outputs(pred_text, records,
+                                                           index_base=index_base)
+    else:
+        outputs = _read_predictions(pred)
     if not outputs:
         raise CommandError(f"{pred}: holds no predictions; nothing to score")
     smoothing = None if bleu_smoothing == "none" else bleu_smoothing
@@ -84,10 +98,12 @@ def evaluate(*, gt, pred, index_base: int = 0, bleu_smoothing: str = "none") -> 
 
     try:
         result = multiple_choice_accuracy(outputs, records, index_base=index_base,
-                                          bleu_smoothing=smoothing)
+                                          bleu_smoothing=smoothing, parse_text=tally is None)
         result.benchmark = "sokbench"
     except InputError as err:  # the metric's checks of the user's data; not its bugs
-        raise DataFormatError(pred, str(err)) from None
+        raise DataFormatError(pred or pred_text, str(err)) from None
+    if tally is not None:
+        tally.report(result, "sokbench", pred_text)
     add_question_columns(result, ground_truth=result.per_question["answer"])
     missing_warning(result, len(records), result.info["missing"], what="questions",
                     policy="they are scored as wrong answers (Acc is over all questions)")
@@ -128,6 +144,7 @@ register_benchmark(Benchmark(
     add_arguments=_add_eval_arguments,
     evaluate=evaluate,
     plot=_plot,
+    inputs=("gt", "pred", "pred_text"),
     gt_help="a SOK-Bench question JSON file, or a folder of them (every *.json in it, in "
             "sorted order; question ids then start with the file name)",
 ))

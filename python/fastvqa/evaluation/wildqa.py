@@ -184,9 +184,10 @@ def _evidence_arguments(parser: argparse.ArgumentParser) -> None:
                              "(for raw_*.json; the released dev/test files are filtered)")
 
 
-def evaluate_evidence(*, gt, pred, mode: str = "wildqa-2022", split: str = "test",
+def evaluate_evidence(*, gt, pred=None, mode: str = "wildqa-2022", split: str = "test",
                       threshold: float = 0.5, thresholds=None, pad_to_batch=None,
-                      evidence_filter: bool = False) -> MetricResult:
+                      evidence_filter: bool = False, pred_text=None,
+                      pred_fps=None) -> MetricResult:
     """WildQA video evidence selection: IoU-F1.
 
     Args:
@@ -203,19 +204,31 @@ def evaluate_evidence(*, gt, pred, mode: str = "wildqa-2022", split: str = "test
             padding of eval batches of this many questions.
         evidence_filter: apply the 1/4-duration filter to the alternative
             evidence (for ``raw_*.json``).
+        pred_text: instead of ``pred``: raw responses, JSON Lines
+            ``{"response"}``, one line per question in ground-truth order
+            (:mod:`fastvqa.evaluation.text_predictions`); every span a
+            response gives is a predicted span, none parsed: no evidence.
+        pred_fps: with ``pred_text``: frames per second of frame indices.
 
     Returns a :class:`~fastvqa.metrics.MetricResult` named
     ``"wildqa evidence"`` (percent), per question ``F1`` and the record's
     ``key``, ``video_id``, ``domain``, ``duration``.
     """
+    from fastvqa.evaluation import text_predictions
     from fastvqa.metrics.evidence import iou_f1
 
+    text_predictions.one_source(pred, pred_text)
     choice("mode", mode, EVIDENCE_MODES)
     if pad_to_batch is not None and mode != "wildqa-2022":
         raise CommandError("--pad-to-batch reproduces a wildqa-2022 artefact; "
                            f"it does not apply to --mode {mode}")
     gt, records = _load_gt(gt, split, evidence_filter=evidence_filter)
-    pred, spans = _read_predictions(pred, len(records), gt, _span_prediction)
+    tally = None
+    if pred_text is not None:
+        spans, tally = text_predictions.evidence_predictions(pred_text, records, gt,
+                                                             fps=pred_fps)
+    else:
+        pred, spans = _read_predictions(pred, len(records), gt, _span_prediction)
     alternatives = None
     if mode != "wildqa-2022":  # the paper era scored the primary evidence only
         alternatives = [r.extra["alter_spans"] for r in records]
@@ -225,6 +238,8 @@ def evaluate_evidence(*, gt, pred, mode: str = "wildqa-2022", split: str = "test
     result.benchmark = "wildqa evidence"
     _add_record_columns(result, records, spans, [r.spans for r in records])
     result.info.update(gt=str(gt), pred=str(pred), evidence_filter=evidence_filter)
+    if tally is not None:
+        tally.report(result, "wildqa evidence", pred_text)
     return result
 
 
@@ -477,6 +492,7 @@ register_benchmark(Benchmark(
     evaluate=evaluate_evidence,
     plot=_plot_evidence,
     modes=EVIDENCE_MODES,
+    inputs=("gt", "pred", "pred_text"),
     gt_help=_GT_HELP,
     default_mode="wildqa-2022",
 ))

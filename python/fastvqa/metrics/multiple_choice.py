@@ -158,6 +158,7 @@ def multiple_choice_accuracy(
     bleu_weights: Sequence[float] = (0.25, 0.25, 0.25, 0.25),
     bleu_smoothing: Optional[str] = None,
     tokenize: Optional[Callable[[str], list[str]]] = None,
+    parse_text: bool = True,
 ) -> MetricResult:
     """Multiple-choice accuracy (percent) with SOK-Bench's free-text rule.
 
@@ -190,6 +191,9 @@ def multiple_choice_accuracy(
             higher order has no match, so lower-order overlap still ranks options.
         tokenize: text -> tokens for BLEU (default: ``str.split``, no
             lower-casing or punctuation splitting).
+        parse_text: False: a ``str`` output goes straight to the BLEU
+            fallback, unparsed (for text whose label parse already failed,
+            as ``fastvqa eval sokbench --pred-text`` gives it).
 
     Ties in BLEU (e.g. an output sharing no word with any option, all scores 0)
     go to the first (lowest-index) of the tied options; ties are counted in
@@ -258,7 +262,8 @@ def multiple_choice_accuracy(
             prediction[i] = _as_int64(out)
             method.append("index")
         else:
-            parsed = parse_option_index(out, len(options[i]), index_base=index_base)
+            parsed = (parse_option_index(out, len(options[i]), index_base=index_base)
+                      if parse_text else None)
             if parsed is not None:
                 prediction[i] = _as_int64(parsed)
                 method.append("parsed")

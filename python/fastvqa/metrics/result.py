@@ -144,8 +144,8 @@ class MetricResult(Mapping):
 
     def _info_lines(self) -> list[str]:
         """The plain table's closing lines: how the numbers were computed."""
-        return [f"{key}: {self.info[key]}" for key in ("mode", "evaluated", "missing")
-                if key in self.info]
+        return [f"{key}: {self.info[key]}"
+                for key in ("mode", "evaluated", "missing", "parse_failures") if key in self.info]
 
     def count(self, name: str) -> int | None:
         """How many items metric ``name`` is over (``info["counts"]``), or

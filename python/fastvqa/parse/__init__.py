@@ -1,0 +1,78 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Free text to answers and spans: the option a model's response chose and
+the time span(s) it gave.
+
+Three functions (:mod:`fastvqa.parse.options`, :mod:`fastvqa.parse.spans`
+and this module), each returning a named result that says how it matched
+(``how``: the name of the grammar rule, plus notes) or why it failed
+(``error``; the other fields are then empty). A parse never guesses: text
+that names two different options, or no option, is a failure.
+
+- :func:`parse_option` -> :class:`OptionParse` ``(index, how, error)``:
+  ``index`` is 0-based (A = 0);
+- :func:`parse_spans` -> :class:`SpanParse` ``(spans, how, error)``:
+  ``spans`` are ``(start, end)`` in **seconds**, both ends inclusive
+  (``start <= end``), in the order the response gives them;
+- :func:`parse_response` -> :class:`ResponseParse` ``(answer, spans)``: both
+  from one response. Spans are found first and their text is blanked before
+  the option is looked for, so ``"Answer: 2. From 10 to 12 seconds"`` reads
+  option 2 and the span (10, 12), never option 10.
+
+The grammar is a small table of named regular expressions per kind
+(:data:`OPTION_RULES`, :data:`SPAN_RULES`); the rule's name is what ``how``
+reports. Only a response's ``<answer>...</answer>`` content is read where it
+has one, and ``<think>...</think>`` blocks never are. Markdown emphasis and code marks (``*``, ``_`` pairs, backticks) are
+removed first; JSON (the whole response, a fenced `````json`` block or the
+first ``{...}`` object in the text) is read before any text rule.
+
+Option numbers: a number is an option's position, **1-based by default**
+(``"2"`` is the second option, as options are numbered in prompts);
+``index_base=0`` reads them 0-based (SOK-Bench's ``right_choice``). A number
+outside the options is a failure, never wrapped. JSON integers follow the
+same rule (they are text the model wrote, not an index file).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple, Optional, Sequence, Union
+
+from fastvqa.parse._text import clean
+from fastvqa.parse.options import OPTION_RULES, OptionParse, option_args, option_of, parse_option
+from fastvqa.parse.spans import SPAN_RULES, SpanParse, parse_spans, span_args, spans_and_ranges
+
+
+class ResponseParse(NamedTuple):
+    """An answer and spans from one response: ``answer`` is an
+    :class:`OptionParse` (None when no options were given), ``spans`` a
+    :class:`SpanParse`."""
+
+    answer: Optional[OptionParse]
+    spans: SpanParse
+
+
+def parse_response(text: str, options: Union[None, Sequence[str], int] = None, *,
+                   duration: Optional[float] = None, fps: Optional[float] = None,
+                   normalized: bool = False, index_base: int = 1) -> ResponseParse:
+    """An answer and spans from one response ("Answer: (C). Evidence: 12.0s
+    to 18.5s"): :func:`parse_spans` on the whole text, then
+    :func:`parse_option` on the text with the spans' characters blanked, so a
+    time is never read as an option number (nor a label as a time). JSON
+    gives both at once (``{"answer": "B", "start": 12, "end": 18.5}``).
+
+    ``answer`` is None when ``options`` is None; arguments and failures as in
+    the two functions.
+    """
+    fn = "parse_response"
+    text, duration, fps = span_args(text, duration, fps, fn)
+    spans, used = spans_and_ranges(text, duration, fps, normalized)
+    if options is None:
+        return ResponseParse(None, spans)
+    n, texts, index_base = option_args(options, index_base, fn)
+    cleaned = clean(text)
+    for start, end in used:
+        cleaned = cleaned[:start] + " " * (end - start) + cleaned[end:]
+    return ResponseParse(option_of(text, cleaned, n, texts, index_base), spans)
+
+
+__all__ = ["OPTION_RULES", "OptionParse", "ResponseParse", "SPAN_RULES", "SpanParse",
+           "parse_option", "parse_response", "parse_spans"]

@@ -1,0 +1,56 @@
+# SPDX-License-Identifier: Apache-2.0
+"""What both parsers share: markdown removed, the JSON a response holds."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from fastvqa.errors import InputTypeError
+
+_MARKDOWN = re.compile(r"\*\*|__|`+|^#+\s*", re.MULTILINE)
+_FENCE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.DOTALL)
+
+
+def clean(text: str) -> str:
+    """The response without fenced blocks' marks and markdown emphasis."""
+    return _MARKDOWN.sub("", text.replace("\u2013", "-").replace("\u2014", "-"))
+
+
+def json_value(text: str) -> Any:
+    """The JSON a response holds: its fenced block, the whole text, or the
+    first decodable ``{...}`` object in it; None where there is none."""
+    decoder = json.JSONDecoder()
+    fenced = _FENCE.search(text)
+    candidates = [fenced.group(1).strip()] if fenced else []
+    candidates.append(text.strip())
+    for candidate in candidates:
+        if candidate[:1] in "{[":
+            try:
+                return json.loads(candidate)
+            except ValueError:
+                pass
+    for m in re.finditer(r"\{", text):
+        try:
+            value, _ = decoder.raw_decode(text, m.start())
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            return value
+    return None
+
+
+_ANSWER_TAG = re.compile(r"<answer>(.*?)</answer>", re.DOTALL | re.IGNORECASE)
+_THINK = re.compile(r"<think>.*?(?:</think>|$)", re.DOTALL | re.IGNORECASE)
+
+
+def check_text(text: Any, fn: str) -> str:
+    """The part of a response to parse: the content of its ``<answer>``
+    tags where it has them, else the text without ``<think>`` blocks (a
+    reasoning model's deliberation names options it then rejects)."""
+    if not isinstance(text, str):
+        raise InputTypeError(f"{fn}: text must be a str, got {type(text).__name__}")
+    tagged = _ANSWER_TAG.findall(text)
+    return " ".join(tagged) if tagged else _THINK.sub(" ", text)
+

@@ -1,0 +1,282 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The time spans a response gave: :func:`parse_spans` and its rules
+(:data:`SPAN_RULES`); see :mod:`fastvqa.parse`."""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any, NamedTuple, Optional
+
+from fastvqa._checks import optional_real
+from fastvqa.parse._text import check_text, clean, json_value
+
+
+class SpanParse(NamedTuple):
+    """The time spans a response gave.
+
+    ``spans``: ``(start, end)`` pairs in seconds, ends inclusive, ``start <=
+    end``, in the response's order, duplicates dropped (empty on failure).
+    ``how``: the rule(s) that matched, ``"+"``-joined in order of first use,
+    then notes after ``"; "``: ``"fractions of the video"``, ``"frames at F
+    fps"``, ``"swapped reversed span"``, ``"clamped to duration"``.
+    ``error``: why the parse failed (``None`` on success).
+    """
+
+    spans: list
+    how: str
+    error: Optional[str]
+
+
+_NUM = r"\d+(?:\.\d+)?"
+_CLOCK = r"(?:\d{1,2}:)?\d{1,2}:\d{2}(?:\.\d+|,\d{3}(?![\d:]))?"
+_UNIT = r"(?:milliseconds?|msecs?|ms|seconds?|secs?|s|minutes?|mins?)\b"
+_TIME = rf"(?:{_CLOCK}|{_NUM}\s*%|{_NUM}(?:\s*{_UNIT})?)"
+_SEP = r"\s*(?:-+>?|~|\u2192|\bto\b|\buntil\b|\btill\b|\bthrough\b)\s*"
+
+
+def _pair(left: str, sep: str, right: str, a: str = _TIME, b: str = _TIME) -> str:
+    return rf"{left}(?P<a>{a}){sep}(?P<b>{b}){right}"
+
+
+_Q = r"[\"']?"
+#: Span rules; every match in the text is a span (overlaps go to the match
+#: that starts first, then the longer one).
+SPAN_RULES: dict[str, re.Pattern] = {
+    # "start: 3.0, end: 7.5", "Start time: 00:01:18\nEnd time: 00:01:23"
+    "start_end": re.compile(
+        rf"(?i)\b(?:start|begin)(?:[ _]?time)?{_Q}\s*[:=]\s*{_Q}(?P<a>{_TIME}){_Q}"
+        rf"[\s\S]{{0,40}}?\bend(?:[ _]?time)?{_Q}\s*[:=]\s*{_Q}(?P<b>{_TIME})"),
+    # "frames 30 to 90", "from frame 30 to frame 90"
+    "frame_range": re.compile(
+        r"(?i)\b(?:from\s+|between\s+)?frames?\s*(?:#|no\.?\s*)?(?P<a>\d+)"
+        r"\s*(?:-|\bto\b|\band\b|\bthrough\b)\s*(?:frames?\s*(?:#|no\.?\s*)?)?(?P<b>\d+)"),
+    # "from 12 to 15 seconds", "from 1:05 until 1:20"
+    "from_to": re.compile(_pair(r"(?i)\bfrom\s+", r"\s*(?:-|\bto\b|\buntil\b|\btill\b)\s*", "")),
+    # "between 1:05 and 1:20"
+    "between_and": re.compile(_pair(r"(?i)\bbetween\s+", r"\s*(?:\band\b|-|\bto\b)\s*", "")),
+    # "[10.2, 34.5]", "(12s - 15s)"
+    "bracket_pair": re.compile(_pair(r"[\[(]\s*", r"\s*(?:,|-|\bto\b)\s*", r"\s*[\])]")),
+    # "00:01:18 to 00:01:23", "1:05-1:20", "at 0:12-0:15"
+    "clock_range": re.compile(_pair("", _SEP, "", _CLOCK, _CLOCK)),
+    # "10.2s - 34.5s", "12-15 seconds", "20.8 - 30.0 seconds"
+    "unit_range": re.compile(_pair(r"(?<![\d.:])", _SEP, "", rf"{_NUM}(?:\s*{_UNIT})?",
+                                   rf"{_NUM}\s*{_UNIT}")),
+    # "25% to 50% of the video"
+    "percent_range": re.compile(_pair(r"(?<![\d.])", _SEP, "", rf"{_NUM}\s*%", rf"{_NUM}\s*%")),
+    # "0.25 to 0.5" (only where numbers are fractions: normalized, or the
+    # response says "fraction"/"normalized"/"proportion")
+    "fraction_range": re.compile(_pair(r"(?<![\d.:])", _SEP, r"(?![\d.:%]|\s*%)", _NUM, _NUM)),
+}
+_WHOLE_TIME = re.compile(_TIME, re.I)
+_FRACTION_WORDS = re.compile(r"(?i)\b(?:fractions?|normali[sz]ed|proportions?)\b")
+_SCALE = {"ms": 1e-3, "msec": 1e-3, "msecs": 1e-3, "millisecond": 1e-3, "milliseconds": 1e-3,
+          "min": 60.0, "mins": 60.0, "minute": 60.0, "minutes": 60.0}
+
+
+class _Value(NamedTuple):
+    number: float
+    kind: str  # "seconds" (a unit or a clock), "bare", "percent"
+    scale: float
+
+
+def _value(token: str) -> _Value:
+    token = token.strip()
+    if ":" in token:
+        parts = token.replace(",", ".").split(":")
+        seconds = 0.0
+        for part in parts:
+            seconds = seconds * 60.0 + float(part)
+        return _Value(seconds, "seconds", 1.0)
+    if token.endswith("%"):
+        return _Value(float(token[:-1]) / 100.0, "percent", 1.0)
+    m = re.match(rf"({_NUM})\s*(\w*)", token)
+    number, unit = float(m.group(1)), m.group(2).lower()
+    if not unit:
+        return _Value(number, "bare", 1.0)
+    return _Value(number, "seconds", _SCALE.get(unit, 1.0))
+
+
+class _Found(NamedTuple):
+    start: int
+    end: int
+    rule: str
+    a: str
+    b: str
+
+
+def _text_spans(text: str, fractions: bool) -> list[_Found]:
+    found = []
+    for name, rule in SPAN_RULES.items():
+        if name == "fraction_range" and not fractions:
+            continue
+        found += [_Found(m.start(), m.end(), name, m.group("a"), m.group("b"))
+                  for m in rule.finditer(text)]
+    found.sort(key=lambda f: (f.start, -(f.end - f.start)))
+    kept: list[_Found] = []
+    for f in found:
+        if not kept or f.start >= kept[-1].end:
+            kept.append(f)
+    return kept
+
+
+def _json_spans(value: Any) -> Optional[list]:
+    """``[(a, b), ...]`` raw endpoint values from JSON, or None where the JSON
+    holds no span."""
+    if isinstance(value, list):
+        if len(value) == 2 and all(_scalar(v) for v in value):
+            return [tuple(value)]
+        if value and all(isinstance(v, list) and len(v) == 2 and all(_scalar(x) for x in v)
+                         for v in value):
+            return [tuple(v) for v in value]
+        return None
+    if not isinstance(value, dict):
+        return None
+    for key in ("spans", "segments", "timestamps", "evidence", "span", "segment", "timestamp"):
+        if key in value:
+            got = _json_spans(value[key])
+            if got is not None:
+                return got
+    for a, b in (("start", "end"), ("start_time", "end_time"), ("begin", "end")):
+        if a in value and b in value and _scalar(value[a]) and _scalar(value[b]):
+            return [(value[a], value[b])]
+    return None
+
+
+def _scalar(v: Any) -> bool:
+    return isinstance(v, str) or (isinstance(v, (int, float)) and not isinstance(v, bool))
+
+
+def _seconds_of(a: Any, b: Any, rule: str, *, fractions: bool, duration, fps,
+                notes: list) -> tuple[float, float]:
+    """Raw endpoints -> seconds; raises ``_Fail`` with the reason."""
+    values = []
+    for v in (a, b):
+        if not isinstance(v, str):
+            values.append(_Value(float(v), "bare", 1.0))
+        elif _WHOLE_TIME.fullmatch(v.strip()):
+            values.append(_value(v))
+        else:
+            raise _Fail(f"{v!r} is not a time")
+    if rule == "frame_range":
+        if fps is None:
+            raise _Fail("frame indices need the frame rate (fps)")
+        _note(notes, f"frames at {fps:g} fps")
+        return values[0].number / fps, values[1].number / fps
+    # a bare first value takes the second's unit: "12 to 15 seconds", "1 to 2 min"
+    if values[0].kind == "bare" and values[1].kind == "seconds":
+        values[0] = values[0]._replace(kind="seconds", scale=values[1].scale)
+    out = []
+    for v in values:
+        if v.kind == "percent" or (v.kind == "bare" and fractions):
+            if duration is None:
+                raise _Fail("fractions of the video need the video's duration")
+            if v.number > 1.0:
+                raise _Fail(f"{v.number:g} is not a fraction of the video (above 1)")
+            _note(notes, "fractions of the video")
+            out.append(v.number * duration)
+        else:
+            out.append(v.number * v.scale)
+    return out[0], out[1]
+
+
+class _Fail(Exception):
+    pass
+
+
+def _note(notes: list, note: str) -> None:
+    if note not in notes:
+        notes.append(note)
+
+
+def _finish(raw: list, rules: list, *, fractions, duration, fps) -> SpanParse:
+    notes: list = []
+    spans: list = []
+    try:
+        for (a, b), rule in zip(raw, rules):
+            start, end = _seconds_of(a, b, rule, fractions=fractions, duration=duration,
+                                     fps=fps, notes=notes)
+            if not (math.isfinite(start) and math.isfinite(end)):
+                raise _Fail("a span endpoint is not a finite number")
+            if start < 0 or end < 0:
+                raise _Fail("a span endpoint is negative")
+            if start > end:
+                start, end = end, start
+                _note(notes, "swapped reversed span")
+            if duration is not None and end > duration:
+                start, end = min(start, duration), duration
+                _note(notes, "clamped to duration")
+            if (start, end) not in spans:
+                spans.append((start, end))
+    except _Fail as err:
+        return SpanParse([], "", str(err))
+    how = "+".join(dict.fromkeys(rules))
+    # the notes in one fixed order, whatever order the spans raised them in
+    order = ("frames", "fractions", "swapped", "clamped")
+    notes.sort(key=lambda s: next(i for i, w in enumerate(order) if s.startswith(w)))
+    return SpanParse(spans, "; ".join([how, *notes]), None)
+
+
+def spans_and_ranges(text: str, duration, fps, normalized: bool) -> tuple[SpanParse, list]:
+    """The parse and the character ranges of ``clean(text)`` it used."""
+    fractions = bool(normalized)
+    raw = _json_spans(json_value(text))
+    if raw is not None:
+        return _finish(raw, ["json"] * len(raw), fractions=fractions, duration=duration,
+                       fps=fps), []
+    cleaned = clean(text)
+    fractions = fractions or bool(_FRACTION_WORDS.search(cleaned))
+    found = _text_spans(cleaned, fractions)
+    if not found:
+        return SpanParse([], "", "no time span found in the response"), []
+    parse = _finish([(f.a, f.b) for f in found], [f.rule for f in found],
+                    fractions=fractions, duration=duration, fps=fps)
+    return parse, [(f.start, f.end) for f in found]
+
+
+def span_args(text, duration, fps, fn: str) -> tuple[str, Optional[float], Optional[float]]:
+    """``(the text to parse, duration, fps)``, checked."""
+    return (check_text(text, fn), optional_real(duration, fn, "duration", minimum=0.0, finite=True),
+            optional_real(fps, fn, "fps", positive=True, finite=True))
+
+
+def parse_spans(text: str, *, duration: Optional[float] = None, fps: Optional[float] = None,
+                normalized: bool = False) -> SpanParse:
+    """The time span(s) a response gave, in seconds.
+
+    Args:
+        text: the model's response.
+        duration: the video's length in seconds: fractions and percentages
+            of the video are scaled by it, and spans are clamped to
+            ``[0, duration]`` (``how`` says "clamped to duration").
+        fps: frames per second of the frames the model was shown: frame
+            indices ("frames 30 to 90") become ``index / fps`` seconds.
+        normalized: bare numbers (no unit, no clock) are fractions of the
+            video; also switched on by the words "fraction", "normalized"
+            or "proportion" in the response. Numbers with a unit and clock
+            times stay seconds; percentages are always fractions.
+
+    Rules (:data:`SPAN_RULES`), all applied, every match a span: ``json``
+    (``{"start": 1, "end": 2}``, ``{"spans": [[1, 2], [5, 6]]}``, ``[[1, 2]]``,
+    ``[1, 2]``; values may be time strings), ``start_end`` ("start: 3.0,
+    end: 7.5"), ``frame_range``, ``from_to``, ``between_and``,
+    ``bracket_pair`` ("[10.2, 34.5]"), ``clock_range`` ("00:01:18 to
+    00:01:23", "1:05-1:20", "00:01:18.500 - 00:01:23.250"), ``unit_range``
+    ("10.2s - 34.5s", "12-15 seconds": the second value needs a unit; a bare
+    first value takes it), ``percent_range``, and, only for fractions,
+    ``fraction_range`` ("0.25 to 0.5"). Clock times are ``[[h:]m:]s`` with
+    optional decimals; units are ms, s, min. A bare number that is no
+    fraction is seconds.
+
+    A reversed span is swapped (noted). The same span given twice is kept
+    once. Returns :class:`SpanParse`; failure (``spans`` empty, ``error``
+    set): no span found, frame indices without ``fps``, fractions without
+    ``duration`` or above 1. Raises :class:`~fastvqa.errors.InputTypeError`
+    for a non-str ``text``, :class:`~fastvqa.errors.InputError` for a
+    ``duration`` or ``fps`` that is not a positive finite number.
+    """
+    text, duration, fps = span_args(text, duration, fps, "parse_spans")
+    return spans_and_ranges(text, duration, fps, normalized)[0]
+
+
+__all__ = ["SPAN_RULES", "SpanParse", "parse_spans"]
