@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import os
 import tempfile
@@ -15,6 +16,9 @@ from fastvqa._argtypes import int_at_least, positive_float
 from fastvqa.errors import CommandError
 
 STAGES = ("generate", "decode", "features", "ground", "answer", "evaluate", "report")
+PIPELINES = ("features", "devi")
+#: the model name the demo's own chat-completions server is asked for.
+DEMO_LLM_MODEL = "fastvqa-demo-rules"
 
 DESCRIPTION = """\
 Generate a small synthetic grounded video-QA benchmark (coloured shapes that
@@ -59,6 +63,20 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="decode and compute the per-step features through fastvqa extract "
                         "into DIR/features (a feature store) and ground from it")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
+    p.add_argument("--pipeline", choices=PIPELINES, default="features",
+                   help="features: per-colour motion features and the span kernel; "
+                        "devi: the DeVE-QA paper's DeVi pipeline (hierarchical captions, event "
+                        "memory, grounded answers, self-consistency) with the demo's "
+                        "deterministic captioner, encoder and language model, the latter "
+                        "served on 127.0.0.1 and reached over the OpenAI chat-completions "
+                        "protocol (docs/devi.md)")
+    p.add_argument("--llm-url", metavar="URL",
+                   help="with --pipeline devi: an OpenAI-compatible server to use as the "
+                        "language model instead of the demo's, e.g. http://127.0.0.1:8000/v1 "
+                        "(vLLM, llama.cpp, SGLang, a hosted API; the key, if any, from "
+                        "$OPENAI_API_KEY)")
+    p.add_argument("--llm-model", metavar="NAME",
+                   help="the model name the --llm-url server serves (required with --llm-url)")
 
 
 def _check_dependencies() -> None:
@@ -154,6 +172,7 @@ def validate(args: argparse.Namespace) -> None:
                            "frames")
     _in_range("fps", args.fps, FPS)
     _in_range("seed", args.seed, SEED)
+    _validate_pipeline(args)
     from fastvqa.video.cli import check_backend
 
     check_backend(args.backend)
@@ -166,6 +185,24 @@ def validate(args: argparse.Namespace) -> None:
         raise CommandError(f"--videos {args.videos} x --duration {args.duration:g} x --fps "
                            f"{args.fps:g} decode {frames:,} frames ({_gib(need)}); more than half "
                            f"the {_gib(budget)} of memory available: lower one of them")
+
+
+def _validate_pipeline(args: argparse.Namespace) -> None:
+    pipeline = getattr(args, "pipeline", "features")
+    url, model = getattr(args, "llm_url", None), getattr(args, "llm_model", None)
+    if pipeline != "devi":
+        if url is not None or model is not None:
+            raise CommandError("--llm-url and --llm-model need --pipeline devi")
+        return
+    if getattr(args, "store", False):
+        raise CommandError("--store is for --pipeline features (devi reads the videos itself)")
+    if args.backend == "dali":
+        raise CommandError("--pipeline devi decodes on the CPU with PyAV; drop --backend dali")
+    if (url is None) != (model is None):
+        raise CommandError("--llm-url and --llm-model go together: give both, or neither "
+                           "for the demo's own language model")
+    if url is not None and not url.startswith(("http://", "https://")):
+        raise CommandError(f"--llm-url must start with http:// or https://, got {url!r}")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -247,6 +284,8 @@ def _run_in(out: Path, args: argparse.Namespace, shown: Path) -> int:
     user (where ``out`` will be once the run succeeded)."""
     from fastvqa.demo import options, pipeline, report, synth
 
+    if getattr(args, "pipeline", "features") == "devi":
+        return _run_devi_in(out, args, shown)
     stages = _Stages(not args.no_progress)
     config = {"videos": args.videos, "duration": args.duration, "fps": args.fps,
               "backend": args.backend, "seed": args.seed}
@@ -294,3 +333,75 @@ def _run_in(out: Path, args: argparse.Namespace, shown: Path) -> int:
           + f"; total {total:.1f} s")
     print(f"benchmark, results.json and report.html: {shown}")
     return 0
+
+
+def _run_devi_in(out: Path, args: argparse.Namespace, shown: Path) -> int:
+    """``--pipeline devi``: generate, then DeVi through a chat-completions
+    client (the demo's rule-following model on a local server, or
+    ``--llm-url``), its caches under ``out/cache``; score, print, write
+    ``results.json``."""
+    from fastvqa.demo import devi_models, options, report, synth
+    from fastvqa.devi import (
+        ChatCompletionsClient,
+        Components,
+        run_devi,
+        serve_chat_model,
+    )
+    from fastvqa.devi.runner import score
+
+    stages = _Stages(not args.no_progress)
+    config = {"videos": args.videos, "duration": args.duration, "seed": args.seed,
+              "pipeline": "devi", "backend": "pyav",
+              "hierarchy": {"lengths": list(devi_models.DEMO_HIERARCHY.lengths),
+                            "frames": list(devi_models.DEMO_HIERARCHY.frames)},
+              "llm": args.llm_url or "the demo's rule-following model on 127.0.0.1"}
+    with stages.stage("generate", args.videos, "video") as bar:
+        bench = synth.generate(out, videos=args.videos, duration=args.duration, seed=args.seed,
+                               add_options=options.add_options, progress=bar.update)
+    questions = [q for q in bench.annotations["questions"] if "options" in q]
+    videos = {vid: path for vid, path in zip(bench.annotations["videos"], bench.videos)}
+    with contextlib.ExitStack() as stack:
+        if args.llm_url is None:
+            served = stack.enter_context(serve_chat_model(devi_models.DemoLanguageModel()))
+            url, model = served.base_url, DEMO_LLM_MODEL
+        else:
+            url, model = args.llm_url, args.llm_model
+        client = ChatCompletionsClient(url, model, api_key=os.environ.get("OPENAI_API_KEY"),
+                                       cache_dir=out / "cache" / "llm")
+        parts = Components(devi_models.DemoCaptioner(), client,
+                           devi_models.DemoEncoder(devi_models.FEATURE_FPS))
+        # show_bar=False: run_devi draws one bar per DeVi stage
+        with stages.stage("devi", len(questions), "question", show_bar=False):
+            result = run_devi(videos, questions, parts, cache_dir=out / "cache",
+                              progress=None if not args.no_progress else False,
+                              hierarchy=devi_models.DEMO_HIERARCHY)
+    with stages.stage("evaluate", 1, "step") as bar:
+        results = _devi_metrics(questions, result, score)
+        bar.update()
+    for row in result.latency.rows:
+        if row.kind == "stage":
+            stages.timings[f"devi: {row.name}"] = row.seconds
+    report.write_devi_results(out / "results.json", results, questions, result,
+                              stages.timings, config)
+    print(report.format_tables(results, report.DEVI_GROUPS))
+    print()
+    print("== Latency (the DeVE-QA paper's Table 15 kind)")
+    print(result.latency.format_table())
+    print()
+    print(result.consistency.format())
+    print()
+    print(f"benchmark and results.json: {shown}")
+    return 0
+
+
+def _devi_metrics(questions: list, result, score) -> dict:
+    from fastvqa.metrics import multiple_choice_accuracy
+
+    preds = result.predictions
+    return {
+        "grounded_qa": score(questions, preds, result.durations),
+        "multiple_choice": multiple_choice_accuracy(
+            [preds[q["id"]].option if preds[q["id"]].option >= 0 else None for q in questions],
+            ([q["options"] for q in questions], [q["answer_index"] for q in questions]),
+            question_types=[q["kind"] for q in questions]),
+    }

@@ -22,10 +22,18 @@ GROUPS = (
 )
 
 
-def format_tables(results: dict) -> str:
+#: the groups of ``fastvqa demo --pipeline devi``: every multiple-choice question.
+DEVI_GROUPS = (
+    ("grounded_qa", "Grounded QA, DeVi (first / what / which; answer + best span, NExT-GQA "
+                    "rules, a failed parse counted wrong)"),
+    ("multiple_choice", "Multiple choice, DeVi (first / what / which)"),
+)
+
+
+def format_tables(results: dict, groups: tuple = GROUPS) -> str:
     """Every metric group's :meth:`MetricResult.format_table`, titled."""
     blocks = []
-    for name, title in GROUPS:
+    for name, title in groups:
         if name in results:
             blocks.append(f"== {title}\n{results[name].format_table(decimals=1)}")
     return "\n\n".join(blocks)
@@ -66,6 +74,30 @@ def write_results(path: Path, results: dict, questions: list, predictions: dict,
         "timings_s": timings,
         "metrics": {name: results[name].to_dict() for name, _ in GROUPS if name in results},
         "questions": _per_question(questions, predictions, results),
+    }
+    with Path(path).open("x") as f:
+        json.dump(payload, f, indent=1, allow_nan=False, default=_json_default)
+
+
+def write_devi_results(path: Path, results: dict, questions: list, result,
+                       timings: dict, config: dict) -> None:
+    """``results.json`` of ``--pipeline devi``: config, timings (s), the metric
+    groups, the latency report, the self-consistency report and one row per
+    question (truth, prediction, every consistency round, the raw reply)."""
+    rows = []
+    for q in questions:
+        p = result.predictions[q["id"]]
+        rows.append({"id": q["id"], "video": q["video"], "kind": q["kind"], "text": q["text"],
+                     "options": q["options"], "answer": q["answer_index"],
+                     "gt_spans": q["spans"], "correct": p.option == q["answer_index"],
+                     **p.to_dict()})
+    payload = {
+        "config": config,
+        "timings_s": timings,
+        "metrics": {name: results[name].to_dict() for name, _ in DEVI_GROUPS if name in results},
+        "latency": result.latency.to_dict(),
+        "self_consistency": result.consistency.to_dict(),
+        "questions": rows,
     }
     with Path(path).open("x") as f:
         json.dump(payload, f, indent=1, allow_nan=False, default=_json_default)

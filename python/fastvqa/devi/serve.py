@@ -1,0 +1,153 @@
+# SPDX-License-Identifier: Apache-2.0
+"""A real local HTTP server speaking the OpenAI chat-completions schema.
+
+:func:`serve_chat_model` serves any ``fn(messages) -> str`` at
+``POST /chat/completions`` (also ``/v1/chat/completions``) on 127.0.0.1, on
+an :class:`http.server.ThreadingHTTPServer` in a background thread, for as
+long as the ``with`` block runs. It is how ``fastvqa demo --pipeline devi``
+and the tests run the DeVi pipeline through
+:class:`~fastvqa.devi.ChatCompletionsClient` offline, and a way to put a
+Python model behind the same protocol as vLLM or llama.cpp's server.
+
+The replies follow the schema's shape (``id``, ``object``, ``created``,
+``model``, ``choices[0].message``, ``finish_reason``, ``usage`` with word
+counts standing in for tokens). A request that is not a chat-completions
+body gets 400 with ``{"error": {"message": ...}}``; an exception in ``fn``
+gets 500. ``fn`` may also return a :class:`Reply` to send another status,
+headers or body (the tests' failing and slow servers).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Callable, Iterator, NamedTuple, Optional
+
+
+class Reply(NamedTuple):
+    """An explicit HTTP reply from a served function: ``status``, optional
+    ``headers`` and a JSON-able ``body`` (``None``: an error body naming the status)."""
+
+    status: int
+    body: Optional[dict] = None
+    headers: Optional[dict] = None
+
+
+class ServerStats:
+    """Server-side counts, thread-safe: ``requests`` (every POST received),
+    ``completions`` (200 replies), ``in_flight`` now and ``max_in_flight`` seen."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self.requests = self.completions = self.in_flight = self.max_in_flight = 0
+
+    def enter(self) -> int:
+        with self._lock:
+            self.requests += 1
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+            return self.requests
+
+    def leave(self, ok: bool) -> None:
+        with self._lock:
+            self.in_flight -= 1
+            self.completions += int(ok)
+
+
+class ServedModel(NamedTuple):
+    """What :func:`serve_chat_model` yields: ``base_url`` (for
+    :class:`~fastvqa.devi.ChatCompletionsClient`) and the server's ``stats``."""
+
+    base_url: str
+    stats: ServerStats
+
+
+def _chat_body(model: str, text: str, prompt_words: int) -> dict:
+    words = len(text.split())
+    return {"id": f"chatcmpl-{time.time_ns():x}", "object": "chat.completion",
+            "created": int(time.time()), "model": model,
+            "choices": [{"index": 0, "finish_reason": "stop",
+                         "message": {"role": "assistant", "content": text}}],
+            "usage": {"prompt_tokens": prompt_words, "completion_tokens": words,
+                      "total_tokens": prompt_words + words}}
+
+
+def _handler(fn: Callable, stats: ServerStats):
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args):  # quiet: the tests and the demo print their own
+            pass
+
+        def _send(self, status: int, body: dict, headers: Optional[dict] = None) -> None:
+            raw = json.dumps(body).encode("utf-8")
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(raw)))
+            for k, v in (headers or {}).items():
+                self.send_header(k, str(v))
+            self.end_headers()
+            self.wfile.write(raw)
+
+        def do_POST(self):
+            stats.enter()
+            ok = False
+            try:
+                if self.path.rstrip("/") not in ("/chat/completions", "/v1/chat/completions"):
+                    self._send(404, {"error": {"message": f"no route {self.path}"}})
+                    return
+                try:
+                    body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+                    messages = body["messages"]
+                    if not isinstance(messages, list) or not all(
+                            isinstance(m, dict) and isinstance(m.get("content"), str)
+                            for m in messages):
+                        raise ValueError("messages must be a list of {role, content}")
+                except (ValueError, KeyError, TypeError) as err:
+                    self._send(400, {"error": {"message": f"bad request: {err}",
+                                               "type": "invalid_request_error"}})
+                    return
+                try:
+                    out = fn(messages)
+                except Exception as err:  # the model's failure is the server's 500
+                    self._send(500, {"error": {"message": f"{type(err).__name__}: {err}"}})
+                    return
+                if isinstance(out, Reply):
+                    self._send(out.status, out.body if out.body is not None else
+                               {"error": {"message": f"status {out.status}"}}, out.headers)
+                    ok = out.status == 200
+                    return
+                words = sum(len(m["content"].split()) for m in messages)
+                self._send(200, _chat_body(str(body.get("model", "")), str(out), words))
+                ok = True
+            except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout)
+                pass
+            finally:
+                stats.leave(ok)
+
+    return Handler
+
+
+@contextlib.contextmanager
+def serve_chat_model(fn: Callable, host: str = "127.0.0.1", port: int = 0) -> Iterator[ServedModel]:
+    """Serve ``fn(messages) -> str`` (or :class:`Reply`) over HTTP while the block runs.
+
+    ``port=0`` takes a free port. Yields :class:`ServedModel`
+    ``(base_url, stats)``; ``base_url`` is ``http://host:port/v1``. The
+    server is shut down and its socket closed when the block ends, also on
+    an error."""
+    stats = ServerStats()
+    server = ThreadingHTTPServer((host, port), _handler(fn, stats))
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
+                              name="fastvqa-chat-server", daemon=True)
+    thread.start()
+    try:
+        yield ServedModel(f"http://{host}:{server.server_address[1]}/v1", stats)
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
