@@ -170,6 +170,19 @@ SPAN_CASES = [
     ("start: 3.0, end: 7.5", {}, ([(3.0, 7.5)], "start_end", None)),
     ("Start time: 00:01:18\nEnd time: 00:01:23", {}, ([(78.0, 83.0)], "start_end", None)),
     ("start_time=2.5s end_time=4s", {}, ([(2.5, 4.0)], "start_end", None)),
+    # the phrasings lmms-eval's Charades-STA time parser reads
+    ("Starting time: 0.8 seconds\nEnding time: 1.1 seconds", {},
+     ([(0.8, 1.1)], "start_end", None)),
+    ("The start time for this event is 0 seconds, and the end time is 12 seconds.", {},
+     ([(0.0, 12.0)], "start_end", None)),
+    ("The event 'person flipped the light switch near the door' starts at 00:00:18 and "
+     "ends at 00:00:23.", {}, ([(18.0, 23.0)], "start_end", None)),
+    ("It starts at 3.5s and ends at 7s.", {}, ([(3.5, 7.0)], "start_end", None)),
+    ("The action began at 1:05 and ended at 1:20.", {}, ([(65.0, 80.0)], "start_end", None)),
+    ("The clip starts with a man. He ends up sitting.", {},
+     ([], "", "no time span found in the response")),
+    ("It starts at the beginning and ends at 12s.", {},
+     ([], "", "no time span found in the response")),
     # several spans in one response
     ("The man waves at 2.0s - 4.0s and again at 10.0s - 12.5s.", {},
      ([(2.0, 4.0), (10.0, 12.5)], "unit_range", None)),

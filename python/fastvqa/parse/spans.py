@@ -40,13 +40,20 @@ def _pair(left: str, sep: str, right: str, a: str = _TIME, b: str = _TIME) -> st
 
 
 _Q = r"[\"']?"
+#: what joins "start"/"end" to its time: "start: 3", "start=3", "starts at 3",
+#: "the start time for this event is 3" (a few words, no digits, before is/at)
+_SAYS = r"(?:\s*[:=]\s*|[^\d\n.:=]{0,30}?\b(?:is|at|of)\s+)"
 #: Span rules; every match in the text is a span (overlaps go to the match
 #: that starts first, then the longer one).
 SPAN_RULES: dict[str, re.Pattern] = {
-    # "start: 3.0, end: 7.5", "Start time: 00:01:18\nEnd time: 00:01:23"
+    # "start: 3.0, end: 7.5", "Start time: 00:01:18\nEnd time: 00:01:23",
+    # "Starting time: 0.8 seconds\nEnding time: 1.1 seconds", "starts at
+    # 00:00:18 and ends at 00:00:23", "the start time for this event is 0
+    # seconds, and the end time is 12 seconds" (the phrasings lmms-eval's
+    # Charades-STA parser reads)
     "start_end": re.compile(
-        rf"(?i)\b(?:start|begin)(?:[ _]?time)?{_Q}\s*[:=]\s*{_Q}(?P<a>{_TIME}){_Q}"
-        rf"[\s\S]{{0,40}}?\bend(?:[ _]?time)?{_Q}\s*[:=]\s*{_Q}(?P<b>{_TIME})"),
+        rf"(?i)\b(?:start|begin|began)(?:s|ed|ing|ning)?(?:[ _]?time)?{_Q}{_SAYS}{_Q}(?P<a>{_TIME}){_Q}"
+        rf"[\s\S]{{0,60}}?\bend(?:s|ed|ing)?(?:[ _]?time)?{_Q}{_SAYS}{_Q}(?P<b>{_TIME})"),
     # "frames 30 to 90", "from frame 30 to frame 90"
     "frame_range": re.compile(
         r"(?i)\b(?:from\s+|between\s+)?frames?\s*(?:#|no\.?\s*)?(?P<a>\d+)"
@@ -259,7 +266,7 @@ def parse_spans(text: str, *, duration: Optional[float] = None, fps: Optional[fl
     Rules (:data:`SPAN_RULES`), all applied, every match a span: ``json``
     (``{"start": 1, "end": 2}``, ``{"spans": [[1, 2], [5, 6]]}``, ``[[1, 2]]``,
     ``[1, 2]``; values may be time strings), ``start_end`` ("start: 3.0,
-    end: 7.5"), ``frame_range``, ``from_to``, ``between_and``,
+    end: 7.5", "starts at 0:18 and ends at 0:23"), ``frame_range``, ``from_to``, ``between_and``,
     ``bracket_pair`` ("[10.2, 34.5]"), ``clock_range`` ("00:01:18 to
     00:01:23", "1:05-1:20", "00:01:18.500 - 00:01:23.250"), ``unit_range``
     ("10.2s - 34.5s", "12-15 seconds": the second value needs a unit; a bare
