@@ -178,7 +178,11 @@ def scaling(args) -> int:
                 if k == "this build" or n <= args.old_max}
 
         def call(m, spans=spans, scores=scores):
-            return m.nms_1d(spans, scores, None, thr, "hard", 0.5, -np.inf, 0, numpy_alloc)
+            try:
+                return m.nms_1d(spans, scores, None, thr, "hard", 0.5, -np.inf, "start", 0,
+                                numpy_alloc)
+            except TypeError:  # a build from before the `ties` argument
+                return m.nms_1d(spans, scores, None, thr, "hard", 0.5, -np.inf, 0, numpy_alloc)
 
         outs = {k: call(m) for k, m in here.items()}  # also the warm-up
         want = outs["this build"]

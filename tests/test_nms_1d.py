@@ -30,6 +30,7 @@ SETTINGS = dict(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 METHODS = ["hard", "linear", "gaussian"]
+TIES = ["start", "stable"]
 SCORE_VALUES = [0.0, 0.25, 0.5, 0.75, 1.0, 2.0, -1.0]
 # 1/3 and 2/3 are IoUs of integer spans whose float32 and float64 roundings
 # fall on opposite sides of the double threshold: exact comparison matters.
@@ -86,6 +87,7 @@ def problems(draw, max_n=24, nan=True):
         method=draw(st.sampled_from(METHODS)),
         sigma=draw(st.sampled_from([0.5, 0.1, 1.0])),
         score_threshold=draw(st.sampled_from([-math.inf, 0.0, 0.3])),
+        ties=draw(st.sampled_from(TIES)),
     )
     return spans, scores, offsets, kw
 
@@ -220,6 +222,7 @@ def large_hard_problems(draw):
         iou_threshold=draw(st.sampled_from(THRESHOLDS + [-0.5, 0.9, 1.5])),
         method="hard",
         score_threshold=draw(st.sampled_from([-math.inf, -math.inf, 0.3])),
+        ties=draw(st.sampled_from(TIES)),
     )
     return spans, scores, offsets, kw
 
@@ -489,6 +492,54 @@ def test_ties_order():
     assert keep.tolist() == [2, 1, 0, 4]
 
 
+def test_stable_ties_keep_input_order_hand_computed():
+    # Same spans as test_ties_order; equal scores now keep the input order.
+    spans = np.array([[5.0, 6.0], [1.0, 3.0], [1.0, 2.0], [1.0, 2.0], [0.0, 9.0]])
+    scores = np.array([1.0, 1.0, 1.0, 1.0, 0.5])
+    keep, _, _ = nms_1d(spans, scores, iou_threshold=1.0, ties="stable")
+    assert keep.tolist() == [0, 1, 2, 3, 4]
+    # IoU([1,3], [1,2]) = 0.5 > 0.4: span 1 (first in the file) suppresses 2
+    # and 3; "start" keeps 2 (smaller end) and suppresses 1 and 3 instead.
+    keep, _, _ = nms_1d(spans, scores, iou_threshold=0.4, ties="stable")
+    assert keep.tolist() == [0, 1, 4]
+    keep, _, _ = nms_1d(spans, scores, iou_threshold=0.4)
+    assert keep.tolist() == [2, 0, 4]
+    assert nms_1d(spans, scores, iou_threshold=0.4, ties="start")[0].tolist() == [2, 0, 4]
+    # A higher score still wins over input order; NaN scores are never kept.
+    keep, _, kept = nms_1d(spans, np.array([1.0, 2.0, 1.0, math.nan, 2.0]), iou_threshold=1.0,
+                           ties="stable")
+    assert keep.tolist() == [1, 4, 0, 2] and kept.tolist() == [2.0, 2.0, 1.0, 1.0]
+    # Soft-NMS: equal current scores are taken in input order too. Span 0 and
+    # 1 are disjoint from each other and from 2, so nothing decays.
+    keep, _, _ = nms_1d(np.array([[4.0, 5.0], [0.0, 1.0], [2.0, 3.0]]), np.ones(3),
+                        iou_threshold=0.5, method="linear", ties="stable")
+    assert keep.tolist() == [0, 1, 2]
+
+
+@settings(max_examples=150, **SETTINGS)
+@given(n=st.integers(0, 40), data=st.data(), method=st.sampled_from(METHODS))
+def test_stable_ties_equal_a_stable_sort_of_many_ties(n, data, method):
+    # Very few distinct scores: almost every comparison is a tie. With
+    # ties="stable" the kept order must be that of Python's stable sort by
+    # descending score, restricted to the kept spans (hard NMS keeps a
+    # subsequence of that order; without overlap every span is kept).
+    starts = data.draw(st.lists(st.integers(0, 30).map(float), min_size=n, max_size=n))
+    spans = np.array([[s, s + 1.0] for s in starts]).reshape(n, 2)
+    scores = np.array(data.draw(st.lists(st.sampled_from([0.0, 1.0]), min_size=n, max_size=n)))
+    order = sorted(range(n), key=lambda k: -scores[k])  # stable
+    keep, _, _ = nms_1d(spans, scores, iou_threshold=0.5, method=method, ties="stable")
+    r_keep, _, _ = nms_1d_ref(spans, scores, 0.5, method=method, ties="stable")
+    np.testing.assert_array_equal(keep, r_keep)
+    if method == "hard":
+        pos = [order.index(k) for k in keep.tolist()]
+        assert pos == sorted(pos)
+    # Disjoint spans (all starts distinct, unit length) are all kept, in the
+    # stable order, by every method.
+    disjoint = np.array([[2.0 * k, 2.0 * k + 1.0] for k in range(n)]).reshape(n, 2)
+    keep, _, _ = nms_1d(disjoint, scores, iou_threshold=0.5, method=method, ties="stable")
+    assert keep.tolist() == order
+
+
 def test_groups_are_independent_and_empty_groups_allowed():
     spans = np.array([[0.0, 10.0], [0.0, 10.0], [0.0, 10.0]])
     scores = np.array([0.5, 0.9, 0.7])
@@ -595,6 +646,10 @@ C = np.zeros(3)
         ((S.astype(bool), C), {}, TypeError, "must hold real numbers"),
         ((S, C), {"method": "soft"}, ValueError, "method must be one of 'hard', 'linear'"),
         ((S, C), {"method": 1}, TypeError, "method must be a string"),
+        ((S, C), {"ties": "index"}, ValueError, "ties must be one of 'start', 'stable'"),
+        ((torch.zeros(3, 2), torch.zeros(3)), {"ties": "index"}, ValueError,
+         "ties must be one of 'start', 'stable'"),
+        ((S, C), {"ties": None}, TypeError, "ties must be a string"),
         ((S, C), {"sigma": 0.0}, ValueError, "sigma must be > 0, got 0"),
         ((S, C), {"iou_threshold": math.nan}, ValueError, "iou_threshold must be a number"),
         ((S, C), {"iou_threshold": "0.5"}, TypeError, "iou_threshold must be a real number"),
@@ -651,8 +706,9 @@ def test_opcheck(device):
     spans, scores, offsets = _random_problem(40, 4, 0, device)
     op = torch.ops.fastvqa.nms_1d.default
     for method in METHODS:
-        assert_opcheck(op, (spans, scores, offsets, 0.5, method, 0.5, -math.inf))
-        assert_opcheck(op, (spans, scores, None, 0.3, method, 0.5, 0.2))
+        for ties in TIES:
+            assert_opcheck(op, (spans, scores, offsets, 0.5, method, 0.5, -math.inf, ties))
+            assert_opcheck(op, (spans, scores, None, 0.3, method, 0.5, 0.2, ties))
 
 
 def _pipeline(spans, scores, offsets):
@@ -676,10 +732,13 @@ def test_compile_fullgraph_dynamic_output(device):
 @pytest.mark.cuda
 @pytest.mark.parametrize("method", METHODS)
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-def test_cuda_matches_cpu(method, dtype):
+@pytest.mark.parametrize("ties", TIES)
+def test_cuda_matches_cpu(method, dtype, ties):
     for n, groups, seed in ((0, 1, 0), (5, 3, 1), (300, 7, 2), (3000, 40, 3), (2000, 1, 4)):
         spans, scores, offsets = _random_problem(n, groups, seed, "cpu", dtype)
-        kw = dict(iou_threshold=0.4, method=method, sigma=0.5)
+        if ties == "stable":  # scores on a coarse grid: long runs of ties
+            scores = (scores * 4).round() / 4
+        kw = dict(iou_threshold=0.4, method=method, sigma=0.5, ties=ties)
         cpu = nms_1d(spans, scores, offsets=offsets, **kw)
         gpu = nms_1d(spans.cuda(), scores.cuda(), offsets=offsets.cuda(), **kw)
         assert all(x.is_cuda for x in gpu)

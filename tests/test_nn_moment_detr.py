@@ -212,6 +212,15 @@ def test_decode_by_hand():
     assert [k.queries.tolist() for k in kept] == [[0, 1], [1, 0], [0, 1, 2]]
 
 
+def test_decode_ties_keep_query_order_unless_asked_by_start():
+    # Three equal scores; query 0 starts last, query 2 first (10-s video, disjoint spans).
+    logits = torch.log(torch.tensor([[[0.6, 0.4]] * 3], dtype=torch.float64))
+    cw = torch.tensor([[[0.85, 0.1], [0.5, 0.1], [0.15, 0.1]]], dtype=torch.float64)
+    out = MomentDETROutput(logits, cw)
+    assert decode(out, 10.0)[0].queries.tolist() == [0, 1, 2]  # stable: Moment-DETR's sort
+    assert decode(out, 10.0, ties="start")[0].queries.tolist() == [2, 1, 0]
+
+
 def test_padding_invariance_reaches_decode():
     head = small_head(3).eval()
     x = torch.randn(2, 10, D)

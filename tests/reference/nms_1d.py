@@ -49,9 +49,15 @@ def _num_key(x: float) -> tuple:
     return (1, 0.0) if math.isnan(x) else (0, x)
 
 
-def rank_key(score: float, start: float, end: float, index: int) -> tuple:
-    """Higher score first (NaN last), then smaller start, smaller end, smaller index."""
+def rank_key(score: float, start: float, end: float, index: int, ties: str = "start") -> tuple:
+    """Higher score first (NaN last); equal scores by ``ties``: ``"start"``
+    smaller start, smaller end, smaller index; ``"stable"`` smaller index
+    (input order)."""
     s = (1, 0.0) if math.isnan(score) else (0, -score)
+    if ties == "stable":
+        return (s, index)
+    if ties != "start":
+        raise ValueError(f"unknown ties rule {ties!r}")
     return (s, _num_key(start), _num_key(end), index)
 
 
@@ -65,6 +71,7 @@ def nms_1d_ref(
     score_threshold: float = -math.inf,
     dtype=np.float64,
     exp: Optional[Callable[[float], float]] = None,
+    ties: str = "start",
 ):
     """Returns ``(keep, keep_offsets, kept_scores)`` as NumPy arrays (the scores
     as float64 values of the ``dtype`` computation)."""
@@ -89,7 +96,7 @@ def nms_1d_ref(
             if method == "hard":
                 order = sorted(
                     members,
-                    key=lambda k: rank_key(float(sc[k]), float(start[k]), float(end[k]), k),
+                    key=lambda k: rank_key(float(sc[k]), float(start[k]), float(end[k]), k, ties),
                 )
                 kept_here: list[int] = []
                 for k in order:
@@ -108,7 +115,8 @@ def nms_1d_ref(
                 while cur:
                     sel = min(
                         cur,
-                        key=lambda k: rank_key(float(cur[k]), float(start[k]), float(end[k]), k),
+                        key=lambda k: rank_key(float(cur[k]), float(start[k]), float(end[k]), k,
+                                           ties),
                     )
                     keep.append(sel)
                     kept_scores.append(float(cur.pop(sel)))

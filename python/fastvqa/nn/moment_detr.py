@@ -216,7 +216,7 @@ def set_prediction_loss(outputs: MomentDETROutput, targets: Sequence[Tensor],
 @torch.no_grad()
 def decode(outputs: MomentDETROutput, duration: Duration, *, lengths: Optional[Tensor] = None,
            iou_threshold: float = 0.7, top_k: Optional[int] = None,
-           score_threshold: float = 0.0) -> list[DecodedMoments]:
+           score_threshold: float = 0.0, ties: str = "stable") -> list[DecodedMoments]:
     """Each video's predicted moments in seconds, after 1-D NMS.
 
     The ``(centre, width)`` predictions become ``(start, end)``, are scaled by
@@ -237,11 +237,14 @@ def decode(outputs: MomentDETROutput, duration: Duration, *, lengths: Optional[T
             post-processing commonly uses 0.7).
         top_k: keep at most this many spans per video (``None``: all kept).
         score_threshold: drop spans scoring below it.
+        ties: how equal scores are ordered (:func:`fastvqa.ops.nms_1d`):
+            ``"stable"`` (query order, as the stable sort of Moment-DETR's and
+            UniVTG's post-processing) or ``"start"`` (smaller start, then
+            smaller end, then smaller query index).
 
     Returns:
         ``B`` :class:`DecodedMoments` ``(spans, scores, queries)``, best first
-        (the order of :func:`fastvqa.ops.nms_1d`: higher score, then smaller
-        start, then smaller end, then smaller query index).
+        (higher score, then the ``ties`` rule).
     """
     op = "decode"
     iou_threshold = _checks.unit_interval(iou_threshold, op, "iou_threshold")
@@ -259,7 +262,7 @@ def decode(outputs: MomentDETROutput, duration: Duration, *, lengths: Optional[T
     flat_spans, flat_scores = seconds.reshape(-1, 2), scores.reshape(-1)
     offsets = torch.arange(B + 1, device=cw.device) * Q
     kept = nms_1d(flat_spans, flat_scores, iou_threshold=iou_threshold, offsets=offsets,
-                  score_threshold=score_threshold)
+                  score_threshold=score_threshold, ties=ties)
     bounds = kept.offsets.tolist()
     results = []
     for b in range(B):

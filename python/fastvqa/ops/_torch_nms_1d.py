@@ -19,13 +19,14 @@ from fastvqa.ops._torch_common import (_call, _call_cpu, _cast, _check_devices, 
 # ------------------------------------------------------------------------ NMS
 
 
-def _nms_1d_body(call, spans, scores, offsets, iou_threshold, method, sigma, score_threshold):
+def _nms_1d_body(call, spans, scores, offsets, iou_threshold, method, sigma, score_threshold,
+                 ties):
     op = "nms_1d"
     _check_devices(op, spans=spans, scores=scores, offsets=offsets)
     (sp, sc), out_dtype = _prep_floats(op, spans=spans, scores=scores)
     off = _prep_index(offsets, op, "offsets")
     keep, keep_offsets, kept = call(_C.nms_1d, spans.device, sp, sc, off, iou_threshold, method,
-                                    sigma, score_threshold)
+                                    sigma, score_threshold, ties)
     return keep, keep_offsets, _cast(kept, out_dtype)
 
 
@@ -38,13 +39,14 @@ def _nms_1d_op(
     method: str,
     sigma: float,
     score_threshold: float,
+    ties: str,
 ) -> tuple[Tensor, Tensor, Tensor]:
     return _nms_1d_body(_call, spans, scores, offsets, iou_threshold, method, sigma,
-                        score_threshold)
+                        score_threshold, ties)
 
 
 @_nms_1d_op.register_fake
-def _(spans, scores, offsets, iou_threshold, method, sigma, score_threshold):
+def _(spans, scores, offsets, iou_threshold, method, sigma, score_threshold, ties):
     dtype = _float_dtype("nms_1d", spans=spans, scores=scores)
     kept = torch.library.get_ctx().new_dynamic_size()
     groups = 1 if offsets is None else offsets.shape[0] - 1
@@ -55,10 +57,11 @@ def _(spans, scores, offsets, iou_threshold, method, sigma, score_threshold):
     )
 
 
-def nms_1d(spans, scores, offsets, iou_threshold, method, sigma, score_threshold):
+def nms_1d(spans, scores, offsets, iou_threshold, method, sigma, score_threshold, ties):
     if _fast(spans, scores, offsets):
         return _nms_1d_body(_call_cpu, spans, scores, offsets, iou_threshold, method, sigma,
-                            score_threshold)
+                            score_threshold, ties)
     return _nms_1d_op(
         spans.detach(), scores.detach(), offsets, iou_threshold, method, sigma, score_threshold,
+        ties,
     )

@@ -35,6 +35,7 @@ def nms_1d(
     sigma: float = 0.5,
     offsets: Any = None,
     score_threshold: float = -math.inf,
+    ties: str = "start",
 ) -> NmsResult:
     """Non-maximum suppression of temporal spans, per group.
 
@@ -46,9 +47,15 @@ def nms_1d(
     IoU 1, and no float32 length sum overflows). Suppression happens only
     between spans of the same group.
 
-    Candidates are taken in a total order: higher score first, then smaller
-    start, then smaller end, then smaller index (so CPU and CUDA agree exactly,
-    ties included).
+    Candidates are taken in a total order: higher score first, then the tie
+    rule ``ties`` among equal scores (so CPU and CUDA agree exactly, ties
+    included):
+
+    - ``"start"`` (default): smaller start, then smaller end, then smaller
+      index.
+    - ``"stable"``: smaller index, i.e. input order, as a stable sort by
+      descending score leaves it (Moment-DETR's and UniVTG's
+      post-processing: Python's ``sorted(..., reverse=True)`` on the scores).
 
     - ``"hard"``: in that order, a span is kept unless its IoU with an already
       kept span of its group **exceeds** ``iou_threshold`` (strict ``>``, as
@@ -76,6 +83,8 @@ def nms_1d(
             spans ``offsets[g]:offsets[g + 1]``; they must start at 0, not
             decrease and end at ``N``. ``None`` is one group of all spans.
         score_threshold: spans scoring below it are dropped (see above).
+        ties: the order among equal scores, ``"start"`` or ``"stable"``
+            (see above); it also orders equal current scores in soft-NMS.
 
     Returns:
         :class:`NmsResult` ``(keep, offsets, scores)`` for every method, in
@@ -124,6 +133,7 @@ def nms_1d(
     """
     op = "nms_1d"
     method = _checks.string(method, op, "method")  # its values are checked in C++
+    ties = _checks.string(ties, op, "ties")  # its values are checked in C++
     iou_threshold = _checks.real(iou_threshold, op, "iou_threshold")
     sigma = _checks.real(sigma, op, "sigma")
     score_threshold = _checks.real(score_threshold, op, "score_threshold")
@@ -132,11 +142,11 @@ def nms_1d(
         from fastvqa.ops import _torch_nms_1d
 
         out = _torch_nms_1d.nms_1d(spans, scores, offsets, iou_threshold, method, sigma,
-                                score_threshold)
+                                   score_threshold, ties)
     else:
         sp, sc = _arrays.numpy_common_float(op, spans=spans, scores=scores)
         off = None if offsets is None else _arrays.numpy_index(offsets, op, "offsets")
-        out = _C.nms_1d(sp, sc, off, iou_threshold, method, sigma, score_threshold, 0,
+        out = _C.nms_1d(sp, sc, off, iou_threshold, method, sigma, score_threshold, ties, 0,
                         _arrays.numpy_alloc)
     return NmsResult(*out)
 

@@ -26,6 +26,7 @@ struct Params {
   int64_t off_s0;
   int64_t n, groups;
   Method method;
+  Ties ties;                 ///< how equal scores are ordered (nms_1d_math.h)
   double iou_threshold;      ///< compared exactly with the widened IoU
   T sigma;
   double score_threshold;
@@ -37,7 +38,7 @@ struct Params {
     return offsets ? offsets[g * off_s0] : (g == 0 ? 0 : n);
   }
   FASTVQA_HD Group<T> group(int64_t g) const {
-    return Group<T>{spans, s0, s1, scores, sc0, group_begin(g), group_begin(g + 1)};
+    return Group<T>{spans, s0, s1, scores, sc0, group_begin(g), group_begin(g + 1), ties};
   }
   // The group holding span k: the largest g with group_begin(g) <= k (empty
   // groups share a begin with the next one and are skipped that way).

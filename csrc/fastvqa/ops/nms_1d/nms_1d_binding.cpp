@@ -31,6 +31,13 @@ Method parse_method(const std::string& method) {
       kOp, ": method must be one of 'hard', 'linear', 'gaussian', got '", method, "'"));
 }
 
+Ties parse_ties(const std::string& ties) {
+  if (ties == "start") return Ties::kStart;
+  if (ties == "stable") return Ties::kStable;
+  throw ValueError(detail::concat(kOp, ": ties must be one of 'start', 'stable', got '", ties,
+                                  "'"));
+}
+
 // Host copy of the group offsets, checked before any kernel trusts them;
 // no offsets means one group holding every span.
 std::vector<int64_t> host_offsets(const ArrayArg* off, int64_t n, std::uintptr_t stream) {
@@ -45,8 +52,10 @@ std::vector<int64_t> host_offsets(const ArrayArg* off, int64_t n, std::uintptr_t
 
 py::tuple run(py::object spans_obj, py::object scores_obj, py::object offsets_obj,
               double iou_threshold, const std::string& method_name, double sigma,
-              double score_threshold, std::uintptr_t stream, py::object alloc) {
+              double score_threshold, const std::string& ties_name, std::uintptr_t stream,
+              py::object alloc) {
   const Method method = parse_method(method_name);
+  const Ties ties = parse_ties(ties_name);
   FASTVQA_CHECK(!std::isnan(iou_threshold), kOp, ": iou_threshold must be a number, got nan");
   FASTVQA_CHECK(sigma > 0, kOp, ": sigma must be > 0, got ", sigma);
   FASTVQA_CHECK(!std::isnan(score_threshold), kOp,
@@ -120,6 +129,7 @@ py::tuple run(py::object spans_obj, py::object scores_obj, py::object offsets_ob
                        n,
                        groups,
                        method,
+                       ties,
                        iou_threshold,
                        static_cast<scalar_t>(sigma),
                        score_threshold,
@@ -173,7 +183,7 @@ py::tuple run(py::object spans_obj, py::object scores_obj, py::object offsets_ob
 void register_nms_1d(py::module_& m) {
   m.def("nms_1d", &run, py::arg("spans"), py::arg("scores"), py::arg("offsets"),
         py::arg("iou_threshold"), py::arg("method"), py::arg("sigma"),
-        py::arg("score_threshold"), py::arg("stream"), py::arg("alloc"),
+        py::arg("score_threshold"), py::arg("ties"), py::arg("stream"), py::arg("alloc"),
         "Temporal NMS over ragged groups; see fastvqa.ops.nms_1d.");
 }
 

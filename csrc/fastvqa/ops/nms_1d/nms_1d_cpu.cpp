@@ -38,8 +38,10 @@ void sorted_keys(const Group<T>& g, std::vector<Key<T>>& keys) {
     const int64_t k = g.begin + q;
     keys[q] = Key<T>{g.score(k), g.start(k), g.stop(k), k};
   }
-  std::sort(keys.begin(), keys.end(), [](const Key<T>& a, const Key<T>& b) {
-    return ranks_before(a.score, a.start, a.stop, a.index, b.score, b.start, b.stop, b.index);
+  const Ties ties = g.ties;
+  std::sort(keys.begin(), keys.end(), [ties](const Key<T>& a, const Key<T>& b) {
+    return ranks_before(ties, a.score, a.start, a.stop, a.index, b.score, b.start, b.stop,
+                        b.index);
   });
 }
 

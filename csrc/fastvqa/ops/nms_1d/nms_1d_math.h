@@ -3,8 +3,11 @@
 // loops and the CUDA kernels. Spans are [start, end] in seconds; the overlap
 // is the textbook temporal IoU of temporal_iou_math.h (mode "iou").
 //
-// Order: spans are taken by higher score, then smaller start, then smaller
-// end, then smaller index. NaN sorts after every number (in the score: ranks
+// Order: spans are taken by higher score; equal scores are broken by the tie
+// rule (Ties): kStart (the default) by smaller start, then smaller end, then
+// smaller index; kStable by smaller index alone (input order among equal
+// scores, what a stable sort by descending score gives: Moment-DETR's and
+// UniVTG's post-processing). NaN sorts after every number (in the score: ranks
 // last; in an endpoint: counts as the largest), which keeps the order total
 // with NaN inputs, so CPU and CUDA agree on every input.
 //
@@ -29,6 +32,7 @@ namespace fastvqa {
 namespace nms_1d {
 
 enum class Method : int { kHard = 0, kLinear = 1, kGaussian = 2 };
+enum class Ties : int { kStart = 0, kStable = 1 };
 
 template <typename T>
 FASTVQA_HD bool is_nan(T x) { return x != x; }
@@ -41,11 +45,14 @@ FASTVQA_HD bool less_nan_last(T x, T y) {
 }
 
 // True when candidate a ranks strictly before candidate b: higher score, then
-// smaller start, then smaller end, then smaller index. Total for any input.
+// (kStart) smaller start, then smaller end, then smaller index, or (kStable)
+// smaller index. Total for any input under either rule.
 template <typename T>
-FASTVQA_HD bool ranks_before(T sa, T sta, T ena, int64_t ia, T sb, T stb, T enb, int64_t ib) {
+FASTVQA_HD bool ranks_before(Ties ties, T sa, T sta, T ena, int64_t ia, T sb, T stb, T enb,
+                             int64_t ib) {
   // Scores descend, so "a before b" is "b's score is smaller".
   if (less_nan_last(sb, sa) || less_nan_last(sa, sb)) return less_nan_last(sb, sa);
+  if (ties == Ties::kStable) return ia < ib;
   if (less_nan_last(sta, stb) || less_nan_last(stb, sta)) return less_nan_last(sta, stb);
   if (less_nan_last(ena, enb) || less_nan_last(enb, ena)) return less_nan_last(ena, enb);
   return ia < ib;
@@ -126,13 +133,14 @@ struct Group {
   const T* scores;  ///< N, stride sc0
   int64_t sc0;
   int64_t begin, end;
+  Ties ties;        ///< the order among equal scores
 
   FASTVQA_HD T start(int64_t k) const { return spans[k * s0]; }
   FASTVQA_HD T stop(int64_t k) const { return spans[k * s0 + s1]; }
   FASTVQA_HD T score(int64_t k) const { return scores[k * sc0]; }
   // Rank order of two spans of this group by their input scores (global indices).
   FASTVQA_HD bool before(int64_t a, int64_t b) const {
-    return ranks_before(score(a), start(a), stop(a), a, score(b), start(b), stop(b), b);
+    return ranks_before(ties, score(a), start(a), stop(a), a, score(b), start(b), stop(b), b);
   }
 };
 
@@ -166,7 +174,8 @@ FASTVQA_HD int64_t soft_nms_group(const Group<T>& g, Method method, double iou_t
         cb = cq;
       } else if (cq == cb) {
         const int64_t a = idx[q], b = idx[best];
-        if (ranks_before(cq, g.start(a), g.stop(a), a, cb, g.start(b), g.stop(b), b)) best = q;
+        if (ranks_before(g.ties, cq, g.start(a), g.stop(a), a, cb, g.start(b), g.stop(b), b))
+          best = q;
       }
     }
     const int64_t sel = idx[best];
