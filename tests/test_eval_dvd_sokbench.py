@@ -113,6 +113,31 @@ def test_dvd_list_predictions_per_question_and_plot(dvd_file, tmp_path, capsys):
     assert png.read_bytes() == before
 
 
+def test_dvd_extra_breakdowns_on_request(dvd_file, tmp_path, capsys):
+    from fastvqa.data import load_dvd
+
+    pred = tmp_path / "pred.json"
+    # Right on turns 1, 3, 4, 5, 7, 9 (the file's answers: 1, 2, False, False, True,
+    # True, 0, 0, 0, flying,rotating).
+    pred.write_text(json.dumps([1, "1", False, "False", "True", "False", "0", "1", "0",
+                                "flying"]))
+    default = _eval_json(capsys, "dvd", "--gt", dvd_file, "--pred", str(pred))["metrics"]
+    assert not any(k.startswith(("Acc/contained", "Acc/length", "Acc/relation"))
+                   for k in default)
+    full = _eval_json(capsys, "dvd", "--gt", dvd_file, "--pred", str(pred), "--by", "all",
+                      "--all-lengths", "--all-relations")["metrics"]
+    assert {k: v for k, v in full.items() if k in default} == default  # the same rows first
+    assert full["Acc/contained=1"] == pytest.approx(200 / 3)  # turns 3, 4 right, 6 wrong
+    assert full["Acc/length=90-100%"] == 50.0 and full["Acc/relation=during"] == 100.0
+    some = _eval_json(capsys, "dvd", "--gt", dvd_file, "--pred", str(pred), "--by",
+                      "contained")["metrics"]
+    assert set(some) - set(default) == {"Acc/contained=0", "Acc/contained=1"}
+    assert len(load_dvd(dvd_file)) == 10
+    with pytest.raises(SystemExit):
+        main(["eval", "dvd", "--gt", dvd_file, "--pred", str(pred), "--by", "size"])
+    assert "expected a comma-separated list" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("content, message", [
     ("{", "not valid JSON"),
     ('"1"', "expected a JSON object"),

@@ -7,9 +7,12 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 
 from fastvqa.cli import main
+from tests.reference.highlight import full_video_table, highlight_ref
+from tests.reference.moment_retrieval import qvhighlights_ref
 
 # q1: GT [0, 8] and [20, 40] in a 150 s video; q2: GT [40, 100] in a 100 s video.
 GT = [
@@ -110,7 +113,7 @@ def test_qid_mismatch_and_partial(tmp_path, gt_file, capsys):
 
 def test_malformed_files_give_one_line_errors(tmp_path, gt_file, capsys):
     sub = tmp_path / "sub.jsonl"
-    sub.write_text(json.dumps({"qid": 1, "pred_relevant_windows": [[5, 1, 0.3]]}) + "\n")
+    sub.write_text(json.dumps({"qid": 1, "pred_relevant_windows": [[5, 1]]}) + "\n")
     assert main(["eval", "qvhighlights", "--pred", str(sub), "--gt", str(gt_file)]) == 2
     err = capsys.readouterr().err
     assert "sub.jsonl: record 'line 1 (qid 1)': field 'pred_relevant_windows'" in err
@@ -159,3 +162,163 @@ def test_centre_half_and_random_baselines(tmp_path, gt_file, capsys):
     # The baseline refuses to overwrite its output.
     assert main(["baseline", "qvhighlights", "random", "--gt", str(gt_file),
                  "--out", str(tmp_path / "r1.json")]) == 2
+
+
+# --------------------------------------------------------------------------
+# Highlight detection and odd windows on one synthetic pair of files
+# --------------------------------------------------------------------------
+
+# Windows in every length bucket (the official script fails on an empty
+# one). q1 has a reversed window past the end ([152, 150] in 150 s), a
+# reversed one inside, one starting before 0; q2's [14, 8] is as long
+# (negatively) as its GT [2, 8], so the official union is 0 and IoU 0/0 =
+# NaN, a match; q3's [58, 62] runs past its 60 s.
+HL_GT = [
+    {"qid": 1, "query": "a", "duration": 150, "vid": "v1",
+     "relevant_windows": [[140, 150], [0, 10], [50, 90]],
+     "relevant_clip_ids": [0, 1, 2, 70, 71, 74],
+     "saliency_scores": [[4, 2, 0], [3, 3, 1], [1, 1, 1], [2, 4, 4], [0, 2, 3], [4, 4, 4]]},
+    {"qid": 2, "query": "b", "duration": 20, "vid": "v2", "relevant_windows": [[2, 8]],
+     "relevant_clip_ids": [1, 2, 3], "saliency_scores": [[1, 2, 3], [4, 4, 4], [2, 0, 2]]},
+    {"qid": 3, "query": "c", "duration": 60, "vid": "v3", "relevant_windows": [[20, 40], [42, 44]],
+     "relevant_clip_ids": [10, 11, 12, 13, 21],
+     "saliency_scores": [[4, 4, 4], [4, 4, 4], [2, 3, 2], [0, 0, 0], [4, 3, 2]]},
+]
+HL_PRED = [
+    {"qid": 1, "pred_relevant_windows": [[152, 150, 0.9], [140, 150, 0.8], [20, 10, 0.95],
+                                         [-2, 10, 0.5], [60, 100, 0.5]],
+     "pred_saliency_scores": [0.1, 0.9, 0.3, 0.9, 0.2]},
+    {"qid": 2, "pred_relevant_windows": [[2, 8, 0.5], [10, 4, 0.7], [14, 8, 0.7]],
+     "pred_saliency_scores": [0.0, 0.5, 0.5, 0.2, 0.1, 0.0, 0.0, 0.0, 0.0, 0.0, 0.3, 0.3]},
+    {"qid": 3, "pred_relevant_windows": [[21, 41, 0.5], [44, 22, 0.9], [58, 62, 0.1]],
+     "pred_saliency_scores": [0.2] * 10 + [0.9, 0.9, 0.1, 0.5] + [0.2] * 7 + [0.7] + [0.2] * 8},
+]
+# What the official standalone_eval (jayleicn/moment_detr eval_submission)
+# printed for these two files, run once by hand; 2 decimals.
+OFFICIAL_BRIEF = {
+    "MR-full-R1@0.5": 66.67, "MR-full-R1@0.7": 66.67, "MR-full-mAP": 61.35,
+    "MR-full-mAP@0.5": 66.85, "MR-full-mAP@0.75": 60.19, "MR-long-mAP": 6.0,
+    "MR-middle-mAP": 45.0, "MR-short-mAP": 61.11, "HL-min-Fair-mAP": 60.89,
+    "HL-min-Fair-Hit1": 100.0, "HL-min-Good-mAP": 59.27, "HL-min-Good-Hit1": 100.0,
+    "HL-min-VeryGood-mAP": 51.85, "HL-min-VeryGood-Hit1": 33.33,
+}
+OUR_NAME = {"MR-full-R1@0.5": "R1@0.5", "MR-full-R1@0.7": "R1@0.7", "MR-full-mAP": "mAP",
+            "MR-full-mAP@0.5": "mAP@0.5", "MR-full-mAP@0.75": "mAP@0.75"}
+
+
+def _write(tmp_path, name, records):
+    path = tmp_path / name
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return path
+
+
+def test_highlights_and_odd_windows_match_the_references(tmp_path, capsys):
+    gt = _write(tmp_path, "gt.jsonl", HL_GT)
+    sub = _write(tmp_path, "sub.jsonl", HL_PRED)
+    assert main(["eval", "qvhighlights", "--pred", str(sub), "--gt", str(gt), "--json"]) == 0
+    captured = capsys.readouterr()
+    res = json.loads(captured.out)
+    m = res["metrics"]
+    # Highlights: the float64 loop reference on the same data.
+    tables = [full_video_table(g["duration"], g["relevant_clip_ids"], g["saliency_scores"])
+              for g in HL_GT]
+    ref, _ = highlight_ref([p["pred_saliency_scores"] for p in HL_PRED], tables)
+    for name, value in ref.items():
+        assert m[name] == pytest.approx(value, rel=1e-12, abs=1e-12), name
+    # Moment retrieval with the odd windows: the raw-number reference loop.
+    mr = qvhighlights_ref({str(p["qid"]): p["pred_relevant_windows"] for p in HL_PRED},
+                          {str(g["qid"]): g["relevant_windows"] for g in HL_GT})
+    assert m["mAP"] == pytest.approx(mr["full"]["average"], rel=1e-12)
+    assert m["R1@0.5"] == pytest.approx(mr["full"]["R1"]["0.5"], rel=1e-12)
+    for bucket in ("short", "middle", "long"):
+        assert m[f"MR-{bucket}-mAP"] == pytest.approx(mr[bucket]["average"], rel=1e-12)
+    # And both agree with the official script's printed numbers.
+    for name, value in OFFICIAL_BRIEF.items():
+        assert round(m[OUR_NAME.get(name, name)], 2) == value, name
+    # The odd windows are counted and reported.
+    assert res["info"]["odd_windows"] == {"reversed": 5, "outside_video": 3, "queries": 3}
+    assert "5 predicted windows (in 3 queries) have end < start" in captured.err
+    assert "--strict refuses them" in captured.err
+    assert "3 predicted windows reach outside [0, duration]" in captured.err
+    assert res["info"]["highlight"]["evaluated"] == 3
+
+
+def test_highlight_per_question_columns(tmp_path, capsys):
+    gt = _write(tmp_path, "gt.jsonl", HL_GT)
+    sub = _write(tmp_path, "sub.jsonl", HL_PRED)
+    pq = tmp_path / "pq.jsonl"
+    assert main(["eval", "qvhighlights", "--pred", str(sub), "--gt", str(gt),
+                 "--per-question", str(pq)]) == 0
+    capsys.readouterr()
+    rows = [json.loads(line) for line in pq.read_text().splitlines()]
+    # q1: 75 clips, top clip 1 (the first 0.9); q3: top clip 10.
+    assert [r["n_clips"] for r in rows] == [75, 10, 30]
+    assert [r["top_clip"] for r in rows] == [1, 1, 10]
+    # q1's clip 1 has scores [3, 3, 1]: a Fair and Good hit, not VeryGood.
+    assert rows[0]["HL-Hit1-Good"] is True and rows[0]["HL-Hit1-VeryGood"] is False
+    assert all(0.0 <= r["HL-AP-Fair"] <= 1.0 for r in rows)
+
+
+def test_strict_refuses_odd_windows_with_one_line(tmp_path, capsys):
+    gt = _write(tmp_path, "gt.jsonl", HL_GT)
+    sub = _write(tmp_path, "sub.jsonl", HL_PRED)
+    assert main(["eval", "qvhighlights", "--pred", str(sub), "--gt", str(gt), "--strict"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1
+    assert "sub.jsonl" in err and "qid 1" in err and "[152.0, 150.0, 0.9] has end < start" in err
+    assert "--strict refuses it" in err
+    # Only past the end (not reversed): refused too, naming the video length.
+    only_past = [dict(p, pred_relevant_windows=[w for w in p["pred_relevant_windows"]
+                                                if w[0] <= w[1]]) for p in HL_PRED]
+    sub2 = _write(tmp_path, "sub2.jsonl", only_past)
+    assert main(["eval", "qvhighlights", "--pred", str(sub2), "--gt", str(gt), "--strict"]) == 2
+    assert "reaches outside the video [0, 150] s" in capsys.readouterr().err
+    # Clean windows pass --strict, with no warning.
+    clean = [dict(p, pred_relevant_windows=[w for w in p["pred_relevant_windows"]
+                                            if 0 <= w[0] <= w[1] <= g["duration"]])
+             for p, g in zip(HL_PRED, HL_GT)]
+    sub3 = _write(tmp_path, "sub3.jsonl", clean)
+    assert main(["eval", "qvhighlights", "--pred", str(sub3), "--gt", str(gt), "--strict",
+                 "--json"]) == 0
+    captured = capsys.readouterr()
+    assert "warning" not in captured.err
+    assert json.loads(captured.out)["info"]["odd_windows"]["reversed"] == 0
+
+
+def test_python_entry_strict_and_no_saliency(tmp_path):
+    from fastvqa.data import DataFormatError
+    from fastvqa.evaluation.qvhighlights import evaluate
+
+    gt = _write(tmp_path, "gt.jsonl", HL_GT)
+    sub = _write(tmp_path, "sub.jsonl", HL_PRED)
+    with pytest.raises(DataFormatError, match="end < start"):
+        evaluate(gt=gt, pred=sub, strict=True)
+    # Without pred_saliency_scores there are no HL metrics.
+    bare = _write(tmp_path, "bare.jsonl", [{k: v for k, v in p.items()
+                                            if k != "pred_saliency_scores"} for p in HL_PRED])
+    res = evaluate(gt=gt, pred=bare)
+    assert not any(name.startswith("HL-") for name in res)
+    assert np.isfinite(res["mAP"])
+
+
+def test_highlight_input_errors(tmp_path, gt_file, capsys):
+    # The module's GT: q2 has no saliency annotations.
+    sub = _write(tmp_path, "sub.jsonl", [
+        {"qid": 1, "pred_relevant_windows": [[0, 8, 1.0]], "pred_saliency_scores": [0.5]},
+        {"qid": 2, "pred_relevant_windows": [[40, 100, 1.0]], "pred_saliency_scores": [0.5]}])
+    assert main(["eval", "qvhighlights", "--pred", str(sub), "--gt", str(gt_file)]) == 2
+    err = capsys.readouterr().err
+    assert "gt.jsonl" in err and "qid 2" in err and "relevant_clip_ids" in err
+    bad = _write(tmp_path, "bad.jsonl", [
+        {"qid": 1, "pred_relevant_windows": [[0, 8, 1.0]], "pred_saliency_scores": ["x"]}])
+    assert main(["eval", "qvhighlights", "--pred", str(bad), "--gt", str(gt_file),
+                 "--partial"]) == 2
+    assert "field 'pred_saliency_scores'" in capsys.readouterr().err
+    # Saliency for some queries only: refused, unless --partial.
+    gt = _write(tmp_path, "hl_gt.jsonl", HL_GT)
+    some = _write(tmp_path, "some.jsonl", [HL_PRED[0]] + [
+        {k: v for k, v in p.items() if k != "pred_saliency_scores"} for p in HL_PRED[1:]])
+    assert main(["eval", "qvhighlights", "--pred", str(some), "--gt", str(gt)]) == 2
+    assert "2 ground-truth queries have none (e.g. qid 2)" in capsys.readouterr().err
+    res = run_json(capsys, "--pred", str(some), "--gt", str(gt), "--partial")
+    assert res["info"]["highlight"]["evaluated"] == 1 and res["info"]["evaluated"] == 3

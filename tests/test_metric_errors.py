@@ -209,7 +209,7 @@ def _grounding_several_segments():
 def _moment_reversed_window():
     from fastvqa.metrics import moment_retrieval
 
-    moment_retrieval({"1": [[5.0, 1.0, 0.3]]}, {"1": [[0.0, 8.0]]})
+    moment_retrieval({"1": [[5.0, 1.0, 0.3]]}, {"1": [[0.0, 8.0]]}, strict=True)
 
 
 def _moment_recall_mismatch():

@@ -17,6 +17,7 @@ from fastvqa.metrics import MetricResult, moment_retrieval, recall_at_n
 from tests.reference.moment_retrieval import (
     QVH_THRESHOLDS,
     ap_ref,
+    nms_ref,
     qvhighlights_ref,
     r1_iou_ref,
     recall_at_n_ref,
@@ -225,7 +226,6 @@ def test_match_number():
 @pytest.mark.parametrize("pred, gt, exc, match", [
     ({"a": []}, {"a": [[0, 1]]}, ValueError, "no windows"),
     ({"a": [[0, 1, 1]]}, {"a": []}, ValueError, "no windows"),
-    ({"a": [[2, 1, 1]]}, {"a": [[0, 1]]}, ValueError, "end < start"),
     ({"a": [[0, 1, 1]]}, {"a": [[1, 0]]}, ValueError, "end < start"),
     ({"a": [[0, float("nan"), 1]]}, {"a": [[0, 1]]}, ValueError, "finite"),
     ({"a": [[0, 1]]}, {"a": [[0, 1]]}, ValueError, r"shape \(n, 3\)"),
@@ -283,10 +283,46 @@ def qvh_case(draw):
     return preds, gts
 
 
+@st.composite
+def qvh_case_with_reversed(draw):
+    """Some predicted windows reversed; some of those exactly as long
+    (negatively) as a ground-truth window of their query, where the
+    official union is 0 and the IoU 0/0 = NaN."""
+    preds, gts = draw(qvh_case())
+    for key, windows in preds.items():
+        for w in windows:
+            kind = draw(st.sampled_from(["keep", "keep", "reverse", "minus_gt"]))
+            if kind == "reverse":
+                w[0], w[1] = w[1] + draw(st.integers(1, 5)), w[0]
+            elif kind == "minus_gt":
+                g = draw(st.sampled_from(gts[key]))
+                w[1] = w[0] - (g[1] - g[0])
+    return preds, gts
+
+
 @SETTINGS
 @given(case=qvh_case(), max_pred=st.sampled_from([10, None, 3]))
 def test_qvhighlights_matches_reference(case, max_pred):
+    _check_against_reference(*case, max_pred)
+
+
+@SETTINGS
+@given(case=qvh_case_with_reversed(), max_pred=st.sampled_from([10, None, 3]))
+def test_reversed_windows_score_as_the_official_formula(case, max_pred):
+    # The reference loop computes the official formulas on the raw numbers
+    # (union = len_p + len_g - inter with a negative len_p; 0/0 = NaN).
     preds, gts = case
+    _check_against_reference(preds, gts, max_pred)
+    n_rev = sum(w[1] < w[0] for ws in preds.values() for w in ws)
+    res = moment_retrieval(preds, gts, max_pred_windows=max_pred)
+    assert res.info["reversed_windows"]["windows"] == n_rev
+    assert bool(res.info.get("warnings")) == (n_rev > 0)
+    if n_rev:
+        with pytest.raises(ValueError, match="end < start"):
+            moment_retrieval(preds, gts, max_pred_windows=max_pred, strict=True)
+
+
+def _check_against_reference(preds, gts, max_pred):
     res = moment_retrieval(preds, gts, max_pred_windows=max_pred)
     ref = qvhighlights_ref(preds, gts, max_pred_windows=max_pred)
     for t in map(str, QVH_THRESHOLDS):
@@ -304,6 +340,29 @@ def test_qvhighlights_matches_reference(case, max_pred):
         assert res.per_question["AP@0.75"][i] == aps[5]
         iou, j = r1_iou_ref(preds[key], gts[key])
         assert res.per_question["IoU"][i] == iou and res.per_question["gt_index"][i] == j
+
+
+def test_reversed_windows_by_hand():
+    # GT [2, 8] (length 6). [10, 4] is reversed: intersection 0, official
+    # union (4 - 10) + 6 - 0 = 0 -> 0/0 = NaN, which AP counts as a match
+    # (NaN < t is false). [9, 5]: union -4 + 6 = 2, IoU 0: a false positive.
+    gt = {"a": [[2, 8]]}
+    res = moment_retrieval({"a": [[10, 4, 0.9]]}, gt)
+    assert res["mAP"] == 100.0 and res["R1@0.5"] == 0.0  # R1: hull IoU 0
+    assert res.per_question["IoU"][0] == 0.0
+    res = moment_retrieval({"a": [[9, 5, 0.9], [2, 8, 0.5]]}, gt)
+    # FP then TP: precision 1/2 at recall 1 -> AP 0.5 at every threshold.
+    assert res["mAP"] == 50.0 and res["R1@0.5"] == 0.0
+    assert res.info["reversed_windows"] == {"windows": 1, "queries": 1}
+    assert "1 predicted windows (in 1 queries) have end < start" in res.info["warnings"][0]
+    assert "strict=True" in res.info["warnings"][0]
+    ok = moment_retrieval({"a": [[2, 8, 0.5]]}, gt)
+    assert ok.info["reversed_windows"] == {"windows": 0, "queries": 0}
+    assert "warnings" not in ok.info
+    with pytest.raises(ValueError, match=r"window 0 \[9.0, 5.0\] has end < start"):
+        moment_retrieval({"a": [[9, 5, 0.9], [2, 8, 0.5]]}, gt, strict=True)
+    # Windows past the video are plain numbers to the metric (no duration).
+    assert moment_retrieval({"a": [[2, 200, 1.0]]}, gt)["mAP"] == 0.0
 
 
 def test_many_recall_steps_sum_like_numpy():
@@ -423,6 +482,32 @@ def test_recall_matches_reference(case, strict, nms, ns):
     assert list(res) == list(ref)
     for k in ref:
         assert close(res[k], ref[k]), k
+
+
+@st.composite
+def crowded_windows(draw):
+    """Few distinct windows on a coarse grid: duplicates, nested and
+    zero-length windows (0/0 = NaN overlaps in 2D-TAN's NMS) are common."""
+    start = draw(st.integers(0, 4)) * 1.0
+    return [start, start + draw(st.sampled_from([0.0, 0.0, 1.0, 2.0, 3.0]))]
+
+
+@SETTINGS
+@given(preds=st.lists(st.lists(crowded_windows(), min_size=1, max_size=10), min_size=1,
+                      max_size=4),
+       nms=st.sampled_from([0.0, 0.3, 0.5, 1.0]), top=st.integers(1, 6))
+def test_nms_matches_the_2dtan_loop_with_many_ties(preds, nms, top):
+    # The evaluation's NMS is nms_1d with ties="stable" (input order among
+    # the equal scores it is given) plus 2D-TAN's NaN rule for zero-length
+    # pairs; the loop reference walks the list exactly as 2D-TAN does.
+    from fastvqa import ragged
+    from fastvqa.metrics.moment import _nms_ragged
+
+    spans, offsets = ragged.from_rows([np.asarray(p, dtype=np.float64) for p in preds], width=2)
+    keep = _nms_ragged(spans, offsets, nms, top)
+    for q, windows in enumerate(preds):
+        got = spans[offsets[q]:offsets[q + 1]][keep[offsets[q]:offsets[q + 1]]].tolist()
+        assert got == nms_ref(windows, nms, top)
 
 
 def test_recall_accepts_arrays():

@@ -94,10 +94,10 @@ def _text(path: Path, obj: dict, where: str, name: str) -> str:
 
 
 def _windows(path: Path, value: Any, where: str, name: str, width: int,
-             allow_empty: bool) -> np.ndarray:
+             allow_empty: bool, allow_reversed: bool = False) -> np.ndarray:
     """A list of ``[start, end]`` (``width`` 2) or ``[start, end, score]``
     (``width`` 3) windows as a ``(n, width)`` float64 array; finite numbers,
-    ``start <= end``."""
+    ``start <= end`` unless ``allow_reversed``."""
     shape = "[start, end]" if width == 2 else "[start, end, score]"
     if not isinstance(value, list):
         raise DataFormatError(path, f"expected a list of {shape} windows, got {value!r}",
@@ -110,7 +110,7 @@ def _windows(path: Path, value: Any, where: str, name: str, width: int,
                 or not all(_is_number(v) and math.isfinite(v) for v in w)):
             raise DataFormatError(path, f"window {i}: expected {shape} with finite numbers, "
                                   f"got {w!r}", record=where, field=name)
-        if w[1] < w[0]:
+        if w[1] < w[0] and not allow_reversed:
             raise DataFormatError(path, f"window {i}: end < start in {w!r}", record=where,
                                   field=name)
     return np.asarray(value, dtype=np.float64).reshape(-1, width)
@@ -170,8 +170,12 @@ def load_qvhighlights(path: PathLike) -> list[QARecord]:
     return records
 
 
-def load_qvhighlights_submission(path: PathLike) -> dict[str, np.ndarray]:
+def load_qvhighlights_submission(path: PathLike, *, allow_reversed: bool = False
+                                 ) -> dict[str, np.ndarray]:
     """Reads a QVHighlights submission (``pred_relevant_windows``).
+
+    ``allow_reversed`` keeps windows with end < start (the official
+    evaluation scores them on the raw numbers) instead of refusing the file.
 
     Returns:
         ``{str(qid): (n, 3) float64 [start, end, score] windows}`` in file
@@ -201,7 +205,35 @@ def load_qvhighlights_submission(path: PathLike) -> dict[str, np.ndarray]:
             seen[key] = where
             windows = _field(path, obj, f"{where} (qid {qid!r})", "pred_relevant_windows")
             out[key] = _windows(path, windows, f"{where} (qid {qid!r})", "pred_relevant_windows", 3,
-                                allow_empty=False)
+                                allow_empty=False, allow_reversed=allow_reversed)
+    return out
+
+
+def load_qvhighlights_saliency(path: PathLike) -> dict[str, np.ndarray]:
+    """The ``pred_saliency_scores`` of a QVHighlights submission: ``{str(qid):
+    (n,) float64}`` (one score per 2-s clip) for the entries that have the
+    field, in file order; ``{}`` when none has it. Feeds
+    :func:`fastvqa.metrics.highlight_detection`.
+
+    Raises:
+        DataFormatError: invalid JSON, a missing ``qid``, scores that are not
+            a non-empty list of finite numbers.
+        FileNotFoundError: the file does not exist.
+    """
+    path = Path(path)
+    out: dict[str, np.ndarray] = {}
+    with _json_objects(path) as objects:
+        for where, obj in objects:
+            qid = _qid(path, obj, where)
+            if "pred_saliency_scores" not in obj:
+                continue
+            scores = obj["pred_saliency_scores"]
+            if (not isinstance(scores, list) or not scores
+                    or not all(_is_number(v) and math.isfinite(v) for v in scores)):
+                raise DataFormatError(path, "expected a non-empty list of finite numbers (one "
+                                      "per 2-s clip)", record=f"{where} (qid {qid!r})",
+                                      field="pred_saliency_scores")
+            out[str(qid)] = np.asarray(scores, dtype=np.float64)
     return out
 
 

@@ -73,10 +73,34 @@ def _read_predictions(path: str) -> Any:
         types=(str, int, float, bool))
 
 
+def _breakdown_names(text: str) -> tuple[str, ...]:
+    """``--by contained,length`` -> the names (``all``: every one)."""
+    from fastvqa.metrics.dialogue import EXTRA_BREAKDOWNS
+
+    names = tuple(n.strip() for n in text.split(",") if n.strip())
+    unknown = [n for n in names if n not in (*EXTRA_BREAKDOWNS, "all")]
+    if not names or unknown:
+        raise argparse.ArgumentTypeError(
+            f"expected a comma-separated list of {', '.join(EXTRA_BREAKDOWNS)} or all, "
+            f"got {text!r}")
+    return names
+
+
 def _add_eval_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--all-or-references", action="store_true",
                         help="object-reference-distance breakdown over all long-term references "
                              "(default: only those the video alone cannot resolve, as the paper)")
+    parser.add_argument("--by", type=_breakdown_names, metavar="LIST",
+                        help="extra breakdowns, comma-separated: contained (number of contained "
+                             "objects the question mentions), length (interval length as a share "
+                             "of the video input, 10%% bins), relation (cross-turn temporal "
+                             "relation, overall and per question type), or all")
+    parser.add_argument("--all-lengths", action="store_true",
+                        help="--by length over all turns (default: only those the whole video "
+                             "cannot answer, as the paper's Fig. 7)")
+    parser.add_argument("--all-relations", action="store_true",
+                        help="--by relation over all before/after/during turns (default: only "
+                             "those whose previous interval gives another answer, as Fig. 8)")
 
 
 def _load(gt) -> list:
@@ -85,7 +109,8 @@ def _load(gt) -> list:
     return require_records(load_dvd(gt), gt, "dialogue turns")
 
 
-def evaluate(*, gt, pred, all_or_references: bool = False) -> MetricResult:
+def evaluate(*, gt, pred, all_or_references: bool = False, by=None, all_lengths: bool = False,
+             all_relations: bool = False) -> MetricResult:
     """DVD dialogue accuracy, as the official code scores it.
 
     Args:
@@ -96,6 +121,12 @@ def evaluate(*, gt, pred, all_or_references: bool = False) -> MetricResult:
         all_or_references: the object-reference-distance breakdown over all
             long-term references (default: only those the video alone cannot
             resolve, as the paper).
+        by: extra breakdowns (``"contained"``, ``"length"``, ``"relation"``
+            or ``"all"``; :func:`fastvqa.metrics.dvd_accuracy`'s ``by``);
+            None: none of them.
+        all_lengths / all_relations: those breakdowns over every turn rather
+            than only the ones the paper keeps (``effective_length_only`` /
+            ``effective_relation_only`` false).
 
     Returns a :class:`~fastvqa.metrics.MetricResult` named ``"dvd"`` (Acc
     and its breakdowns, percent). Raises :class:`~fastvqa.errors.CommandError`
@@ -112,7 +143,9 @@ def evaluate(*, gt, pred, all_or_references: bool = False) -> MetricResult:
 
     try:
         result = dvd_accuracy(predictions, records,
-                              effective_or_only=not all_or_references)
+                              effective_or_only=not all_or_references, by=by or (),
+                              effective_length_only=not all_lengths,
+                              effective_relation_only=not all_relations)
     except InputError as err:  # the metric's checks of the user's data; not its bugs
         raise DataFormatError(pred, str(err)) from None
     result.benchmark = "dvd"
@@ -274,7 +307,8 @@ def q_retrieval(*, gt, train, dedupe: bool = False) -> dict[str, str]:
 register_benchmark(Benchmark(
     name="dvd",
     help="DVD dialogue accuracy over the 40 answers, by question type/sub-type, interval type, "
-         "topic transfer, turn and object-reference distance (--gt: a dialogue JSON file or a "
+         "topic transfer, turn and object-reference distance; --by adds containment, relative "
+         "interval length and temporal relation (--gt: a dialogue JSON file or a "
          "folder of them; --pred: {record_key: answer} or a list in ground-truth order)",
     add_arguments=_add_eval_arguments,
     evaluate=evaluate,

@@ -1,26 +1,36 @@
 # SPDX-License-Identifier: Apache-2.0
 """``fastvqa eval qvhighlights`` and its trivial baselines.
 
-Evaluates a QVHighlights moment-retrieval submission against the
-ground-truth JSON Lines file with the official ``standalone_eval`` rules
-(:func:`fastvqa.metrics.moment_retrieval`). Highlight detection (saliency
-Hit@1 / mAP) is not computed.
+Evaluates a QVHighlights submission against the ground-truth JSON Lines
+file with the official ``standalone_eval`` rules: moment retrieval
+(:func:`fastvqa.metrics.moment_retrieval`) and, when the submission carries
+``pred_saliency_scores``, highlight detection
+(:func:`fastvqa.metrics.highlight_detection`: HL-min-{Fair,Good,VeryGood}
+mAP and Hit1).
 
 Files: ``--pred`` the submission (JSON Lines with ``qid`` and
-``pred_relevant_windows`` ``[[start, end, score], ...]`` per line, or a JSON
-array of those objects, which is what ``fastvqa baseline qvhighlights ...``
-writes); ``--gt`` the ground truth JSON Lines (``qid``, ``query``, ``vid``,
-``duration``, ``relevant_windows``).
+``pred_relevant_windows`` ``[[start, end, score], ...]`` per line, optionally
+``pred_saliency_scores`` (one per 2-s clip), or a JSON array of those
+objects, which is what ``fastvqa baseline qvhighlights ...`` writes);
+``--gt`` the ground truth JSON Lines (``qid``, ``query``, ``vid``,
+``duration``, ``relevant_windows``, and for highlights ``relevant_clip_ids``
+and ``saliency_scores``).
+
+Odd windows: the official evaluation scores predicted windows that are
+reversed (end < start) or lie partly outside ``[0, duration]`` on their raw
+numbers; so does this one, and it says how many there are in
+``info["warnings"]`` (counts in ``info["odd_windows"]``). ``--strict``
+(``strict=True``) refuses such a submission instead.
 
 From Python: :func:`evaluate` ``(gt=..., pred=..., max_pred_windows=10,
-partial=False)`` and the baselines :func:`full_video`, :func:`centre_half`,
-:func:`random_span` ``(gt=..., seed=0)``.
+partial=False, strict=False)`` and the baselines :func:`full_video`,
+:func:`centre_half`, :func:`random_span` ``(gt=..., seed=0)``.
 """
 
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import Any, Optional
 
 import numpy as np
 
@@ -40,6 +50,10 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--partial", action="store_true",
                         help="evaluate the qids present in both files (the official script "
                              "requires the same qids: match_number=True)")
+    parser.add_argument("--strict", action="store_true",
+                        help="refuse predicted windows that are reversed (end < start) or "
+                             "outside [0, duration] (the official script scores them on the raw "
+                             "numbers; by default so does fastvqa, with a warning)")
 
 
 def _ground_truth(path: str) -> tuple[list, dict[str, np.ndarray]]:
@@ -57,8 +71,82 @@ def _ground_truth(path: str) -> tuple[list, dict[str, np.ndarray]]:
     return records, gt
 
 
-def evaluate(*, gt, pred, max_pred_windows: int = 10, partial: bool = False) -> MetricResult:
-    """QVHighlights moment retrieval with the official ``standalone_eval`` rules.
+def _odd_windows(records: list, predictions: dict[str, np.ndarray], pred_path, strict: bool
+                 ) -> dict[str, int]:
+    """Counts the predicted windows of the ground-truth queries that are
+    reversed or reach outside ``[0, duration]``; with ``strict`` the first
+    one is a :class:`~fastvqa.data.DataFormatError` naming it."""
+    from fastvqa.data.errors import DataFormatError
+
+    counts = {"reversed": 0, "outside_video": 0, "queries": 0}
+    for rec in records:
+        windows = predictions.get(rec.question_id)
+        if windows is None:
+            continue
+        ends = windows[:, :2]
+        reversed_w = ends[:, 1] < ends[:, 0]
+        outside = (ends.min(axis=1) < 0.0) | (ends.max(axis=1) > rec.duration)
+        if strict and (reversed_w.any() or outside.any()):
+            i = int(np.flatnonzero(reversed_w | outside)[0])
+            what = ("has end < start" if reversed_w[i] else
+                    f"reaches outside the video [0, {rec.duration:g}] s")
+            raise DataFormatError(pred_path, f"window {i} {windows[i].tolist()} {what} (--strict "
+                                  "refuses it; without it, it is scored as the official "
+                                  "evaluation scores it)", record=f"qid {rec.extra['qid']!r}",
+                                  field="pred_relevant_windows")
+        counts["reversed"] += int(reversed_w.sum())
+        counts["outside_video"] += int(outside.sum())
+        counts["queries"] += bool(reversed_w.any() or outside.any())
+    return counts
+
+
+def _highlights(records: list, gt_path, pred_path, partial: bool) -> Optional[MetricResult]:
+    """Highlight detection when the submission has ``pred_saliency_scores``
+    (the official script looks at its first entry; here every evaluated
+    entry must then have them). None without them."""
+    from fastvqa.data.errors import DataFormatError
+    from fastvqa.data.moment import load_qvhighlights_saliency
+    from fastvqa.errors import InputError
+    from fastvqa.metrics import clip_saliency, highlight_detection
+
+    saliency = load_qvhighlights_saliency(pred_path)
+    if not saliency:
+        return None
+    if not partial:
+        lacking = [rec.extra["qid"] for rec in records if rec.question_id not in saliency]
+        if lacking:
+            raise DataFormatError(pred_path, f"{len(saliency)} entries have pred_saliency_scores "
+                                  f"but {len(lacking)} ground-truth queries have none (e.g. qid "
+                                  f"{lacking[0]!r}); --partial scores highlights on those that "
+                                  "have them", field="pred_saliency_scores")
+    tables = {}
+    for rec in records:
+        if not partial or rec.question_id in saliency:
+            where = f"qid {rec.extra['qid']!r}"
+            for field in ("relevant_clip_ids", "saliency_scores"):
+                if field not in rec.extra:
+                    raise DataFormatError(gt_path, "missing (the submission has "
+                                          "pred_saliency_scores, so highlights are scored)",
+                                          record=where, field=field)
+            try:
+                tables[rec.question_id] = clip_saliency(
+                    rec.duration, rec.extra["relevant_clip_ids"], rec.extra["saliency_scores"],
+                    key=rec.extra["qid"])
+            except InputError as err:
+                raise DataFormatError(gt_path, str(err), record=where,
+                                      field="saliency_scores") from None
+    try:
+        return highlight_detection(saliency, tables, match_number=not partial)
+    except InputError as err:
+        # The ground truth was checked above; what is left is the qid check.
+        raise DataFormatError(pred_path, f"{err} (pred_saliency_scores)",
+                              field="qid") from None
+
+
+def evaluate(*, gt, pred, max_pred_windows: int = 10, partial: bool = False,
+             strict: bool = False) -> MetricResult:
+    """QVHighlights moment retrieval and highlight detection with the
+    official ``standalone_eval`` rules.
 
     Args:
         gt: the ground-truth JSON Lines file (or a JSON array of its objects).
@@ -69,10 +157,18 @@ def evaluate(*, gt, pred, max_pred_windows: int = 10, partial: bool = False) -> 
             order, before sorting by score (official: 10; 0 keeps all).
         partial: evaluate the qids in both files (the official script
             requires the same qids).
+        strict: refuse predicted windows that are reversed or reach
+            outside ``[0, duration]`` (:class:`~fastvqa.data.DataFormatError`);
+            by default they are scored on the raw numbers, as the official
+            script does, and counted in ``info["odd_windows"]`` and
+            ``info["warnings"]``.
 
     Returns a :class:`~fastvqa.metrics.MetricResult` named
     ``"qvhighlights"``: R1@0.5, R1@0.7, mAP@0.5, mAP@0.75, mAP (percent) and
-    the length buckets in ``info["buckets"]``.
+    the length buckets in ``info["buckets"]``; with ``pred_saliency_scores``
+    also ``HL-min-{Fair,Good,VeryGood}-{mAP,Hit1}`` (percent), their
+    per-query columns (``HL-AP-<level>``, ``HL-Hit1-<level>``) and
+    ``info["highlight"]``.
     """
     from fastvqa.data.moment import load_qvhighlights_submission
     from fastvqa.metrics import moment_retrieval
@@ -86,7 +182,10 @@ def evaluate(*, gt, pred, max_pred_windows: int = 10, partial: bool = False) -> 
     gt_path = gt
     records, gt = _ground_truth(gt_path)
     require_records(records, gt_path, "queries")
-    predictions = load_qvhighlights_submission(pred)
+    if not isinstance(strict, bool):
+        raise CommandError(f"strict: expected True or False, got {strict!r}")
+    predictions = load_qvhighlights_submission(pred, allow_reversed=True)
+    odd = _odd_windows(records, predictions, pred, strict)
     if partial and not set(predictions) & set(gt):
         example = next(iter(predictions), None)
         raise CommandError(f"{pred}: no prediction qid matches a ground-truth query (e.g. "
@@ -111,10 +210,39 @@ def evaluate(*, gt, pred, max_pred_windows: int = 10, partial: bool = False) -> 
     for name, bucket in result.info.get("buckets", {}).items():
         counts[f"MR-{name}-mAP"] = bucket["queries"]
     result.info["counts"] = counts
+    result.info["odd_windows"] = odd
+    if odd["outside_video"]:
+        result.info.setdefault("warnings", []).append(
+            f"{odd['outside_video']} predicted windows reach outside [0, duration] of their "
+            "video; scored on the raw numbers as the official evaluation does (--strict "
+            "refuses them)")
+    if odd["reversed"]:
+        # The metric's own line says strict=True; the command line says --strict.
+        result.info["warnings"] = [w.replace("strict=True", "--strict")
+                                   for w in result.info.get("warnings", [])]
     missing_warning(result, len(gt), result.info["missing"], what="ground-truth queries",
                     policy="--partial evaluates the queries in both files only (the "
                            "official script refuses such a submission)")
+    hl = _highlights(records, gt_path, pred, partial)
+    if hl is not None:
+        _merge_highlights(result, hl)
     return result
+
+
+def _merge_highlights(result: MetricResult, hl: MetricResult) -> None:
+    """Adds the highlight metrics, their per-query columns (by key) and
+    counts to the moment-retrieval result."""
+    for name, value in hl.metrics.items():
+        result.metrics[name] = value
+        result.info["counts"][name] = hl.info["evaluated"]
+    row = {k: i for i, k in enumerate(hl.per_question["key"])}
+    keys = result.per_question["key"]
+    for column, values in hl.per_question.items():
+        if column in ("key", "n_pred"):
+            continue
+        name = column if column in ("n_clips", "top_clip") else f"HL-{column}"
+        result.per_question[name] = [values[row[k]] if k in row else None for k in keys]
+    result.info["highlight"] = {k: v for k, v in hl.info.items() if k != "warnings"}
 
 
 def _plot(result: MetricResult, path: str) -> None:
@@ -166,8 +294,10 @@ def _plot(result: MetricResult, path: str) -> None:
 
 register_benchmark(Benchmark(
     name=NAME,
-    help="QVHighlights moment retrieval (R1@0.5/0.7, mAP@0.5/0.75, mAP) with the official "
-         "standalone_eval rules; --pred submission JSONL (or JSON list), --gt ground-truth JSONL",
+    help="QVHighlights moment retrieval (R1@0.5/0.7, mAP@0.5/0.75, mAP) and, with "
+         "pred_saliency_scores, highlight detection (HL-min-Fair/Good/VeryGood mAP, Hit1) with "
+         "the official standalone_eval rules; --pred submission JSONL (or JSON list), --gt "
+         "ground-truth JSONL",
     add_arguments=_add_arguments,
     evaluate=evaluate,
     plot=_plot,

@@ -182,12 +182,32 @@ def _evidence_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--evidence-filter", action="store_true",
                         help="apply the 1/4-duration filter to the alternative evidence "
                              "(for raw_*.json; the released dev/test files are filtered)")
+    parser.add_argument("--ap", action="store_true",
+                        help="also report the 2023 rewrite's Average Precision at --threshold "
+                             "(and --thresholds) as AP; needs --mode wildqa-2023 or clean "
+                             "(the 2023 code logged --threshold 0.1)")
+    parser.add_argument("--ap-batch-size", type=int_at_least(1), default=None, metavar="B",
+                        help="with --ap: the batch-size-weighted mean of per-batch AP over "
+                             "batches of B questions, as the 2023 training loop logged it")
+    parser.add_argument("--human", choices=("skip", "zero"), default=None,
+                        help="also report the human leave-one-annotator-out IoU-F1 of the "
+                             "ground truth (Human IoU-F1; --mode wildqa-2023 or clean; needs "
+                             "answer-aligned evidence: --split raw_test --evidence-filter); "
+                             "skip or zero: annotators left without evidence")
+    _add_by_type(parser)
+
+
+def _add_by_type(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--by-type", action="store_true",
+                        help="also report each metric per question type (a question counts "
+                             "in every type it lists)")
 
 
 def evaluate_evidence(*, gt, pred=None, mode: str = "wildqa-2022", split: str = "test",
                       threshold: float = 0.5, thresholds=None, pad_to_batch=None,
                       evidence_filter: bool = False, pred_text=None,
-                      pred_fps=None) -> MetricResult:
+                      pred_fps=None, ap: bool = False, ap_batch_size=None,
+                      by_type: bool = False, human: Optional[str] = None) -> MetricResult:
     """WildQA video evidence selection: IoU-F1.
 
     Args:
@@ -209,10 +229,25 @@ def evaluate_evidence(*, gt, pred=None, mode: str = "wildqa-2022", split: str = 
             (:mod:`fastvqa.evaluation.text_predictions`); every span a
             response gives is a predicted span, none parsed: no evidence.
         pred_fps: with ``pred_text``: frames per second of frame indices.
+        ap: also report ``"AP"`` (and ``"AP@<t>"``), the 2023 rewrite's
+            Average Precision (:func:`fastvqa.metrics.average_precision`)
+            at the same thresholds, with the same target sets; modes
+            ``wildqa-2023`` and ``clean`` only.
+        ap_batch_size: with ``ap``: the per-batch mean the 2023 training
+            loop logged (batches of this many questions).
+        by_type: also report ``"IoU-F1/type=<t>"`` per question type
+            (:func:`by_question_type`).
+        human: ``"skip"`` or ``"zero"``: also report ``"Human IoU-F1"``,
+            the ground truth's leave-one-annotator-out agreement
+            (:func:`fastvqa.metrics.human_evidence_agreement`, same mode and
+            threshold; the evidence must stay aligned with the answers:
+            ``raw_*.json``, with ``evidence_filter``).
 
     Returns a :class:`~fastvqa.metrics.MetricResult` named
     ``"wildqa evidence"`` (percent), per question ``F1`` and the record's
-    ``key``, ``video_id``, ``domain``, ``duration``.
+    ``key``, ``video_id``, ``domain``, ``duration``. Without ``ap`` and
+    ``by_type`` its numbers are IoU-F1 only (a ``BreakdownResult``, one
+    metric a line, with them).
     """
     from fastvqa.evaluation import text_predictions
     from fastvqa.metrics.evidence import iou_f1
@@ -222,6 +257,17 @@ def evaluate_evidence(*, gt, pred=None, mode: str = "wildqa-2022", split: str = 
     if pad_to_batch is not None and mode != "wildqa-2022":
         raise CommandError("--pad-to-batch reproduces a wildqa-2022 artefact; "
                            f"it does not apply to --mode {mode}")
+    if ap and mode == "wildqa-2022":
+        raise CommandError("--ap: Average Precision exists only in the 2023 rewrite; "
+                           "use --mode wildqa-2023 (or clean)")
+    if ap_batch_size is not None and not ap:
+        raise CommandError("--ap-batch-size applies to --ap only")
+    if human is not None:
+        choice("human", human, ("skip", "zero"))
+        if mode == "wildqa-2022":
+            raise CommandError("--human scores each annotator against the others (several "
+                               "target sets), which wildqa-2022 never did; use --mode "
+                               "wildqa-2023 or clean")
     gt, records = _load_gt(gt, split, evidence_filter=evidence_filter)
     tally = None
     if pred_text is not None:
@@ -236,6 +282,24 @@ def evaluate_evidence(*, gt, pred=None, mode: str = "wildqa-2022", split: str = 
                     threshold=threshold, thresholds=thresholds,
                     alternatives=alternatives, pad_to_batch=pad_to_batch)
     result.benchmark = "wildqa evidence"
+    sections = []
+    if ap:
+        from fastvqa.metrics.evidence import average_precision
+
+        ap_result = average_precision(spans, [r.spans for r in records], mode=mode,
+                                      threshold=threshold, thresholds=thresholds,
+                                      alternatives=alternatives, batch_size=ap_batch_size)
+        sections.append(ap_result)
+    if human is not None:
+        sections.append(_human_evidence_section(records, gt, mode, threshold, human))
+    if ap or by_type or human is not None:
+        result = _with_sections(result, sections)
+        if ap:
+            result.info["ap"] = {k: ap_result.info[k] for k in
+                                 ("mode", "threshold", "positives", "predicted_spans",
+                                  "batch_size", "ranking")}
+    if by_type:
+        by_question_type(result, records, {"IoU-F1": "F1"})
     _add_record_columns(result, records, spans, [r.spans for r in records])
     result.info.update(gt=str(gt), pred=str(pred), evidence_filter=evidence_filter)
     if tally is not None:
@@ -271,10 +335,19 @@ def _qa_arguments(parser: argparse.ArgumentParser) -> None:
                              "numbers; max: best over all answers")
     parser.add_argument("--stemmer", action="store_true",
                         help="Porter-stem tokens (off in the official evaluation)")
+    parser.add_argument("--bleu", action="store_true",
+                        help="also report BLEU-1/2/3 as the official training code computed "
+                             "them (corpus BLEU on normalised answers, Phase-1 reference; the "
+                             "paper prints none)")
+    parser.add_argument("--human", action="store_true",
+                        help="also report the human leave-one-annotator-out agreement of the "
+                             "ground truth (Human ROUGE-1/2/L; needs no prediction)")
+    _add_by_type(parser)
 
 
 def evaluate_qa(*, gt, pred, split: str = "test", references: str = "primary",
-                stemmer: bool = False) -> MetricResult:
+                stemmer: bool = False, bleu: bool = False, human: bool = False,
+                by_type: bool = False) -> MetricResult:
     """WildQA open-ended answers: ROUGE-1/2/L F-measure.
 
     Args:
@@ -285,9 +358,22 @@ def evaluate_qa(*, gt, pred, split: str = "test", references: str = "primary",
         references: ``"primary"`` (the Phase-1 answer only, as the paper's
             model numbers) or ``"max"`` (best over all answers).
         stemmer: Porter-stem tokens (off in the official evaluation).
+        bleu: also report ``"BLEU-1"``, ``"BLEU-2"``, ``"BLEU-3"``: what the
+            official training code logged (torchmetrics ``BLEUScore(n)``:
+            corpus BLEU over the split, uniform weights 1/n, no smoothing,
+            whitespace tokens of the normalised answer and of the Phase-1
+            reference; computed here with NLTK's ``corpus_bleu``, the same
+            formula). The paper names BLEU but prints no BLEU number.
+        human: also report ``"Human ROUGE-1"`` ... (the ground truth's
+            leave-one-annotator-out agreement,
+            :func:`fastvqa.metrics.human_agreement`; ``stemmer`` applies).
+        by_type: also report ``"ROUGE-<k>/type=<t>"`` per question type
+            (:func:`by_question_type`).
 
     Returns a :class:`~fastvqa.metrics.MetricResult` named ``"wildqa qa"``
     (percent), per question the ROUGE values and the record columns.
+    Without ``bleu``, ``human`` and ``by_type`` its numbers are ROUGE only
+    (a ``BreakdownResult``, one metric a line, with them).
     """
     from fastvqa.metrics.open_answers import rouge
 
@@ -297,12 +383,104 @@ def evaluate_qa(*, gt, pred, split: str = "test", references: str = "primary",
     result = rouge(data, [r.extra["answers"] for r in records],
                    references_mode=references, use_stemmer=stemmer)
     result.benchmark = "wildqa qa"
+    if bleu or human or by_type:
+        sections = []
+        if bleu:
+            sections.append(_bleu_section(data, [r.answer for r in records]))
+        if human:
+            from fastvqa.metrics.open_answers import human_agreement
+
+            agreement = human_agreement([r.extra["answers"] for r in records],
+                                        use_stemmer=stemmer)
+            sections.append(MetricResult("human_agreement",
+                                         {f"Human {k}": v for k, v in agreement.items()},
+                                         info=agreement.info))
+        result = _with_sections(result, sections)
+        if human:
+            result.info["human"] = agreement.info
+        if by_type:
+            by_question_type(result, records, {k: k for k in ("ROUGE-1", "ROUGE-2", "ROUGE-L")})
     # The references scored against: the Phase-1 answer, or (max) all answers.
     _add_record_columns(result, records, data,
                         [r.answer if references == "primary" else r.extra["answers"]
                          for r in records])
     result.info.update(gt=str(gt), pred=str(pred))
     return result
+
+
+def _human_evidence_section(records: list, gt: Path, mode: str, threshold: float,
+                            empty: str) -> MetricResult:
+    from fastvqa.metrics.evidence import human_evidence_agreement
+
+    unaligned = sum(r.extra["alter_spans_by_answer"] is None for r in records)
+    if unaligned:
+        raise CommandError(f"--human: in {gt}, {unaligned} questions' evidence lists are no "
+                           "longer aligned with their annotators (the released filter drops "
+                           "emptied lists); use --split raw_test (or raw_dev) with "
+                           "--evidence-filter")
+    agreement = human_evidence_agreement([r.spans for r in records],
+                                         [r.extra["alter_spans_by_answer"] for r in records],
+                                         mode=mode, threshold=threshold, empty=empty)
+    return MetricResult("human", {"Human IoU-F1": agreement["IoU-F1"]},
+                        info={"human": agreement.info})
+
+
+def _bleu_section(answers: list[str], references: list[str]) -> MetricResult:
+    """BLEU-1/2/3 as ``model.py`` logged them: torchmetrics ``BLEUScore(n)``
+    over the split (corpus BLEU; whitespace tokens) on normalised texts."""
+    from fastvqa.metrics.open_answers import normalize_answer
+    from fastvqa.metrics.text_generation import corpus_bleu_nltk
+
+    hyps = [normalize_answer(a).split() for a in answers]
+    refs = [normalize_answer(r).split() for r in references]
+    metrics = {f"BLEU-{n}": 100.0 * corpus_bleu_nltk(hyps, refs, weights=(1.0 / n,) * n)
+               for n in (1, 2, 3)}
+    return MetricResult("bleu", metrics, info={"bleu": {
+        "function": "nltk.translate.bleu_score.corpus_bleu", "weights": "uniform 1/n",
+        "smoothing": "none", "tokenize": "whitespace split of normalize_answer(text)",
+        "references": "Phase-1 answer only", "as": "torchmetrics BLEUScore(n) in model.py"}})
+
+
+def _with_sections(result: MetricResult, sections: list[MetricResult]) -> MetricResult:
+    """``result`` with the metrics of ``sections`` appended (and their
+    ``info["bleu"]`` where given), as a :class:`BreakdownResult` (one metric
+    a line: the table grows too wide for two rows)."""
+    from fastvqa.metrics.result import BreakdownResult
+
+    metrics = dict(result.metrics)
+    info = dict(result.info)
+    for section in sections:
+        for name, value in section.metrics.items():
+            if name in metrics:
+                raise CommandError(f"metric {name!r} reported twice")
+            metrics[name] = value
+        for key in ("bleu", "human"):
+            if key in section.info:
+                info[key] = section.info[key]
+    return BreakdownResult(result.metric, metrics, result.per_question, info,
+                           benchmark=result.benchmark)
+
+
+def by_question_type(result: MetricResult, records: list, columns: dict[str, str]) -> None:
+    """Adds ``"<metric>/type=<t>"`` to ``result`` for each WildQA question type
+    ``t`` (``extra["question_type"]``, a list per question: a question counts
+    in every type it lists, as the repository's ``test_<Type>.json`` files
+    hold it; the one ``""`` type of test is reported as ``type=``): 100 x the
+    float64 mean of per-question column ``columns[metric]`` over the
+    questions of that type. Types in order of first appearance; counts in
+    ``info["counts"]``."""
+    labels: dict[str, list[int]] = {}
+    for i, r in enumerate(records):
+        kinds = r.extra.get("question_type") or []
+        for t in dict.fromkeys(kinds if isinstance(kinds, list) else [kinds]):
+            labels.setdefault(str(t), []).append(i)
+    counts = result.info.setdefault("counts", {})
+    for metric, column in columns.items():
+        values = np.asarray(result.per_question[column], dtype=np.float64)
+        for label, idx in labels.items():
+            name = f"{metric}/type={label}"
+            result.metrics[name] = 100.0 * float(np.mean(values[idx]))
+            counts[name] = len(idx)
 
 
 def _plot_qa(result: MetricResult, path: str) -> None:

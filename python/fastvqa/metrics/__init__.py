@@ -24,7 +24,9 @@ equals the one-shot function exactly.
 
 Submodules are named by task: ``grounding`` (grounded QA), ``evidence``
 (evidence selection), ``open_answers`` (open-ended answers), ``dialogue``
-(video dialogue QA), ``multiple_choice``, ``moment`` (moment retrieval);
+(video dialogue QA), ``multiple_choice``, ``moment`` (moment retrieval), ``highlight``
+(highlight detection),
+``text_generation`` (free-text answers: BLEU, BERTScore);
 ``result`` holds the result types, ``_align`` the shared record alignment.
 Submodules are imported on first use, so ``import fastvqa`` stays light.
 """
@@ -51,13 +53,22 @@ _LAZY = {
     "iou_f1": "evidence",
     "rouge": "open_answers",
     "normalize_answer": "open_answers",
+    "human_agreement": "open_answers",
     "dvd_accuracy": "dialogue",
     "DVD_ANSWERS": "dialogue",
     "answer_subspace": "dialogue",
     "multiple_choice_accuracy": "multiple_choice",
     "parse_option_index": "multiple_choice",
     "moment_retrieval": "moment",
+    "direct_answer": "text_generation",
+    "DirectAnswer": "text_generation",
+    "average_precision": "evidence",
+    "AveragePrecision": "evidence",
+    "human_evidence_agreement": "evidence",
     "recall_at_n": "moment",
+    "highlight_detection": "highlight",
+    "HighlightDetection": "highlight",
+    "clip_saliency": "highlight",
 }
 
 __all__ = sorted(_LAZY)

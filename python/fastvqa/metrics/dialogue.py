@@ -12,7 +12,7 @@ transferability helpers this module reproduces.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Optional
 
 import numpy as np
@@ -73,6 +73,17 @@ _TYPE_ORDER = ("action_count", "action_query", "attribute_query", "compare_actio
 _SUBTYPE_ORDER = tuple(ANSWER_SUBSPACES)
 _INTERVAL_ORDER = ("none", "atomic_non_spatial", "atomic_spatial", "compositional")
 _TRANSFER_ORDER = ("attribute", "spatial", "temporal")
+#: Cross-turn temporal relations (Fig. 8 shows none / before / after).
+TEMPORAL_RELATIONS = ("none", "before", "after", "during")
+
+#: The opt-in breakdowns of :func:`dvd_accuracy` (``by=``), the paper's Fig. 7
+#: and Fig. 8: number of contained objects, relative interval length, and
+#: cross-turn temporal relation (overall and per question type).
+EXTRA_BREAKDOWNS = ("contained", "length", "relation")
+
+#: The frame an open interval end (``None``) stands for, as the official
+#: ``analysis_utils.get_start_end_time`` (CATER videos have 301 frames).
+VIDEO_FRAMES = 301
 
 
 def answer_subspace(group: str) -> tuple[str, ...]:
@@ -117,8 +128,89 @@ def _group_accuracy(correct: np.ndarray, labels: Sequence, order: Sequence
              int(totals[where[label]])) for label in ordered]
 
 
-def dvd_accuracy(preds: Any, target: Sequence, *, effective_or_only: bool = True
-                 ) -> MetricResult:
+def temporal_relation(dependency: str) -> str:
+    """The cross-turn temporal relation a ``turn_dependencies["temporal"]``
+    value carries: ``"before"``, ``"after"`` or ``"during"`` for ``"before"``,
+    ``"prior_sliding_after"``, ``"2_flying_among_during"`` ... (the notebook's
+    list of values: the relation is the last ``_`` part), else ``"none"``
+    (``"none"``, ``"video_update"``, ``"last_unique_obj_none"``,
+    ``"earlier_unique_obj_none"``: no relation to the previous interval)."""
+    last = dependency.rsplit("_", 1)[-1]
+    return last if last in TEMPORAL_RELATIONS[1:] else "none"
+
+
+def _period_frames(period: Any, field: str) -> tuple[float, float]:
+    """A period ``[start_event, end_event]`` -> (start, end) frames, a
+    ``None`` start being frame 0 and a ``None`` end ``VIDEO_FRAMES``
+    (``analysis_utils.get_start_end_time``)."""
+    if not isinstance(period, (list, tuple)) or len(period) != 2:
+        raise InputError(f"dvd_accuracy: {field} must be [start_event, end_event], "
+                         f"got {period!r}")
+    ends = []
+    for event, default in zip(period, (0.0, float(VIDEO_FRAMES))):
+        if event is None:
+            ends.append(default)
+            continue
+        frame = event[-1] if isinstance(event, (list, tuple)) and event else None
+        if isinstance(frame, bool) or not isinstance(frame, (int, float)) \
+                or not math.isfinite(frame):
+            raise InputError(f"dvd_accuracy: {field} holds an event without a frame number "
+                             f"as its last item: {event!r}")
+        ends.append(float(frame))
+    return ends[0], ends[1]
+
+
+def relative_interval_length(template: Any) -> float:
+    """The turn's interval length as a fraction of its video input, as the
+    official notebook's ``get_interval_relative_size``: frames of
+    ``template["used_periods"][-1]`` (0 for a ``None`` period) over frames of
+    ``(None, template["cutoff"])`` (the video up to the cutoff; 301 frames
+    when the cutoff is ``None``). NaN when the video input has no frames."""
+    if not isinstance(template, Mapping) or not isinstance(template.get("used_periods"), list) \
+            or not template["used_periods"]:
+        raise InputError("dvd_accuracy: the relative interval length needs "
+                         "extra['template'] with a non-empty 'used_periods' list")
+    period = template["used_periods"][-1]
+    size = 0.0
+    if period is not None:
+        start, end = _period_frames(period, "template.used_periods[-1]")
+        size = end - start
+    whole_start, whole_end = _period_frames([None, template.get("cutoff")], "template.cutoff")
+    whole = whole_end - whole_start
+    return size / whole if whole > 0 else math.nan
+
+
+def length_bin(ratio: float) -> int:
+    """The official ``get_period_ratio_bin``: 0 for a ratio of 0, else the
+    number of ``n`` in 1..9 with ``ratio * 10 > n`` (so (0, 0.1] -> 0,
+    (0.1, 0.2] -> 1, ..., above 0.9 -> 9, ends inclusive on the right)."""
+    return sum(1 for n in range(1, 10) if ratio * 10 > n)
+
+
+def _length_label(k: int) -> str:
+    return f"{10 * k}-{10 * (k + 1)}%"
+
+
+def _check_by(by: Any) -> tuple[str, ...]:
+    if isinstance(by, str):
+        by = (by,)
+    try:
+        names = tuple(by)
+    except TypeError:
+        raise InputTypeError(f"dvd_accuracy: by must be a sequence of names from "
+                             f"{', '.join(EXTRA_BREAKDOWNS)} (or 'all'), got {by!r}") from None
+    if "all" in names:
+        return EXTRA_BREAKDOWNS
+    unknown = [n for n in names if n not in EXTRA_BREAKDOWNS]
+    if unknown:
+        raise InputError(f"dvd_accuracy: unknown breakdown {unknown[0]!r} in by; choose from "
+                         f"{', '.join(EXTRA_BREAKDOWNS)} or 'all'")
+    return tuple(n for n in EXTRA_BREAKDOWNS if n in names)
+
+
+def dvd_accuracy(preds: Any, target: Sequence, *, effective_or_only: bool = True,
+                 by: Sequence[str] = (), effective_length_only: bool = True,
+                 effective_relation_only: bool = True) -> MetricResult:
     """Exact-match accuracy over DVD's 40 answers, with the paper's breakdowns.
 
     Args:
@@ -135,6 +227,17 @@ def dvd_accuracy(preds: Any, target: Sequence, *, effective_or_only: bool = True
         effective_or_only: for the object-reference-distance breakdown, leave
             out references that could be resolved from the video alone, as
             the paper does (Fig. 9; the notebook's ``effective_or_only``).
+        by: extra breakdowns, off by default (names from
+            ``EXTRA_BREAKDOWNS``, or ``"all"``): ``"contained"``,
+            ``"length"``, ``"relation"`` (see Returns).
+        effective_length_only: for ``"length"``, only turns that cannot be
+            answered from the whole video (``effective_temporal_localizing``
+            true), as the paper's Fig. 7 right removes the others.
+        effective_relation_only: for ``"relation"``, keep a turn with a
+            before/after/during relation only when its answer over the
+            previous turn's interval differs (``effective_interval_tracking``
+            true): the paper's Fig. 8 removes turns whose "visual context is
+            the same in both intervals". Turns without a relation are all kept.
 
     Returns:
         A :class:`MetricResult` (metric ``"dvd_accuracy"``), percentages 0-100:
@@ -163,6 +266,26 @@ def dvd_accuracy(preds: Any, target: Sequence, *, effective_or_only: bool = True
         - ``"Acc/turn=<n>"``: by turn position 1-10 (Fig. 9 left).
         - ``"Acc/or_distance=<d>"``: by long-term object-reference turn
           distance (0 = no long-term reference; Fig. 9 right).
+
+        With ``by`` (in this order, after the rows above):
+
+        - ``"Acc/contained=<n>"``: by the number of objects the question's
+          program mentions that are contained during its interval
+          (``len(extra["contained_objs"])``, the generator's
+          ``has_contained_obj``; Fig. 7 left);
+        - ``"Acc/length=<lo>-<hi>%"``: by relative interval length in 10 %
+          bins (:func:`relative_interval_length` binned by
+          :func:`length_bin`: ``"0-10%"`` holds (0, 10 %] and 0,
+          ``"90-100%"`` everything above 90 %; Fig. 7 right);
+        - ``"Acc/relation=<r>"`` and ``"Acc/type=<t>/relation=<r>"``: by
+          cross-turn temporal relation (:func:`temporal_relation`:
+          ``none``, ``before``, ``after``, ``during``), overall and per
+          question type (Fig. 8).
+
+        The paper gives these only as figures, without numbers; the bins and
+        filters are the official code's. They add ``per_question`` columns
+        ``contained``, ``relative_length`` (NaN where not counted) and
+        ``relation`` (None where not counted).
 
         A breakdown appears only for groups present in ``target``; it is left
         out (and named in ``info["breakdowns_omitted"]``) when some record
@@ -256,6 +379,10 @@ def dvd_accuracy(preds: Any, target: Sequence, *, effective_or_only: bool = True
     or_col = extra_column(or_field)
     add_groups("Acc/or_distance=", or_col, range(0, 1000),
                keep=None if or_col is None else np.asarray(or_col) >= 0)
+    extra_info, extra_columns = _add_extra_breakdowns(
+        _check_by(by), records, qtypes, extra_column, add_groups,
+        effective_length_only=effective_length_only,
+        effective_relation_only=effective_relation_only)
 
     per_question = {
         "key": [r.key for r in records],
@@ -270,6 +397,7 @@ def dvd_accuracy(preds: Any, target: Sequence, *, effective_or_only: bool = True
         "transfer": [",".join(t) for t in transfers] if transfers is not None else [""] * n,
         "prior_correct": prior_correct,
         "or_distance": or_col if or_col is not None else [None] * n,
+        **extra_columns,
     }
     info = {
         "evaluated": n,
@@ -280,12 +408,74 @@ def dvd_accuracy(preds: Any, target: Sequence, *, effective_or_only: bool = True
         "transfer": transfer_info,
         "transfer_without_previous_turn": without_prior,
         "effective_or_only": effective_or_only,
+        **extra_info,
         "breakdowns_omitted": sorted(set(omitted)),
         "counts": counts,
         "rule": "exact match str(pred) == str(gt) over the 40 DVD answers "
                 "(dvd_codebase/data/analysis_utils.py)",
     }
     return BreakdownResult("dvd_accuracy", metrics, per_question, info)
+
+
+def _add_extra_breakdowns(by: tuple[str, ...], records: list, qtypes: Optional[list],
+                          extra_column, add_groups, *, effective_length_only: bool,
+                          effective_relation_only: bool) -> tuple[dict, dict]:
+    """The ``by`` breakdowns of :func:`dvd_accuracy`, added through its
+    ``add_groups``/``extra_column``; returns their ``info`` entries and
+    per-question columns (``contained``, ``relative_length`` (NaN where not
+    counted), ``relation``)."""
+    info: dict[str, Any] = {}
+    columns: dict[str, Any] = {}
+    n = len(records)
+    if "contained" in by:
+        contained = extra_column("contained_objs")
+        if contained is not None:
+            if not all(isinstance(c, Mapping) for c in contained):
+                raise InputError("dvd_accuracy: extra['contained_objs'] must be an object "
+                                 "{object_id: {...}} for every record")
+            columns["contained"] = [len(c) for c in contained]
+            add_groups("Acc/contained=", columns["contained"], range(0, 1000))
+    if "length" in by:
+        templates = extra_column("template")
+        flags = extra_column("effective_temporal_localizing") if effective_length_only \
+            else [True] * n
+        if templates is not None and flags is not None:
+            ratios = np.array([relative_interval_length(t) for t in templates], dtype=np.float64)
+            keep = np.array([bool(f) for f in flags], dtype=bool) & ~np.isnan(ratios)
+            bins = [_length_label(length_bin(r)) if k else None for r, k in zip(ratios, keep)]
+            add_groups("Acc/length=", bins, [_length_label(k) for k in range(10)], keep=keep)
+            columns["relative_length"] = np.where(keep, ratios, np.nan)
+            info["length"] = {"effective_only": effective_length_only,
+                              "not_effective": int(sum(not bool(f) for f in flags)),
+                              "no_video_frames": int(np.isnan(ratios).sum())}
+    if "relation" in by:
+        deps = extra_column("turn_dependencies")
+        if deps is not None:
+            if not all(isinstance(d, Mapping) and isinstance(d.get("temporal"), str)
+                       for d in deps):
+                raise InputError("dvd_accuracy: the relation breakdown needs "
+                                 "extra['turn_dependencies']['temporal'] (a string) for every "
+                                 "record")
+            relations = [temporal_relation(d["temporal"]) for d in deps]
+            # A turn relating to the previous interval counts only when that
+            # interval gives another answer (the generator's
+            # is_effective_interval_tracking); turn 1 has no flag and no relation.
+            keep = np.array([rel == "none" or not effective_relation_only
+                             or bool(r.extra.get("effective_interval_tracking"))
+                             for rel, r in zip(relations, records)], dtype=bool)
+            add_groups("Acc/relation=", relations, TEMPORAL_RELATIONS, keep=keep)
+            columns["relation"] = [rel if k else None for rel, k in zip(relations, keep)]
+            if qtypes is not None:
+                for qtype in _TYPE_ORDER + tuple(sorted(set(map(str, qtypes)) - set(_TYPE_ORDER))):
+                    of_type = keep & np.array([str(q) == qtype for q in qtypes], dtype=bool)
+                    if of_type.any():
+                        add_groups(f"Acc/type={qtype}/relation=", relations, TEMPORAL_RELATIONS,
+                                   keep=of_type)
+            info["relation"] = {"effective_only": effective_relation_only,
+                                "not_effective": int((~keep).sum())}
+    if by:
+        info["breakdowns_by"] = list(by)
+    return info, columns
 
 
 class DVDAccuracy(Metric):

@@ -456,3 +456,281 @@ class IoUF1(Metric):
 
     function = "iou_f1"
     per_item = ("alternatives",)
+
+
+# --------------------------------------------------------------------------
+# average_precision (the 2023 rewrite's AveragePrecision)
+# --------------------------------------------------------------------------
+
+AP_MODES = ("wildqa-2023", "clean")
+
+
+def _greedy_tp(iou: np.ndarray, threshold: float) -> np.ndarray:
+    """One instance's TP flag per prediction (in prediction order, the
+    official "sorted by confidence" order): each prediction takes, among the
+    target spans with IoU >= threshold, the highest-IoU one not yet taken (equal
+    IoUs: the earlier span); a prediction whose best free span is below the
+    threshold, or that finds every qualifying span taken, is a false positive.
+    ``iou``: ``(k, m)``, already in the precision compared."""
+    k, m = iou.shape
+    tp = np.zeros(k, dtype=np.int64)
+    taken = np.zeros(m, dtype=bool)
+    for p in range(k):
+        for g in np.argsort(-iou[p], kind="stable"):
+            if iou[p, g] < threshold:
+                break
+            if not taken[g]:
+                taken[g] = True
+                tp[p] = 1
+                break
+    return tp
+
+
+def _interpolated_ap(tp: np.ndarray, n_pos: int) -> float:
+    """VOC / ActivityNet interpolated AP (0-1) of TP flags in ranked order:
+    precision made monotone from the right, summed over the recall steps.
+    NaN when there is no positive (recall undefined, as the official code's
+    division by zero gives); 0 with positives but no prediction."""
+    if n_pos == 0:
+        return float("nan")
+    tp_cum = np.cumsum(tp, dtype=np.float64)
+    fp_cum = np.cumsum(1 - tp, dtype=np.float64)
+    precision = np.concatenate(([0.0], tp_cum / np.maximum(tp_cum + fp_cum, 1.0), [0.0]))
+    recall = np.concatenate(([0.0], tp_cum / n_pos, [1.0]))
+    precision = np.maximum.accumulate(precision[::-1])[::-1]
+    step = np.flatnonzero(recall[1:] != recall[:-1])
+    return float(np.sum((recall[step + 1] - recall[step]) * precision[step + 1]))
+
+
+def average_precision(
+    preds: Sequence[Any],
+    target: Sequence[Any],
+    *,
+    mode: str = "wildqa-2023",
+    threshold: float = 0.5,
+    thresholds: Optional[Sequence[float]] = None,
+    alternatives: Optional[Sequence[Sequence[Any]]] = None,
+    batch_size: Optional[int] = None,
+) -> MetricResult:
+    """WildQA evidence Average Precision: ``AveragePrecision`` of the 2023
+    rewrite of the official ``metrics.py`` (e46c788 on; the paper reports no
+    AP), an ActivityNet-style AP over every predicted span of the split.
+
+    Args:
+        preds: N entries, each the question's predicted ``[start, end]``
+            spans (seconds) **in confidence order** (the official code takes
+            the list order as the ranking; spans carry no score).
+        target: N primary gold span lists (``evidences``).
+        mode: ``"wildqa-2023"``: the gold as the official ``model.py`` fed it
+            (primary rounded half-to-even to integer seconds, alternatives in
+            float32, spans equal to ``(0, 0)`` dropped: see :func:`iou_f1`)
+            and IoU compared in float32; ``"clean"``: spans as given, float64.
+        threshold: IoU a match needs (``>=``). The 2023 training code
+            computed AP at ``torch.linspace(0, 1, 21)`` and logged index 2
+            (0.1): pass ``threshold=0.1`` for that number.
+        thresholds: extra thresholds, each reported as ``"AP@<t>"``.
+        alternatives: N lists of other annotators' span lists
+            (``alter_evidences``); each is a candidate target set.
+        batch_size: None (default): the metric's own ``compute()`` over the
+            whole split. B: the number the Lightning training loop logged:
+            the AP of each run of B consecutive questions (the per-batch
+            value of the metric's ``forward``), averaged weighted by batch
+            size (a batch without a gold span makes it NaN, as there).
+
+    Per question and threshold, the predictions are matched greedily, in
+    list order, against each target set (primary, then each alternative):
+    a prediction takes the unmatched target span of highest IoU with
+    ``IoU >= threshold`` (equal IoUs: the earlier span; the official
+    unstable ``argsort`` leaves that order open) and is a true positive,
+    otherwise a false positive. The question keeps the target set with the
+    most true positives (a tie: the set with fewer spans; then the earlier
+    set), whose span count is added to the positives. The TP/FP flags of
+    every question are concatenated in question order (never re-sorted across
+    questions: the AP depends on question order) and the AP is the
+    interpolated area (VOC style: precision made monotone, summed over recall
+    steps). No prediction: no rows (its gold still counts); no gold in any
+    set: every prediction is a false positive. No positive at all: NaN.
+    Computed in float64 (the official code works in float32, which can move
+    the 7th significant digit).
+
+    Returns:
+        :class:`MetricResult` ``"average_precision"``: ``"AP"`` = 100 x AP at
+        ``threshold`` and ``"AP@<t>"`` per extra threshold; ``per_question``
+        ``index``, ``TP``, ``n_pred``, ``n_gold`` (spans of the kept set),
+        ``target`` (0 = primary, j = alternative j-1) at ``threshold``.
+
+    Raises:
+        InputError (a ValueError; TypeError too for wrong types): as
+        :func:`iou_f1`, plus a ``batch_size`` that is not a positive integer.
+    """
+    _checks.choice(mode, "average_precision", "mode", AP_MODES)
+    main_t = _checks.unit_interval(threshold, "average_precision", "threshold")
+    extra_t = [_checks.unit_interval(t, "average_precision", f"thresholds[{i}]")
+               for i, t in enumerate(thresholds or ())]
+    if batch_size is not None and (isinstance(batch_size, bool)
+                                   or not isinstance(batch_size, (int, np.integer))
+                                   or batch_size < 1):
+        raise InputError(f"average_precision: batch_size must be a positive integer, "
+                         f"got {batch_size!r}")
+    preds = _span_rows("preds", preds)
+    n = len(preds)
+    targets = _targets_for_mode(mode, _span_rows("target", target, n),
+                                _alternative_sets(alternatives, n))
+    inst_q = np.repeat(np.arange(n), [len(t) for t in targets])
+    pairs = _Pairs([preds[q] for q in inst_q], [g for t in targets for g in t])
+    iou = pairs.iou.astype(np.float32) if mode == "wildqa-2023" else pairs.iou
+    sizes = pairs.k * pairs.m
+    starts = np.concatenate(([0], np.cumsum(sizes)))
+    first_inst = np.searchsorted(inst_q, np.arange(n))
+    cast = np.float32 if mode == "wildqa-2023" else float
+
+    def per_question(t: float):
+        """-> TP flags per question (kept set), kept set index, its size."""
+        flags, kept, n_gold = [], np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
+        for q in range(n):
+            best = None
+            for j, inst in enumerate(range(first_inst[q], first_inst[q] + len(targets[q]))):
+                mat = iou[starts[inst]:starts[inst + 1]].reshape(pairs.k[inst], pairs.m[inst])
+                tp = _greedy_tp(mat, cast(t))
+                rank = (int(tp.sum()), -int(pairs.m[inst]))
+                if best is None or rank > best[0]:
+                    best = (rank, j, tp)
+            flags.append(best[2])
+            kept[q], n_gold[q] = best[1], -best[0][1]
+        return flags, kept, n_gold
+
+    def ap(flags: list, n_gold: np.ndarray) -> float:
+        if batch_size is None:
+            tp = np.concatenate(flags) if flags else np.zeros(0, dtype=np.int64)
+            return _interpolated_ap(tp, int(n_gold.sum()))
+        total, weight = 0.0, 0
+        for lo in range(0, n, int(batch_size)):
+            hi = min(lo + int(batch_size), n)
+            value = _interpolated_ap(np.concatenate(flags[lo:hi]), int(n_gold[lo:hi].sum()))
+            total += value * (hi - lo)
+            weight += hi - lo
+        return total / weight if weight else float("nan")
+
+    flags, kept, n_gold = per_question(main_t)
+    metrics = {"AP": 100.0 * ap(flags, n_gold)}
+    for t in extra_t:
+        name = f"AP@{t:g}"
+        if name in metrics:
+            raise InputError(f"average_precision: threshold {t} given twice")
+        metrics[name] = 100.0 * ap(*per_question(t)[::2])
+    per_q = {
+        "index": np.arange(n),
+        "TP": np.array([int(f.sum()) for f in flags], dtype=np.int64),
+        "n_pred": np.array([len(p) for p in preds], dtype=np.int64),
+        "n_gold": n_gold,
+        "target": kept,
+    }
+    info = {
+        "mode": mode,
+        "threshold": main_t,
+        "thresholds": extra_t,
+        "evaluated": n,
+        "positives": int(n_gold.sum()),
+        "predicted_spans": int(sum(len(p) for p in preds)),
+        "with_alternatives": alternatives is not None,
+        "batch_size": batch_size,
+        "ranking": "each question's list order; questions concatenated in order",
+        "scale": "AP in percent (0-100)",
+    }
+    return MetricResult("average_precision", metrics, per_q, info)
+
+
+class AveragePrecision(Metric):
+    """:func:`average_precision` over batches: ``AveragePrecision(mode=...,
+    threshold=..., thresholds=..., batch_size=...)``, then ``update(preds,
+    target, alternatives=...)`` per batch; ``compute()`` equals
+    ``average_precision`` on all batches concatenated. See
+    :class:`fastvqa.metrics.Metric`."""
+
+    function = "average_precision"
+    per_item = ("alternatives",)
+
+
+# --------------------------------------------------------------------------
+# Human agreement on evidence: leave one annotator out
+# --------------------------------------------------------------------------
+
+EMPTY_EVIDENCE = ("skip", "zero")
+
+
+def human_evidence_agreement(
+    primary: Sequence[Any],
+    annotators: Sequence[Sequence[Any]],
+    *,
+    mode: str = "clean",
+    threshold: float = 0.5,
+    empty: str = "skip",
+) -> MetricResult:
+    """WildQA's human evidence row (Table 5: "the average IOU-F1 score on the
+    annotations from one annotator against the remaining annotators"): each
+    Phase-2 annotator's spans scored with :func:`iou_f1` (``mode``
+    ``"clean"`` or ``"wildqa-2023"``, ``threshold``) against the target sets
+    {Phase-1 spans, every other Phase-2 annotator's non-empty spans}, the
+    maximum over them.
+
+    Args:
+        primary: N Phase-1 span lists (``QARecord.spans``).
+        annotators: N lists, one span list per Phase-2 annotator, aligned
+            with the answers (``extra["alter_spans_by_answer"]`` of
+            ``raw_*.json``, with the 1/4-duration filter for the release's
+            "no evidence" annotators).
+        empty: an annotator with no span after the filter: ``"skip"`` (left
+            out) or ``"zero"`` (scores 0), the notebook's two variants.
+
+    A question's value is the mean over its scored annotators; the result the
+    mean over questions with at least one (others in ``info["skipped"]``).
+    The repository's notebook averaged per worker, with its own IoU helper
+    (which scores partial overlaps 0): the paper's 18.37 is not reproduced.
+
+    Returns:
+        :class:`MetricResult` ``"human_evidence_agreement"`` with ``"IoU-F1"``
+        (percent); ``per_question`` ``index``, ``scored``, ``F1`` (NaN when
+        none scored).
+    """
+    _checks.choice(mode, "human_evidence_agreement", "mode", ("clean", "wildqa-2023"))
+    _checks.choice(empty, "human_evidence_agreement", "empty", EMPTY_EVIDENCE)
+    gold = _span_rows("primary", primary)
+    n = len(gold)
+    one_per_question(annotators, n, "human_evidence_agreement", "annotators",
+                     "list of annotator span lists")
+    sets = [[_span_array(f"annotators[{q}][{j}]", s) for j, s in enumerate(a)]
+            for q, a in enumerate(annotators)]
+    preds, golds, others, owner, zeros = [], [], [], [], []
+    for q, per_annotator in enumerate(sets):
+        for j, spans in enumerate(per_annotator):
+            if spans.shape[0] == 0:
+                if empty == "zero":
+                    zeros.append(q)
+                continue
+            preds.append(spans)
+            golds.append(gold[q])
+            others.append([s for i, s in enumerate(per_annotator) if i != j and s.shape[0]])
+            owner.append(q)
+    f1 = np.zeros(0)
+    if preds:
+        f1 = iou_f1(preds, golds, mode=mode, threshold=threshold,
+                    alternatives=others).per_question["F1"]
+    owner_arr = np.asarray(owner + zeros, dtype=np.int64)
+    values = np.concatenate([f1, np.zeros(len(zeros))])
+    count = np.bincount(owner_arr, minlength=n)
+    sums = np.bincount(owner_arr, weights=values, minlength=n)
+    kept = count > 0
+    per_q = np.full(n, np.nan)
+    per_q[kept] = sums[kept] / count[kept]
+    info = {
+        "mode": mode,
+        "threshold": float(threshold),
+        "empty": empty,
+        "evaluated": int(kept.sum()),
+        "skipped": int((~kept).sum()),
+        "annotators_scored": int(owner_arr.size),
+        "aggregation": "mean over a question's scored annotators, then over questions",
+        "scale": "IoU-F1 in percent (0-100); per-question values on 0-1",
+    }
+    return MetricResult("human_evidence_agreement", {"IoU-F1": 100.0 * mean_or_nan(per_q[kept])},
+                        {"index": np.arange(n), "scored": count, "F1": per_q}, info)

@@ -10,7 +10,9 @@
   ``lib/core/eval.py`` (strict ``>``, NMS 0.5 before taking the top n).
 
 All spans are ``[start, end]`` in seconds with continuous ends (not step
-indices), ``start <= end``. See docs/anchors/eval.md §5.1, §5.2, §6.
+indices), ``start <= end``; :func:`moment_retrieval` also scores reversed
+predicted windows (end < start) exactly as the official code does, unless
+``strict=True``. See docs/anchors/eval.md §5.1, §5.2, §6.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from fastvqa import _checks, ragged
 from fastvqa.errors import InputError, InputTypeError
 from fastvqa.metrics.base import Metric
 from fastvqa.metrics.result import MetricResult
-from fastvqa.ops import grounding_overlap, paired_temporal_iou
+from fastvqa.ops import grounding_overlap, nms_1d, paired_temporal_iou
 
 # The official script builds its thresholds as
 # ``[float(f"{e:.2f}") for e in np.linspace(0.5, 0.95, 10)]``: parsing the
@@ -53,11 +55,13 @@ _RULES = {
 # ----------------------------------------------------------------------------
 
 
-def _windows(x: Any, width: tuple[int, ...], what: str, key: str) -> np.ndarray:
+def _windows(x: Any, width: tuple[int, ...], what: str, key: str,
+             allow_reversed: bool = False) -> np.ndarray:
     """One query's windows as a ``(n, w)`` float64 array, validated.
 
     ``width`` lists the accepted row lengths. A bare ``[start, end]`` (1-D, for
-    ground truth) is read as one window.
+    ground truth) is read as one window. End < start is refused unless
+    ``allow_reversed``.
     """
     try:
         arr = np.asarray(x, dtype=np.float64)
@@ -79,7 +83,7 @@ def _windows(x: Any, width: tuple[int, ...], what: str, key: str) -> np.ndarray:
         raise InputError(f"{what} of query {key!r}: windows must be finite numbers, "
                          f"got {arr.tolist()}")
     bad = np.flatnonzero(arr[:, 1] < arr[:, 0])
-    if bad.size:
+    if bad.size and not allow_reversed:
         raise InputError(f"{what} of query {key!r}: window {int(bad[0])} "
                          f"{arr[bad[0], :2].tolist()} has end < start")
     return arr
@@ -140,13 +144,23 @@ def _union_iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     scripts compute it (Moment-DETR's ``compute_temporal_iou_batch_cross``,
     2D-TAN's ``nms``): same float64 operations as the compiled kernel, except
     that the official code has no zero guard, so two zero-length windows give
-    0/0 = NaN where the kernel gives 0. Windows are never reversed here
-    (validated), so that is the only difference."""
+    0/0 = NaN where the kernel gives 0.
+
+    A reversed ``a`` row (end < start; ``b`` is never reversed) is computed
+    on the raw numbers as the official code does: its clipped intersection
+    is 0 (``min(ends) - max(starts) <= a_end - a_start < 0``) and its union
+    the raw ``len_a + len_b``, negative length included, so the IoU is 0, or
+    0/0 = NaN where ``len_a = -len_b`` exactly (which the official AP then
+    counts as a match: ``NaN < t`` is false). The kernel treats a reversed
+    span as empty (0)."""
     iou = paired_temporal_iou(a, b, "iou")
     both_empty = (a[:, 1] == a[:, 0]) & (b[:, 1] == b[:, 0])
-    if both_empty.any():
+    reversed_a = a[:, 1] < a[:, 0]
+    if both_empty.any() or reversed_a.any():
         iou = iou.copy()
         iou[both_empty] = np.nan
+        raw_union = (a[:, 1] - a[:, 0]) + (b[:, 1] - b[:, 0])
+        iou[reversed_a] = np.where(raw_union[reversed_a] == 0.0, np.nan, 0.0)
     return iou
 
 
@@ -156,9 +170,15 @@ def _hull_iou(pred: np.ndarray, gt: np.ndarray) -> np.ndarray:
     computes exactly this for one ground-truth window per row: a zero-length
     prediction has no intersection (IoU 0 both ways), a zero hull gives 0, and
     the signed intersection it divides is clamped at 0 afterwards, which gives
-    the same value as clamping first."""
+    the same value as clamping first. A reversed prediction has
+    ``min(ends) - max(starts) < 0``, so the official value is 0 (the hull of
+    a pair with a valid ground-truth window is >= 0); the kernel's signed
+    NExT-GQA rule is not used for it."""
     n = pred.shape[0]
     iou, _ = grounding_overlap(pred, gt, np.arange(n + 1, dtype=np.int64))
+    reversed_pred = pred[:, 1] < pred[:, 0]
+    if reversed_pred.any():
+        iou = np.where(reversed_pred, 0.0, iou)
     return iou
 
 
@@ -367,6 +387,7 @@ def moment_retrieval(
     max_pred_windows: Optional[int] = 10,
     length_buckets: Optional[Mapping[str, tuple[float, float]]] = QVH_LENGTH_BUCKETS,
     match_number: bool = True,
+    strict: bool = False,
 ) -> MetricResult:
     """QVHighlights moment-retrieval metrics, exactly as the official
     ``standalone_eval/eval.py`` (jayleicn/moment_detr, ``eval_moment_retrieval``)
@@ -389,6 +410,10 @@ def moment_retrieval(
         match_number: the official check that predictions and ground truth
             hold the same query ids (ValueError otherwise). False evaluates
             the shared ids only, as ``match_number=False`` does.
+        strict: refuse predicted windows with end < start (ValueError).
+            By default they are scored as the official code scores them
+            (see the edge cases below), and counted in
+            ``info["reversed_windows"]`` with a line in ``info["warnings"]``.
 
     Returns:
         :class:`MetricResult` ``"moment_retrieval"`` with, in percent at full
@@ -425,7 +450,11 @@ def moment_retrieval(
 
     Edge cases (official behaviour kept): a NaN IoU (two zero-length windows,
     0/0 in the official code) wins the R1 argmax and counts as a match in AP
-    (``NaN < t`` is false); the R1 IoU of that pair is 0 (zero hull). When a
+    (``NaN < t`` is false); the R1 IoU of that pair is 0 (zero hull). A
+    reversed predicted window ``[s, e]``, ``e < s``, is computed on the raw
+    numbers as there: R1 IoU 0; for AP its clipped intersection is 0 and its
+    union ``(e - s) + len_gt``, so its IoU is 0 (a false positive), except
+    where ``e - s = -len_gt`` exactly: 0/0 = NaN, a match. When a
     prediction has the same IoU with several ground-truth windows, AP walks
     them in the order ``np.argsort`` gives; NumPy's default sort is not stable
     (from 4 windows on it depends on the CPU's SIMD sort), so the official
@@ -439,8 +468,9 @@ def moment_retrieval(
     Raises:
         TypeError: containers of the wrong kind, windows that are not numbers.
         ValueError: mismatched query ids (with ``match_number``), a query
-            without predicted or ground-truth windows, windows with end <
-            start or non-finite values, ``max_pred_windows < 1``, bad buckets.
+            without predicted or ground-truth windows, ground-truth windows
+            (or, with ``strict``, predicted ones) with end < start,
+            non-finite values, ``max_pred_windows < 1``, bad buckets.
 
         Both are :class:`fastvqa.errors.InputError` (the type errors also
         ``TypeError``): the caller's data or arguments. Any other exception
@@ -454,7 +484,9 @@ def moment_retrieval(
             raise InputError(f"length bucket {name!r}: expected (lo, hi) with lo < hi and a name "
                              f"other than 'full', got {bounds!r}")
     keys, pred_rows, gt_rows, counts = _pair_queries(preds, target, match_number)
-    preds = [_windows(p, (3,), "predictions", k) for k, p in zip(keys, pred_rows)]
+    preds = [_windows(p, (3,), "predictions", k, allow_reversed=not strict)
+             for k, p in zip(keys, pred_rows)]
+    reversed_count = [int(np.count_nonzero(p[:, 1] < p[:, 0])) for p in preds]
     if max_pred_windows is not None:
         preds = [p[:max_pred_windows] for p in preds]
     gts = [_windows(g, (2,), "ground truth", k) for k, g in zip(keys, gt_rows)]
@@ -500,7 +532,15 @@ def moment_retrieval(
         "mAP_by_threshold": full["mAP"],
         "buckets": bucket_info,
         "note": "the official script prints these rounded to 2 decimals",
+        "reversed_windows": {"windows": sum(reversed_count),
+                             "queries": sum(c > 0 for c in reversed_count)},
     }
+    if sum(reversed_count):
+        info["warnings"] = [
+            f"{sum(reversed_count)} predicted windows (in {info['reversed_windows']['queries']} "
+            "queries) have end < start; scored on the raw numbers as the official evaluation "
+            "does (IoU 0, or 0/0 = NaN, a match, where end - start = -len(gt)); strict=True "
+            "refuses them"]
     return MetricResult("moment_retrieval", metrics, per_question, info)
 
 
@@ -512,31 +552,32 @@ def moment_retrieval(
 def _nms_ragged(spans: np.ndarray, offsets: np.ndarray, threshold: float, top_k: int) -> np.ndarray:
     """2D-TAN's ``nms`` on every query at once: walk the candidates in the given
     order (assumed sorted by score), keep one, drop every later candidate whose
-    textbook IoU with it is **not** ``<= threshold`` (a 0/0 NaN between two
-    zero-length windows is dropped too), stop after ``top_k`` kept. Returns a
-    boolean keep mask over ``spans``."""
+    textbook IoU with it is **not** ``<= threshold``, stop after ``top_k`` kept.
+    Returns a boolean keep mask over ``spans``.
+
+    That is :func:`fastvqa.ops.nms_1d` with equal scores and
+    ``ties="stable"`` (input order; it suppresses at IoU ``> threshold``),
+    except for one pair: two zero-length windows have IoU 0/0 = NaN there,
+    which is not ``<= threshold``, so once a zero-length window is kept every
+    later one of its query is dropped. A zero-length window overlaps no other
+    window (IoU 0 either way), so the first one of each query is the only one
+    NMS needs to see."""
     n = spans.shape[0]
-    remaining = np.ones(n, dtype=bool)
-    keep = np.zeros(n, dtype=bool)
+    n_q = offsets.shape[0] - 1
     query = ragged.segment_ids(offsets)
-    starts = offsets[:-1]
-    ends = offsets[1:]
     index = np.arange(n)
-    for _ in range(top_k):
-        cand = np.where(remaining, index, n)
-        first = np.minimum.reduceat(cand, starts)
-        active = first < ends
-        if not active.any():
-            break
-        chosen = first[active]
-        keep[chosen] = True
-        remaining[chosen] = False
-        kept_of_query = np.full(offsets.shape[0] - 1, -1, dtype=np.int64)
-        kept_of_query[active] = chosen
-        rest = np.flatnonzero(remaining & active[query])
-        if rest.size:
-            ovr = _union_iou(spans[rest], spans[kept_of_query[query[rest]]])
-            remaining[rest] = ovr <= threshold
+    zero = spans[:, 1] == spans[:, 0]
+    first_zero = np.full(n_q, n, dtype=np.int64)
+    np.minimum.at(first_zero, query[zero], index[zero])
+    cand = np.flatnonzero(~zero | (index == first_zero[query]))
+    cand_off = ragged.offsets_from_counts(np.bincount(query[cand], minlength=n_q))
+    kept = nms_1d(spans[cand], np.zeros(cand.shape[0]), iou_threshold=threshold,
+                  offsets=cand_off, ties="stable")
+    # Equal scores: each query's kept windows come in input order; keep top_k.
+    counts = np.diff(kept.offsets)
+    rank = np.arange(kept.keep.shape[0]) - np.repeat(kept.offsets[:-1], counts)
+    keep = np.zeros(n, dtype=bool)
+    keep[cand[kept.keep[rank < top_k]]] = True
     return keep
 
 

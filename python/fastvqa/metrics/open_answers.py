@@ -164,3 +164,85 @@ class Rouge(Metric):
     :class:`fastvqa.metrics.Metric`."""
 
     function = "rouge"
+
+
+# --------------------------------------------------------------------------
+# Human agreement: leave one annotator out
+# --------------------------------------------------------------------------
+
+HUMAN_ANNOTATORS = ("phase2", "all")
+
+
+def human_agreement(
+    answers: Sequence[Sequence[str]],
+    *,
+    annotators: str = "phase2",
+    use_stemmer: bool = False,
+) -> MetricResult:
+    """WildQA's human row, leave one annotator out: each annotator's answer
+    scored against the other annotators' answers of the same question with
+    :func:`rouge` (WildQA normalisation, best F-measure over the references,
+    per metric).
+
+    Args:
+        answers: N lists, each ``[phase1_answer, *phase2_answers]``
+            (``QARecord.extra["answers"]``).
+        annotators: ``"phase2"`` (default; the repository's
+            ``cal_human_performance.ipynb``): each Phase-2 answer is scored
+            against the Phase-1 answer and the other Phase-2 answers; ``"all"``:
+            the Phase-1 answer is scored in turn too, against the Phase-2 ones.
+        use_stemmer: as :func:`rouge`.
+
+    A question's value is the mean over its scored answers; the dataset value
+    the mean over questions with at least one scored answer (a question with
+    a single answer has no one to agree with and is left out, counted in
+    ``info["skipped"]``). The notebook averaged per annotator (worker) first,
+    and used py-rouge (stemming, 665-byte cut); the public files do not say
+    which worker wrote which Phase-2 answer, so this is the per-question mean,
+    and it does not reproduce the paper's Table 4 human row (40.8 / 18.1 /
+    36.3), which the notebook itself does not reproduce either.
+
+    Returns:
+        :class:`MetricResult` ``"human_agreement"`` with ``"ROUGE-1"``,
+        ``"ROUGE-2"``, ``"ROUGE-L"`` (percent); ``per_question``: ``index``,
+        ``scored`` (answers scored) and the three values (0-1, NaN when
+        skipped).
+    """
+    if annotators not in HUMAN_ANNOTATORS:
+        raise InputError(f"human_agreement: annotators must be 'phase2' or 'all', "
+                         f"got {annotators!r}")
+    lists = _reference_lists(answers, len(answers))
+    first = 0 if annotators == "all" else 1
+    flat_pred, flat_refs, owner = [], [], []
+    for q, answer_list in enumerate(lists):
+        if len(answer_list) < 2:
+            continue
+        for j in range(first, len(answer_list)):
+            flat_pred.append(answer_list[j])
+            flat_refs.append(answer_list[:j] + answer_list[j + 1:])
+            owner.append(q)
+    scored = rouge(flat_pred, flat_refs, references_mode="max", use_stemmer=use_stemmer) \
+        if flat_pred else None
+    n = len(lists)
+    owner_arr = np.asarray(owner, dtype=np.int64)
+    count = np.bincount(owner_arr, minlength=n)
+    per_question: dict[str, Any] = {"index": np.arange(n), "scored": count}
+    metrics = {}
+    kept = count > 0
+    for name, _ in _ROUGE_KEYS:
+        values = np.full(n, np.nan)
+        if scored is not None:
+            sums = np.bincount(owner_arr, weights=scored.per_question[name], minlength=n)
+            values[kept] = sums[kept] / count[kept]
+        per_question[name] = values
+        metrics[name] = 100.0 * mean_or_nan(values[kept])
+    info = {
+        "annotators": annotators,
+        "use_stemmer": use_stemmer,
+        "evaluated": int(kept.sum()),
+        "skipped": int((~kept).sum()),
+        "answers_scored": len(flat_pred),
+        "aggregation": "mean over a question's scored answers, then over questions",
+        "scale": "ROUGE in percent (0-100); per-question values on 0-1",
+    }
+    return MetricResult("human_agreement", metrics, per_question, info)
