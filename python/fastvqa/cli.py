@@ -348,6 +348,12 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return demo_cli.run(args)
 
 
+def _cmd_stats(args: argparse.Namespace) -> int:
+    from fastvqa import stats
+
+    return stats.run(args)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="fastvqa", description="fast, exact tools for grounded video question answering"
@@ -405,6 +411,18 @@ def build_parser() -> argparse.ArgumentParser:
     store = sub.add_parser("store", help="inspect a feature store (fastvqa store info STORE)")
     _extract_cli.add_store_arguments(store)
     store.set_defaults(func=_cmd_store)
+    from fastvqa import stats as _stats
+
+    st = sub.add_parser("stats", help="print a benchmark paper's dataset table from its files",
+                        description=_stats.DESCRIPTION)
+    _stats.add_arguments(st)
+    st.set_defaults(func=_cmd_stats)
+    from fastvqa.audit import cli as _audit_cli
+
+    aud = sub.add_parser("audit", help="what a model can score on a benchmark without "
+                                       "the video (blind baselines, biases, leakage)",
+                         description=_audit_cli.DESCRIPTION)
+    _audit_cli.add_arguments(aud)  # sets func: fastvqa.audit.cli.run
     return parser
 
 

@@ -1,0 +1,119 @@
+# SPDX-License-Identifier: Apache-2.0
+"""``fastvqa audit <benchmark> --gt PATH [--train PATH]``: the blind-baseline
+report of :func:`fastvqa.audit.audit`, printed, and written as JSON
+(``--json FILE``) and HTML (``--html FILE``). Files are read by the
+benchmark's loader (as ``fastvqa duplicates --benchmark`` reads them); every
+option and output is checked before any work."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from fastvqa._argtypes import benchmark_choices, int_at_least, unit_interval_positive
+from fastvqa.errors import CommandError
+
+DESCRIPTION = ("What a model can score without the video: answer and question-type priors, "
+               "question retrieval from --train, option-only and question-only logistic "
+               "regressions on TF-IDF (k-fold cross-validation, grouped by video), the "
+               "correct option's position balance (chi-square), answer-length bias and "
+               "train/test near-duplicate leakage, each next to its chance level.")
+
+
+def _benchmarks() -> tuple:
+    from fastvqa.retrieval.cli import DISTRACTOR_BENCHMARKS  # those whose records have answers
+
+    return benchmark_choices(DISTRACTOR_BENCHMARKS)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    from fastvqa.audit.core import DEFAULT_FOLDS, DEFAULT_THRESHOLD
+
+    p.add_argument("benchmark", choices=_benchmarks(), metavar="BENCHMARK",
+                   help="whose files --gt and --train are: " + ", ".join(_benchmarks()))
+    p.add_argument("--gt", type=Path, required=True,
+                   help="the audited questions: the benchmark's file or folder (as for "
+                        "fastvqa eval)")
+    p.add_argument("--train", type=Path,
+                   help="the training split (file or folder) for the priors, retrieval and "
+                        "leakage (without it the priors come from --gt itself, and retrieval "
+                        "and leakage are left out)")
+    p.add_argument("--split", default="test",
+                   help="the split a --gt folder's file is (nextgqa test|val; wildqa "
+                        "test|dev|raw_test|raw_dev; deveqa: the file's split name)")
+    p.add_argument("--train-split",
+                   help="the split a --train folder's file is (default: nextgqa val, wildqa "
+                        "dev, else --split)")
+    p.add_argument("--schema", choices=("auto", "devi", "release"), default="auto",
+                   help="deveqa: layout of the records (auto: detected)")
+    p.add_argument("--folds", type=int_at_least(2), default=DEFAULT_FOLDS,
+                   help="folds of the text baselines' cross-validation")
+    p.add_argument("--threshold", type=unit_interval_positive, default=DEFAULT_THRESHOLD,
+                   help="TF-IDF cosine in (0, 1] at which a test question is a near-duplicate "
+                        "of a training question")
+    p.add_argument("--seed", type=int_at_least(0), default=0,
+                   help="seed of the fold assignment, an integer >= 0")
+    p.add_argument("--json", type=Path, metavar="FILE",
+                   help="also write the report as JSON (refuses to overwrite)")
+    p.add_argument("--html", type=Path, metavar="FILE",
+                   help="also write a self-contained HTML page with plots (refuses to "
+                        "overwrite)")
+    p.set_defaults(func=run)
+
+
+_TRAIN_SPLIT = {"nextgqa": "val", "wildqa": "dev"}
+
+
+def _read(args: argparse.Namespace, path: Path, split: str, option: str) -> list:
+    from fastvqa.retrieval.cli import _load, benchmark_files, check_split
+
+    check_split(args.benchmark, split)
+    benchmark_files(args.benchmark, path, split)
+    options = {"schema": args.schema} if args.benchmark == "deveqa" else {}
+    records = _load(args.benchmark, path, split, **options)
+    if not records:
+        raise CommandError(f"{option} {path}: holds no {args.benchmark} questions")
+    return records
+
+
+def run(args: argparse.Namespace) -> int:
+    from fastvqa.retrieval.cli import warnings_to_stderr
+
+    with warnings_to_stderr("audit"):
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from fastvqa._outputs import OutputFiles
+    from fastvqa.audit.core import audit
+    from fastvqa.audit.report import format_table, render_html, to_json
+    from fastvqa.retrieval.cli import benchmark_files
+
+    outputs = OutputFiles()  # refused now, before any work, if taken
+    json_out = outputs.add(args.json, "--json")
+    html_out = outputs.add(args.html, "--html")
+    train_split = args.train_split or _TRAIN_SPLIT.get(args.benchmark, args.split)
+    records = _read(args, args.gt, args.split, "--gt")
+    train = None
+    if args.train is not None:
+        same = {p.resolve() for p in benchmark_files(args.benchmark, args.gt, args.split)} == \
+            {p.resolve() for p in benchmark_files(args.benchmark, args.train, train_split)}
+        if same and train_split == args.split:
+            raise CommandError(f"--train {args.train} is the --gt split: its questions would "
+                               "retrieve themselves; give --train a separate split "
+                               "(--train-split)")
+        train = _read(args, args.train, train_split, "--train")
+    result = audit(records, train, benchmark=args.benchmark, folds_k=args.folds,
+                   seed=args.seed, threshold=args.threshold)
+    with outputs:
+        if json_out is not None:
+            outputs.temp(json_out).write_text(to_json(result) + "\n", encoding="utf-8")
+        if html_out is not None:
+            outputs.temp(html_out).write_text(render_html(result), encoding="utf-8")
+        outputs.commit()
+    print(format_table(result))
+    for what, path in (("json", json_out), ("html", html_out)):
+        if path is not None:
+            print(f"{what}: {path}", file=sys.stderr)
+    return 0
