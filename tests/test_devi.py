@@ -389,8 +389,10 @@ def test_an_unparsable_reply_counts_as_wrong(bench, tmp_path):
 
 def test_demo_devi_command_end_to_end(tmp_path):
     out = tmp_path / "run"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        [str(Path(__file__).resolve().parents[1] / "python"), os.environ.get("PYTHONPATH", "")])}
+    import fastvqa
+
+    # The fastvqa under test (an installed wheel, or a built checkout), not the sources.
+    env = {**os.environ, "PYTHONPATH": str(Path(fastvqa.__file__).resolve().parents[1])}
     proc = subprocess.run(
         [sys.executable, "-c", "import sys; from fastvqa.cli import main; sys.exit(main())",
          "demo", "--pipeline", "devi", "--videos", "2", "--duration", "8", "--seed", "0",
