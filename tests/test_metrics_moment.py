@@ -303,7 +303,7 @@ def qvh_case_with_reversed(draw):
 @SETTINGS
 @given(case=qvh_case(), max_pred=st.sampled_from([10, None, 3]))
 def test_qvhighlights_matches_reference(case, max_pred):
-    _check_against_reference(*case, max_pred)
+    assert_matches_reference(*case, max_pred)
 
 
 @SETTINGS
@@ -312,7 +312,7 @@ def test_reversed_windows_score_as_the_official_formula(case, max_pred):
     # The reference loop computes the official formulas on the raw numbers
     # (union = len_p + len_g - inter with a negative len_p; 0/0 = NaN).
     preds, gts = case
-    _check_against_reference(preds, gts, max_pred)
+    assert_matches_reference(preds, gts, max_pred)
     n_rev = sum(w[1] < w[0] for ws in preds.values() for w in ws)
     res = moment_retrieval(preds, gts, max_pred_windows=max_pred)
     assert res.info["reversed_windows"]["windows"] == n_rev
@@ -322,7 +322,7 @@ def test_reversed_windows_score_as_the_official_formula(case, max_pred):
             moment_retrieval(preds, gts, max_pred_windows=max_pred, strict=True)
 
 
-def _check_against_reference(preds, gts, max_pred):
+def assert_matches_reference(preds, gts, max_pred):
     res = moment_retrieval(preds, gts, max_pred_windows=max_pred)
     ref = qvhighlights_ref(preds, gts, max_pred_windows=max_pred)
     for t in map(str, QVH_THRESHOLDS):

@@ -109,8 +109,8 @@ def _bleu_scorer(weights: Sequence[float], smoothing: Optional[str]) -> Callable
     try:
         from nltk.translate.bleu_score import SmoothingFunction, sentence_bleu
     except ImportError as err:  # pragma: no cover - exercised only without nltk
-        raise ImportError("multiple_choice_accuracy needs nltk for the BLEU fallback: "
-                          "pip install 'fastvqa[eval]'") from err
+        raise ImportError("BLEU (multiple_choice_accuracy's fallback, direct_answer) needs "
+                          "nltk: pip install 'fastvqa[eval]'") from err
     smoothing_function = None
     if smoothing is not None:
         smoothing_function = getattr(SmoothingFunction(), smoothing, None)

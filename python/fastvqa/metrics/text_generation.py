@@ -32,6 +32,7 @@ import numpy as np
 from fastvqa.errors import InputError, InputTypeError
 from fastvqa.metrics._align import one_per_question
 from fastvqa.metrics.base import Metric
+from fastvqa.metrics.multiple_choice import _bleu_scorer
 from fastvqa.metrics.result import BreakdownResult, mean_or_nan
 
 #: Tokenisations for the NLTK BLEU: whitespace split, or sacrebleu's
@@ -103,15 +104,6 @@ def corpus_bleu_nltk(hypotheses: list[list[str]], references: list[list[str]], *
         return float(corpus_bleu([[r] for r in references], hypotheses,
                                  weights=_weights(weights),
                                  smoothing_function=_nltk_smoothing(smoothing)))
-
-
-def _sentence_bleu_nltk(hyp: list[str], ref: list[str], weights, smoothing_function) -> float:
-    from nltk.translate.bleu_score import sentence_bleu
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)
-        return float(sentence_bleu([ref], hyp, weights=weights,
-                                   smoothing_function=smoothing_function))
 
 
 # --------------------------------------------------------------------------
@@ -309,14 +301,16 @@ def direct_answer(
                          f"{', '.join(SACREBLEU_SMOOTHING)}, got {sacrebleu_smoothing!r}")
     weights = _weights(bleu_weights)
     split = _tokenizer(bleu_tokenize, lowercase)
-    smoothing_function = _nltk_smoothing(bleu_smoothing)
+    _nltk_smoothing(bleu_smoothing)  # checked here, with this metric's message
+    # The one sentence-level NLTK BLEU of the package (SOK-Bench's fallback uses it too).
+    sentence_bleu = _bleu_scorer(weights, bleu_smoothing)
     missing = sum(p is None for p in preds)
     hyps = ["" if p is None else p for p in preds]
     hyp_tok = [split(h) for h in hyps]
     ref_tok = [split(r) for r in target]
 
-    sent_bleu = np.array([_sentence_bleu_nltk(h, r, weights, smoothing_function)
-                          for h, r in zip(hyp_tok, ref_tok)], dtype=np.float64)
+    sent_bleu = np.array([sentence_bleu(h, r) for h, r in zip(hyp_tok, ref_tok)],
+                         dtype=np.float64)
 
     from sacrebleu.metrics import BLEU
 
