@@ -382,4 +382,13 @@ def test_cli_on_a_deveqa_file(tmp_path, capsys):
     assert scores["option-index prior"]["accuracy"] == 100.0
     assert doc["position"]["counts"] == [0, 0, 6, 0, 0]
     assert scores["longest option"]["accuracy"] == 100.0
-    assert "open the box" not in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "open the box" not in err
+    # No --train: the priors have seen the answers, and the run says so with
+    # the answer prior against chance. The prior fitted on these questions
+    # counts each one's own correct text ("open the box i") once and its wrong
+    # options never, so it picks the right option every time: 100%, against
+    # chance 1/5 = 20.0%.
+    assert ("fastvqa audit: warning: no --train: the priors are fitted on the 6 audited "
+            "questions themselves" in err)
+    assert "(answer prior 100.0% against chance 20.0%)" in err

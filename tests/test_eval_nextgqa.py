@@ -157,6 +157,40 @@ def test_hand_case_with_skipped_question(folder, tmp_path, capsys):
     assert got["info"]["unmatched_predictions"] == 1
 
 
+def test_odd_spans_scored_as_official_with_warning_and_strict(folder, tmp_path, capsys):
+    # q0: reversed [10, 0] -> IoU = IoP = 0 (official signed intersection);
+    # q1: [0, 25] runs past the 20 s video, scored raw: IoU 10/25, IoP 10/25;
+    # q2: [5, 6] exact. mIoU = (0 + 0.4 + 1) / 3.
+    argv = _files(tmp_path, {"v1_0": [10, 0], "v1_1": [0, 25], "v1_2": [5, 6]})
+    got = cli_json(capsys, "nextgqa", "--gt", str(folder), *argv)
+    assert got["metrics"]["mIoU"] == pytest.approx(140 / 3)
+    assert got["metrics"]["mIoP"] == pytest.approx(140 / 3)
+    assert got["info"]["odd_spans"] == {"reversed": 1, "outside_video": 1, "items": 2}
+    warnings = got["info"]["warnings"]
+    assert any("1 predicted span has end < start; they score IoU = IoP = 0" in w
+               for w in warnings)
+    assert any("1 predicted span reaches outside [0, duration]" in w for w in warnings)
+    err = cli_error(capsys, "eval", "nextgqa", "--gt", str(folder), *argv, "--strict")
+    assert len(err.strip().splitlines()) == 1
+    assert "'v1_0'" in err and "[10.0, 0.0] has end < start" in err
+    # Under the DeVE-QA repository's rules the reversed span becomes [10, 10]:
+    # zero length, IoP 0 there; the warning says so.
+    dev = tmp_path / "dev.json"
+    dev.write_text(json.dumps([{"qid": "a", "video_id": "v", "duration": 20,
+                                "question": "q", "options": ["x", "y"], "answer": 0,
+                                "span": [2, 8]}]))
+    pred = tmp_path / "devpred.json"
+    pred.write_text(json.dumps({"a": [8, 2]}))
+    got = cli_json(capsys, "deveqa", "--gt", str(dev), "--pred", str(pred),
+                   "--mode", "deveqa-repo")
+    assert got["metrics"]["mIoU"] == 0.0
+    assert any("made [start, start]" in w for w in got["info"]["warnings"])
+    # Clean spans: no warning, and --strict passes.
+    argv = _files(tmp_path, {"v1_0": [0, 10], "v1_1": [0, 10], "v1_2": [5, 6]})
+    got = cli_json(capsys, "nextgqa", "--gt", str(folder), *argv, "--strict")
+    assert got["info"]["odd_spans"]["items"] == 0 and "warnings" not in got["info"]
+
+
 def test_per_question_file_and_refusal_to_overwrite(folder, tmp_path, capsys):
     argv = ["eval", "nextgqa", "--gt", str(folder),
             *_files(tmp_path, {"v1_0": [19, 23], "v1_2": [5, 5]})]

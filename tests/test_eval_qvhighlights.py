@@ -236,10 +236,10 @@ def test_highlights_and_odd_windows_match_the_references(tmp_path, capsys):
     for name, value in OFFICIAL_BRIEF.items():
         assert round(m[OUR_NAME.get(name, name)], 2) == value, name
     # The odd windows are counted and reported.
-    assert res["info"]["odd_windows"] == {"reversed": 5, "outside_video": 3, "queries": 3}
+    assert res["info"]["odd_spans"] == {"reversed": 5, "outside_video": 3, "items": 3}
     assert "5 predicted windows (in 3 queries) have end < start" in captured.err
     assert "--strict refuses them" in captured.err
-    assert "3 predicted windows reach outside [0, duration]" in captured.err
+    assert "3 predicted spans reach outside [0, duration]" in captured.err
     assert res["info"]["highlight"]["evaluated"] == 3
 
 
@@ -282,7 +282,7 @@ def test_strict_refuses_odd_windows_with_one_line(tmp_path, capsys):
                  "--json"]) == 0
     captured = capsys.readouterr()
     assert "warning" not in captured.err
-    assert json.loads(captured.out)["info"]["odd_windows"]["reversed"] == 0
+    assert json.loads(captured.out)["info"]["odd_spans"]["reversed"] == 0
 
 
 def test_python_entry_strict_and_no_saliency(tmp_path):

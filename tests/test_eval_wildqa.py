@@ -209,3 +209,27 @@ def test_option_errors(gt, tmp_path, capsys):
     out = tmp_path / "c.json"
     assert main(["baseline", "wildqa", "qa", "common", "--gt", str(lone), "--out", str(out)]) == 2
     assert "dev.json" in capsys.readouterr().err  # no training split beside the file
+
+
+def test_odd_evidence_spans_scored_as_official_with_warning_and_strict(tmp_path, capsys):
+    # Two questions, gold [0, 4] in a 10 s video. q0 predicts [4, 0]
+    # (reversed: empty, matches nothing: F1 0) and [0, 4] (a match: P 1/2,
+    # R 1, F1 2/3); q1 predicts [0, 12], past the end, scored raw: IoU
+    # 4/12 < 0.5, F1 0. IoU-F1 = mean(2/3, 0) = 1/3 (clean mode).
+    gt = tmp_path / "test.json"
+    q = {"question": "q", "answer": "yes", "evidences": [{"0": [0.0, 4.0]}], "duration": 10.0,
+         "video_id": "v"}
+    gt.write_text(json.dumps([q, q]))
+    pred = tmp_path / "pred.json"
+    pred.write_text(json.dumps([[[4, 0], [0, 4]], [[0, 12]]]))
+    argv = ["eval", "wildqa", "evidence", "--pred", str(pred), "--gt", str(gt), "--mode",
+            "clean"]
+    got = run_json(capsys, *argv, "--json")
+    assert got["metrics"]["IoU-F1"] == pytest.approx(100 / 3)
+    assert got["info"]["odd_spans"] == {"reversed": 1, "outside_video": 1, "items": 2}
+    assert any("end < start; they are empty and match nothing" in w
+               for w in got["info"]["warnings"])
+    assert main([*argv, "--strict"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1
+    assert "pred.json" in err and "record 0" in err and "[4.0, 0.0] has end < start" in err

@@ -460,7 +460,52 @@ def test_recall_bad_windows():
     with pytest.raises(ValueError, match="no windows"):
         recall_at_n([[]], [[0, 1]])
     with pytest.raises(ValueError, match="end < start"):
-        recall_at_n([[[3, 1]]], [[0, 1]])
+        recall_at_n([[[3, 1]]], [[0, 1]], refuse_reversed=True)
+    with pytest.raises(ValueError, match="refuse_reversed"):
+        recall_at_n([[[0, 1]]], [[0, 1]], refuse_reversed=1)
+
+
+def test_recall_reversed_windows_by_hand():
+    # 2D-TAN's NMS: [5, 3] (length -2) against [0, 2] (length 2): 0 / (2 - 2)
+    # = NaN, not <= 0.5, so [0, 2] is suppressed; against [1, 1.5]:
+    # 0 / -1.5 = -0.0 <= 0.5, kept. Ranked after NMS: [5, 3], [1, 1.5].
+    # Against the ground truth [1, 1.6]: [5, 3] has IoU 0, [1, 1.5] has
+    # 0.5 / 0.6. Were [0, 2] kept second (IoU 0.6 / 2 = 0.3), R@2,IoU=0.7
+    # would miss.
+    preds = [[[5.0, 3.0], [0.0, 2.0], [1.0, 1.5]]]
+    res = recall_at_n(preds, [[1.0, 1.6]], n=(1, 2), iou_thresholds=(0.7,),
+                      rule="2dtan")
+    assert res["R@1,IoU=0.7"] == 0.0
+    assert res["R@2,IoU=0.7"] == 100.0
+    assert res["mIoU"] == 0.0
+    assert res.info["reversed_windows"] == {"windows": 1, "queries": 1}
+    assert "refuse_reversed=True" in res.info["warnings"][0]
+    # Without NMS the list is taken as given: [0, 2] is second.
+    plain = recall_at_n(preds, [[1.0, 1.6]], n=(2,), iou_thresholds=(0.7,))
+    assert plain["R@2,IoU=0.7"] == 0.0
+    clean = recall_at_n([[[1.0, 1.5]]], [[1.0, 1.6]])
+    assert clean.info["reversed_windows"] == {"windows": 0, "queries": 0}
+    assert "warnings" not in clean.info
+
+
+@st.composite
+def reversed_window(draw):
+    start = draw(st.integers(0, 6)) * 1.0
+    return [start, start + draw(st.sampled_from([-3.0, -2.0, -1.0, 0.0, 1.0, 2.0, 3.0]))]
+
+
+@SETTINGS
+@given(preds=st.lists(st.lists(reversed_window(), min_size=1, max_size=8), min_size=1,
+                      max_size=4),
+       strict=st.booleans(), nms=st.sampled_from([None, 0.0, 0.5, 1.0]))
+def test_recall_with_reversed_windows_matches_the_reference(preds, strict, nms):
+    # Reversed windows and lengths that cancel: the definition loop's NaN
+    # and -0.0 overlaps decide what 2D-TAN's NMS keeps.
+    gts = [[[1.0, 3.0]] for _ in preds]
+    res = recall_at_n(preds, gts, n=(1, 2, 5), strict=strict, nms_threshold=nms)
+    ref = recall_at_n_ref(preds, gts, ns=(1, 2, 5), strict=strict, nms_threshold=nms)
+    for k in ref:
+        assert close(res[k], ref[k]), k
 
 
 @st.composite

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 from pathlib import Path
 
 from fastvqa._argtypes import benchmark_choices, int_at_least, unit_interval_positive
@@ -106,6 +107,13 @@ def _run(args: argparse.Namespace) -> int:
         train = _read(args, args.train, train_split, "--train")
     result = audit(records, train, benchmark=args.benchmark, folds_k=args.folds,
                    seed=args.seed, threshold=args.threshold)
+    if train is None:
+        prior = result.score("answer prior")
+        against = "" if prior.chance is None else f" against chance {prior.chance:.1f}%"
+        warnings.warn(f"no --train: the priors are fitted on the {result.n_questions} audited "
+                      "questions themselves, an upper bound that has seen their answers "
+                      f"(answer prior {prior.accuracy:.1f}%{against}); give --train for honest "
+                      "priors, question retrieval and leakage")
     with outputs:
         if json_out is not None:
             outputs.temp(json_out).write_text(to_json(result) + "\n", encoding="utf-8")

@@ -308,11 +308,84 @@ def missing_warning(result: MetricResult, total: int, missing: int, *, what: str
             f"{missing} of {total} {what} have no prediction; {policy}")
 
 
+def odd_spans(spans: list, limits: list, *, strict: bool, path: Any, labels: list,
+              field: str, unit: str = " s") -> dict[str, int]:
+    """Counts the predicted spans an official evaluation scores on their raw
+    numbers although they look wrong: reversed (``end < start``) or reaching
+    outside ``[0, limit]`` (the video, in the prediction's unit).
+
+    Args:
+        spans: per item, its predicted spans as an ``(k, 2+)`` array (start and
+            end first), or None (no prediction).
+        limits: per item, the video's length in the spans' unit, or None
+            (unknown: only reversal is checked).
+        strict: raise on the first odd span instead of counting it.
+        path, labels, field, unit: for the error: the prediction file, each
+            item's label (e.g. its question key), the field name, the unit
+            written after the video's length.
+
+    Returns ``{"reversed", "outside_video", "items"}``: span counts and the
+    number of items with at least one odd span. With ``strict`` the first odd
+    span (items in order, spans in file order) is a
+    :class:`~fastvqa.data.DataFormatError` naming it."""
+    import numpy as np
+
+    from fastvqa.data.errors import DataFormatError
+
+    counts = {"reversed": 0, "outside_video": 0, "items": 0}
+    for windows, limit, label in zip(spans, limits, labels):
+        if windows is None or len(windows) == 0:
+            continue
+        ends = np.asarray(windows, dtype=np.float64).reshape(len(windows), -1)[:, :2]
+        reversed_w = ends[:, 1] < ends[:, 0]
+        outside = np.zeros_like(reversed_w)
+        if limit is not None and np.isfinite(limit):
+            outside = (ends.min(axis=1) < 0.0) | (ends.max(axis=1) > limit)
+        if strict and (reversed_w.any() or outside.any()):
+            i = int(np.flatnonzero(reversed_w | outside)[0])
+            what = ("has end < start" if reversed_w[i] else
+                    f"reaches outside the video [0, {limit:g}]{unit}")
+            row = np.asarray(windows[i], dtype=np.float64).tolist()
+            raise DataFormatError(path, f"span {i} {row} {what} (--strict refuses "
+                                  "it; without it, it is scored as the official evaluation "
+                                  "scores it)", record=label, field=field)
+        counts["reversed"] += int(reversed_w.sum())
+        counts["outside_video"] += int(outside.sum())
+        counts["items"] += bool(reversed_w.any() or outside.any())
+    return counts
+
+
+def _spans(n: int) -> str:
+    return f"{n} predicted span has" if n == 1 else f"{n} predicted spans have"
+
+
+def odd_spans_warning(result: MetricResult, counts: dict[str, int], *,
+                      reversed_rule: Optional[str],
+                      outside_rule: str = "scored on the raw numbers, unclamped") -> None:
+    """Stores :func:`odd_spans`' ``counts`` in ``result.info["odd_spans"]``
+    and adds a warning line per kind present, saying how the official
+    evaluation scores it (``reversed_rule``, ``outside_rule``) and that
+    ``--strict`` refuses it. ``reversed_rule=None``: no line for reversed
+    spans (the metric already wrote one)."""
+    result.info["odd_spans"] = dict(counts)
+    warnings = result.info.setdefault("warnings", [])
+    if counts["reversed"] and reversed_rule is not None:
+        warnings.append(f"{_spans(counts['reversed'])} end < start; "
+                        f"{reversed_rule}, as the official evaluation does (--strict refuses them)")
+    if counts["outside_video"]:
+        reach = "reaches" if counts["outside_video"] == 1 else "reach"
+        warnings.append(f"{counts['outside_video']} predicted span{'' if reach == 'reaches' else 's'} "
+                        f"{reach} outside [0, duration] of their video; {outside_rule}, as the official evaluation does "
+                        "(--strict refuses them)")
+    if not warnings:
+        del result.info["warnings"]
+
+
 # ``fastvqa.evaluation.nextgqa`` etc. import (and so register) on first access.
 __getattr__, __dir__ = lazy_exports(__name__, submodules=(*MODULES, "plots"))
 
 __all__ = ["BASELINES", "BENCHMARKS", "MODULES", "Baseline", "Benchmark",
            "add_question_columns", "choice", "evaluate", "input_digests", "keywords",
-           "load_all", "missing_warning", "question_type", "refuse_self_retrieval",
-           "register_baseline", "register_benchmark", "require_records", "run_baseline",
+           "load_all", "missing_warning", "odd_spans", "odd_spans_warning", "question_type",
+           "refuse_self_retrieval", "register_baseline", "register_benchmark", "require_records", "run_baseline",
            "run_record", "sha256_file", *MODULES, "plots"]

@@ -79,6 +79,10 @@ def _add_common(p: argparse.ArgumentParser, bench: str) -> None:
     p.add_argument("--plot-video", metavar="VIDEO_ID",
                    help="with --plot: draw this video's predicted vs ground-truth spans instead "
                         "of the summary")
+    p.add_argument("--strict", action="store_true",
+                   help="refuse predicted spans that are reversed (end < start) or reach outside "
+                        "[0, duration] (the official evaluation scores them; by default so does "
+                        "fastvqa, with a warning)")
     p.add_argument("--length-bins", metavar="EDGES", default=DEFAULT_BINS[bench],
                    help="video-length bin edges in seconds for the plot "
                         "(bins are [a, b))")
@@ -158,7 +162,8 @@ def _lookup(table: dict[str, Any], rec: QARecord, by_qid: bool) -> Optional[str]
 
 def _score(records: list[QARecord], spans: dict[str, Any], answers: Optional[dict[str, Any]],
            *, mode: str, normalized: bool, benchmark: str, gt, pred, qa, split: Optional[str],
-           by_qid: bool) -> MetricResult:
+           by_qid: bool, strict: bool = False) -> MetricResult:
+    from fastvqa.evaluation import odd_spans, odd_spans_warning
     from fastvqa.metrics.grounding import grounded_qa
 
     n = len(records)
@@ -179,6 +184,11 @@ def _score(records: list[QARecord], spans: dict[str, Any], answers: Optional[dic
             raise DataFormatError(gt, "no duration to scale the normalised prediction "
                                   "(pass --durations)", record=rec.key, field="duration")
     gt_spans, offsets = spans_to_csr([rec.spans for rec in records])
+    # Normalised spans are fractions of the video: its length is 1.
+    odd = odd_spans([None if np.isnan(s[0]) else s[None] for s in pred_spans],
+                    [1.0 if normalized else d for d in durations], strict=strict, path=pred,
+                    labels=[rec.key for rec in records], field="span",
+                    unit="" if normalized else " s")
 
     pred_answers = gt_answers = None
     disagree = 0
@@ -260,6 +270,12 @@ def _score(records: list[QARecord], spans: dict[str, Any], answers: Optional[dic
               f"{info['evaluated']} predicted questions" if mode == "nextgqa"
               else "they count as zero, as in the DeVE-QA repository's evaluation")
     missing_warning(out, n, info["missing"], what="questions", policy=policy)
+    if mode == "nextgqa":
+        odd_spans_warning(out, odd, reversed_rule="they score IoU = IoP = 0")
+    else:
+        odd_spans_warning(out, odd, reversed_rule="each is made [start, start] (zero length: "
+                          "IoU = IoP = 0)", outside_rule="starts below 0 are raised to 0, ends "
+                          "are not clamped")
     return out
 
 
@@ -275,9 +291,15 @@ def _check_normalized(spans: dict[str, Any], path: str) -> None:
                                   "--normalized)", record=key, field="span")
 
 
+def _flag(option: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise CommandError(f"{option}: expected True or False, got {value!r}")
+    return value
+
+
 def _evaluate(bench: str, records: list[QARecord], *, gt, pred, qa, normalized: bool,
               mode: str, split: Optional[str], pred_text=None, pred_fps=None,
-              index_base: int = 1) -> MetricResult:
+              index_base: int = 1, strict: bool = False) -> MetricResult:
     from fastvqa.evaluation import text_predictions
 
     text_predictions.one_source(pred, pred_text)
@@ -299,7 +321,7 @@ def _evaluate(bench: str, records: list[QARecord], *, gt, pred, qa, normalized: 
         source, scaled = pred, bool(normalized)
     result = _score(records, spans, answers, mode=mode, normalized=scaled,
                     benchmark=bench, gt=gt, pred=source, qa=qa, split=split,
-                    by_qid=bench == "deveqa")
+                    by_qid=bench == "deveqa", strict=_flag("strict", strict))
     if tally is not None:
         tally.report(result, bench, pred_text, multi_span_responses=tally.multi_span,
                      normalized=bool(normalized))
@@ -311,7 +333,8 @@ def _evaluate(bench: str, records: list[QARecord], *, gt, pred, qa, normalized: 
 
 
 def evaluate(*, gt, pred=None, qa=None, split: str = "test", normalized: bool = False,
-             pred_text=None, pred_fps=None, index_base: int = 1) -> MetricResult:
+             pred_text=None, pred_fps=None, index_base: int = 1,
+             strict: bool = False) -> MetricResult:
     """NExT-GQA as the official ``eval_ground.py`` scores it.
 
     Args:
@@ -333,6 +356,12 @@ def evaluate(*, gt, pred=None, qa=None, split: str = "test", normalized: bool = 
         pred_fps: with ``pred_text``: frames per second of frame indices.
         index_base: with ``pred_text``: option numbers in responses are
             1-based (1, default) or 0-based (0).
+        strict: refuse a predicted span that is reversed (end < start) or
+            reaches outside ``[0, duration]`` (a
+            :class:`~fastvqa.data.DataFormatError` naming it). By default
+            such spans are scored as the official script scores them (raw
+            numbers; a reversed span has IoU = IoP = 0), counted in
+            ``info["odd_spans"]`` and named in ``info["warnings"]``.
 
     Returns:
         A :class:`~fastvqa.metrics.MetricResult` named ``"nextgqa"``: Acc@QA,
@@ -348,12 +377,12 @@ def evaluate(*, gt, pred=None, qa=None, split: str = "test", normalized: bool = 
     records = _load_gt(gt, "nextgqa", split=split)
     return _evaluate("nextgqa", records, gt=gt, pred=pred, qa=qa, normalized=normalized,
                      mode="nextgqa", split=split, pred_text=pred_text, pred_fps=pred_fps,
-                     index_base=index_base)
+                     index_base=index_base, strict=strict)
 
 
 def evaluate_deveqa(*, gt, pred=None, qa=None, mode: str = "nextgqa", schema: str = "auto",
                     durations=None, normalized: bool = False, pred_text=None, pred_fps=None,
-                    index_base: int = 1) -> MetricResult:
+                    index_base: int = 1, strict: bool = False) -> MetricResult:
     """DeVE-QA grounded QA.
 
     Args:
@@ -368,8 +397,11 @@ def evaluate_deveqa(*, gt, pred=None, qa=None, mode: str = "nextgqa", schema: st
         schema: ``"auto"``, ``"devi"`` or ``"release"``: the layout of ``gt``.
         durations: a JSON file ``{video_id: seconds}`` for records without a
             duration, or None.
-        normalized, pred_text, pred_fps, index_base: as in :func:`evaluate`
-            (a ``pred_text`` line is keyed by ``"qid"`` or ``"key"``).
+        normalized, pred_text, pred_fps, index_base, strict: as in
+            :func:`evaluate` (a ``pred_text`` line is keyed by ``"qid"`` or
+            ``"key"``; under ``"deveqa-repo"`` a reversed span is made
+            ``[start, start]`` and a start below 0 raised to 0, as that
+            repository does, with the same warning).
 
     Returns a :class:`~fastvqa.metrics.MetricResult` named ``"deveqa"`` with
     :func:`evaluate`'s metrics; raises as :func:`evaluate`.
@@ -377,7 +409,8 @@ def evaluate_deveqa(*, gt, pred=None, qa=None, mode: str = "nextgqa", schema: st
     records = _load_gt(gt, "deveqa", schema=schema, durations=durations)
     return _evaluate("deveqa", records, gt=gt, pred=pred, qa=qa, normalized=normalized,
                      mode=choice("mode", mode, ("nextgqa", "deveqa-repo")), split=None,
-                     pred_text=pred_text, pred_fps=pred_fps, index_base=index_base)
+                     pred_text=pred_text, pred_fps=pred_fps, index_base=index_base,
+                     strict=strict)
 
 
 # ---------------------------------------------------------------------- plot

@@ -19,7 +19,7 @@ and ``saliency_scores``).
 Odd windows: the official evaluation scores predicted windows that are
 reversed (end < start) or lie partly outside ``[0, duration]`` on their raw
 numbers; so does this one, and it says how many there are in
-``info["warnings"]`` (counts in ``info["odd_windows"]``). ``--strict``
+``info["warnings"]`` (counts in ``info["odd_spans"]``). ``--strict``
 (``strict=True``) refuses such a submission instead.
 
 From Python: :func:`evaluate` ``(gt=..., pred=..., max_pred_windows=10,
@@ -73,31 +73,14 @@ def _ground_truth(path: str) -> tuple[list, dict[str, np.ndarray]]:
 
 def _odd_windows(records: list, predictions: dict[str, np.ndarray], pred_path, strict: bool
                  ) -> dict[str, int]:
-    """Counts the predicted windows of the ground-truth queries that are
-    reversed or reach outside ``[0, duration]``; with ``strict`` the first
-    one is a :class:`~fastvqa.data.DataFormatError` naming it."""
-    from fastvqa.data.errors import DataFormatError
+    """:func:`fastvqa.evaluation.odd_spans` over the ground-truth queries'
+    predicted windows (seconds, against each video's duration)."""
+    from fastvqa.evaluation import odd_spans
 
-    counts = {"reversed": 0, "outside_video": 0, "queries": 0}
-    for rec in records:
-        windows = predictions.get(rec.question_id)
-        if windows is None:
-            continue
-        ends = windows[:, :2]
-        reversed_w = ends[:, 1] < ends[:, 0]
-        outside = (ends.min(axis=1) < 0.0) | (ends.max(axis=1) > rec.duration)
-        if strict and (reversed_w.any() or outside.any()):
-            i = int(np.flatnonzero(reversed_w | outside)[0])
-            what = ("has end < start" if reversed_w[i] else
-                    f"reaches outside the video [0, {rec.duration:g}] s")
-            raise DataFormatError(pred_path, f"window {i} {windows[i].tolist()} {what} (--strict "
-                                  "refuses it; without it, it is scored as the official "
-                                  "evaluation scores it)", record=f"qid {rec.extra['qid']!r}",
-                                  field="pred_relevant_windows")
-        counts["reversed"] += int(reversed_w.sum())
-        counts["outside_video"] += int(outside.sum())
-        counts["queries"] += bool(reversed_w.any() or outside.any())
-    return counts
+    return odd_spans([predictions.get(rec.question_id) for rec in records],
+                     [rec.duration for rec in records], strict=strict, path=pred_path,
+                     labels=[f"qid {rec.extra['qid']!r}" for rec in records],
+                     field="pred_relevant_windows")
 
 
 def _highlights(records: list, gt_path, pred_path, partial: bool) -> Optional[MetricResult]:
@@ -160,7 +143,7 @@ def evaluate(*, gt, pred, max_pred_windows: int = 10, partial: bool = False,
         strict: refuse predicted windows that are reversed or reach
             outside ``[0, duration]`` (:class:`~fastvqa.data.DataFormatError`);
             by default they are scored on the raw numbers, as the official
-            script does, and counted in ``info["odd_windows"]`` and
+            script does, and counted in ``info["odd_spans"]`` and
             ``info["warnings"]``.
 
     Returns a :class:`~fastvqa.metrics.MetricResult` named
@@ -191,6 +174,7 @@ def evaluate(*, gt, pred, max_pred_windows: int = 10, partial: bool = False,
         raise CommandError(f"{pred}: no prediction qid matches a ground-truth query (e.g. "
                            f"{example!r}; ground-truth qids are like {records[0].question_id!r})")
     from fastvqa.errors import InputError
+    from fastvqa.evaluation import odd_spans_warning
 
     try:
         result = moment_retrieval(predictions, gt,
@@ -210,16 +194,13 @@ def evaluate(*, gt, pred, max_pred_windows: int = 10, partial: bool = False,
     for name, bucket in result.info.get("buckets", {}).items():
         counts[f"MR-{name}-mAP"] = bucket["queries"]
     result.info["counts"] = counts
-    result.info["odd_windows"] = odd
-    if odd["outside_video"]:
-        result.info.setdefault("warnings", []).append(
-            f"{odd['outside_video']} predicted windows reach outside [0, duration] of their "
-            "video; scored on the raw numbers as the official evaluation does (--strict "
-            "refuses them)")
     if odd["reversed"]:
         # The metric's own line says strict=True; the command line says --strict.
         result.info["warnings"] = [w.replace("strict=True", "--strict")
                                    for w in result.info.get("warnings", [])]
+    # Reversed windows: the metric's line already says how they are scored.
+    odd_spans_warning(result, odd, reversed_rule=None,
+                      outside_rule="scored on the raw numbers")
     missing_warning(result, len(gt), result.info["missing"], what="ground-truth queries",
                     policy="--partial evaluates the queries in both files only (the "
                            "official script refuses such a submission)")

@@ -194,6 +194,10 @@ def _evidence_arguments(parser: argparse.ArgumentParser) -> None:
                              "ground truth (Human IoU-F1; --mode wildqa-2023 or clean; needs "
                              "answer-aligned evidence: --split raw_test --evidence-filter); "
                              "skip or zero: annotators left without evidence")
+    parser.add_argument("--strict", action="store_true",
+                        help="refuse predicted spans that are reversed (end < start) or reach "
+                             "outside [0, duration] (the official evaluation scores them; by "
+                             "default so does fastvqa, with a warning)")
     _add_by_type(parser)
 
 
@@ -207,7 +211,8 @@ def evaluate_evidence(*, gt, pred=None, mode: str = "wildqa-2022", split: str = 
                       threshold: float = 0.5, thresholds=None, pad_to_batch=None,
                       evidence_filter: bool = False, pred_text=None,
                       pred_fps=None, ap: bool = False, ap_batch_size=None,
-                      by_type: bool = False, human: Optional[str] = None) -> MetricResult:
+                      by_type: bool = False, human: Optional[str] = None,
+                      strict: bool = False) -> MetricResult:
     """WildQA video evidence selection: IoU-F1.
 
     Args:
@@ -249,7 +254,7 @@ def evaluate_evidence(*, gt, pred=None, mode: str = "wildqa-2022", split: str = 
     ``by_type`` its numbers are IoU-F1 only (a ``BreakdownResult``, one
     metric a line, with them).
     """
-    from fastvqa.evaluation import text_predictions
+    from fastvqa.evaluation import odd_spans, odd_spans_warning, text_predictions
     from fastvqa.metrics.evidence import iou_f1
 
     text_predictions.one_source(pred, pred_text)
@@ -268,6 +273,8 @@ def evaluate_evidence(*, gt, pred=None, mode: str = "wildqa-2022", split: str = 
             raise CommandError("--human scores each annotator against the others (several "
                                "target sets), which wildqa-2022 never did; use --mode "
                                "wildqa-2023 or clean")
+    if not isinstance(strict, bool):
+        raise CommandError(f"strict: expected True or False, got {strict!r}")
     gt, records = _load_gt(gt, split, evidence_filter=evidence_filter)
     tally = None
     if pred_text is not None:
@@ -275,6 +282,9 @@ def evaluate_evidence(*, gt, pred=None, mode: str = "wildqa-2022", split: str = 
                                                              fps=pred_fps)
     else:
         pred, spans = _read_predictions(pred, len(records), gt, _span_prediction)
+    odd = odd_spans(spans, [r.duration for r in records], strict=strict,
+                    path=pred_text if pred_text is not None else pred,
+                    labels=list(range(len(records))), field="spans")
     alternatives = None
     if mode != "wildqa-2022":  # the paper era scored the primary evidence only
         alternatives = [r.extra["alter_spans"] for r in records]
@@ -304,6 +314,7 @@ def evaluate_evidence(*, gt, pred=None, mode: str = "wildqa-2022", split: str = 
     result.info.update(gt=str(gt), pred=str(pred), evidence_filter=evidence_filter)
     if tally is not None:
         tally.report(result, "wildqa evidence", pred_text)
+    odd_spans_warning(result, odd, reversed_rule="they are empty and match nothing")
     return result
 
 

@@ -581,6 +581,28 @@ def _nms_ragged(spans: np.ndarray, offsets: np.ndarray, threshold: float, top_k:
     return keep
 
 
+def _nms_2dtan_definition(spans: np.ndarray, threshold: float, top_k: int) -> np.ndarray:
+    """2D-TAN's ``nms`` on one query's ranked windows, as its definition reads
+    (float64): keep the first, drop every later window whose overlap
+    ``inter / (len_a + len_b - inter)`` is not ``<= threshold`` (0/0 = NaN is
+    dropped), stop after ``top_k``. For queries with reversed windows, which
+    :func:`fastvqa.ops.nms_1d` refuses. Returns the keep mask."""
+    start, end = spans[:, 0], spans[:, 1]
+    length = end - start
+    keep = np.zeros(spans.shape[0], dtype=bool)
+    order = np.arange(spans.shape[0])
+    kept = 0
+    while order.size and kept < top_k:
+        i, rest = order[0], order[1:]
+        keep[i] = True
+        kept += 1
+        inter = np.maximum(0.0, np.minimum(end[i], end[rest]) - np.maximum(start[i], start[rest]))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            overlap = inter / (length[i] + length[rest] - inter)
+        order = rest[overlap <= threshold]
+    return keep
+
+
 def recall_at_n(
     preds: Any,
     target: Any,
@@ -592,6 +614,7 @@ def recall_at_n(
     rule: Optional[str] = None,
     sort_by_score: bool = False,
     match_number: bool = True,
+    refuse_reversed: bool = False,
 ) -> MetricResult:
     """R@n,IoU=m: the share of queries where any of the top-n predicted windows
     has IoU with the ground truth at least m (percent).
@@ -620,6 +643,10 @@ def recall_at_n(
             (third column) first; otherwise the given order is the ranking.
         match_number: with mappings, require the same query ids (else
             evaluate the shared ones).
+        refuse_reversed: refuse predicted windows with end < start
+            (ValueError). By default they are scored as 2D-TAN and VSLNet
+            score them, counted in ``info["reversed_windows"]`` with a line
+            in ``info["warnings"]`` (below).
 
     Returns:
         :class:`MetricResult` ``"recall_at_n"`` with ``"R@{n},IoU={m}"`` for
@@ -634,10 +661,19 @@ def recall_at_n(
     ``per_question``: ``key``, ``IoU`` (top-1, 0-1), one boolean column per
     (n, m).
 
+    A reversed predicted window ``[s, e]``, ``e < s``, has a negative signed
+    intersection with every window, so both formulas give it IoU 0 (2D-TAN
+    NaN and VSLNet ZeroDivisionError where the hull is 0; here 0). In 2D-TAN's
+    NMS its overlap with a window is ``0 / (len_a + len_b)`` with a negative
+    ``len``: 0, and so kept, unless ``len_a + len_b == 0`` (0/0 = NaN, not
+    ``<= threshold``: suppressed); queries holding a reversed window run that
+    definition directly.
+
     Raises:
         TypeError / ValueError: bad containers, a query without predicted
-            windows, windows with end < start or non-finite values, bad n or
-            thresholds, an unknown rule; both :class:`fastvqa.errors.InputError`.
+            windows, non-finite values (or, with ``refuse_reversed``, windows
+            with end < start), bad n or thresholds, an unknown rule; both
+            :class:`fastvqa.errors.InputError`.
     """
     if rule is not None:
         if rule not in _RULES:
@@ -658,7 +694,10 @@ def recall_at_n(
         nms_threshold = _checks.unit_interval(nms_threshold, "recall_at_n", "nms_threshold")
 
     keys, pred_rows, gt_rows, counts = _pair_queries(preds, target, match_number)
-    preds = [_windows(p, (2, 3), "predictions", k) for k, p in zip(keys, pred_rows)]
+    if not isinstance(refuse_reversed, bool):
+        raise InputError(f"refuse_reversed: expected True or False, got {refuse_reversed!r}")
+    preds = [_windows(p, (2, 3), "predictions", k, allow_reversed=not refuse_reversed)
+             for k, p in zip(keys, pred_rows)]
     if sort_by_score:
         for k, p in zip(keys, preds):
             if p.shape[1] != 3:
@@ -672,8 +711,12 @@ def recall_at_n(
     n_q = len(keys)
     top = max(ns)
 
+    reversed_count = [int(np.count_nonzero(p[:, 1] < p[:, 0])) for p in preds]
     if nms_threshold is not None:
         keep = _nms_ragged(spans, p_off, float(nms_threshold), top)
+        for q in np.flatnonzero(reversed_count):
+            lo, hi = p_off[q], p_off[q + 1]
+            keep[lo:hi] = _nms_2dtan_definition(spans[lo:hi], float(nms_threshold), top)
     else:
         keep = np.ones(spans.shape[0], dtype=bool)
     # Rank among the kept windows of the query; only the top max(n) matter.
@@ -714,7 +757,15 @@ def recall_at_n(
         "nms_threshold": nms_threshold,
         "n": ns,
         "iou_thresholds": ms,
+        "reversed_windows": {"windows": sum(reversed_count),
+                             "queries": sum(c > 0 for c in reversed_count)},
     }
+    if sum(reversed_count):
+        info["warnings"] = [
+            f"{sum(reversed_count)} predicted windows (in {info['reversed_windows']['queries']} "
+            "queries) have end < start; scored as 2D-TAN and VSLNet score them (IoU 0; in "
+            "NMS they overlap nothing unless their lengths cancel); refuse_reversed=True "
+            "refuses them"]
     return MetricResult("recall_at_n", metrics, per_question, info)
 
 

@@ -56,6 +56,9 @@ def nms_1d(
     - ``"stable"``: smaller index, i.e. input order, as a stable sort by
       descending score leaves it (Moment-DETR's and UniVTG's
       post-processing: Python's ``sorted(..., reverse=True)`` on the scores).
+      It matters: on UniVTG's public QVHighlights val submission, NMS at 0.7
+      keeps its R1@0.5 of 68.39 with ``"stable"`` and gives 68.06 with
+      ``"start"`` (45 queries have tied top-two scores).
 
     - ``"hard"``: in that order, a span is kept unless its IoU with an already
       kept span of its group **exceeds** ``iou_threshold`` (strict ``>``, as
