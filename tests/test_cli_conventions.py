@@ -156,6 +156,7 @@ RANDOM_COMMANDS = {
     ("baseline", "wildqa", "evidence", "random"), ("baseline", "wildqa", "qa", "random"),
     ("demo",),  # the synthetic benchmark's scenes, questions and options
     ("distractors",),  # the option shuffles of --options
+    ("generate", "dvd"), ("generate", "events"),  # the builders' draws
     ("audit",),  # the shuffled assignment of videos to cross-validation folds
 }
 

@@ -423,6 +423,12 @@ def build_parser() -> argparse.ArgumentParser:
                                        "the video (blind baselines, biases, leakage)",
                          description=_audit_cli.DESCRIPTION)
     _audit_cli.add_arguments(aud)  # sets func: fastvqa.audit.cli.run
+    from fastvqa.generate import cli as _generate_cli
+
+    gen = sub.add_parser("generate", help="build a benchmark as its paper did (DVD dialogues "
+                                          "from scene graphs; DeVE-QA/SOK-Bench questions from "
+                                          "captions)", description=_generate_cli.DESCRIPTION)
+    _generate_cli.add_arguments(gen)  # each builder sets func
     return parser
 
 

@@ -1,0 +1,655 @@
+# SPDX-License-Identifier: Apache-2.0
+"""DeVE-QA-style questions from event captions (docs/papers/deveqa.md §1.2,
+§2.2), through any language model.
+
+Pipeline (:func:`generate_deveqa`):
+
+1. one prompt per caption (the paper's "n-shot" strategy), the paper's
+   Table 10 prompt (:data:`QA_PROMPT`) with its limits: at most 3 pairs, a
+   question of at most 22 words, an answer of at most 6;
+2. every reply parsed and validated (:func:`parse_qa_reply`); a pair that
+   fails is *rejected with a reason code* (:data:`REASONS`), never kept
+   silently; a question asked twice about one video is rejected too;
+3. the answer is the model's, the span is the source event's ``[start,
+   end]`` (seconds), the duration the video's;
+4. four distractors by :data:`fastvqa.retrieval.DEVEQA_RECIPE`, text-only
+   (no frames are available here): ``other_time`` = answers generated from
+   the video's *other* events (they fit the video at another time; the
+   paper retrieves them with frames outside the segment), ``segment_wrong``
+   = answers of the *other* questions about the same event (related to the
+   segment, wrong for this question), ``similar_top10`` = answers of the 10
+   most similar questions by their first three words
+   (:class:`fastvqa.retrieval.DistractorMiner`, ``question_key="first3"``);
+   a short pool is filled from ``similar_top10`` then from any other answer
+   of the set (``any``: fastvqa's fallback; each option's pool is recorded);
+5. five options with the correct position balanced over the set
+   (:func:`fastvqa.retrieval.build_options`).
+
+Replies are cached on disk (:class:`ResponseCache`, one JSON line per
+request, keyed by the sha256 of the request), so a rerun makes no model call.
+
+The output (:meth:`DeVEQASet.records`) is the DeVi sample layout that
+:func:`fastvqa.data.load_deveqa` reads (schema ``"devi"``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import threading
+from collections import Counter
+from pathlib import Path
+from typing import Any, Callable, NamedTuple, Optional, Sequence, Union
+
+import numpy as np
+
+from fastvqa import _checks
+from fastvqa.devi.prompts import Prompt
+from fastvqa.errors import InputError
+from fastvqa.generate.events.captions import word_count
+
+#: The paper's limits (Table 10).
+MAX_PAIRS = 3
+MAX_QUESTION_WORDS = 22
+MAX_ANSWER_WORDS = 6
+N_OPTIONS = 5
+#: answers in the last-resort ``any`` pool (a seeded sample of the set)
+_SPARE = 64
+
+#: Reason codes of rejected model output, with what they mean.
+REASONS = {
+    "malformed_json": "the reply holds no parseable JSON (nor the paper's 'Q: ... A: ...' lines)",
+    "bad_structure": "the JSON is not a list of objects (nor an object holding one)",
+    "missing_field": "a required field is missing, empty or not text",
+    "over_word_limit": "a text is longer than its word limit",
+    "too_many_pairs": "more pairs than the limit (the first ones are kept)",
+    "span_outside_video": "a span the reply gives is not within [0, duration]",
+    "bad_span": "a span the reply gives is not two numbers start <= end",
+    "duplicate_question": "the same question (normalised) was already generated for the video",
+    "answer_equals_distractor": "the correct answer equals (normalised) one of the distractors",
+    "too_few_distractors": "the pools hold too few usable wrong answers for the options",
+    "duplicate_entity": "the reply names the same entity twice",
+}
+
+
+class Rejection(NamedTuple):
+    """One piece of model output (or one question) left out.
+
+    ``stage``: where (``"generate"``, ``"options"``, ``"situation"``,
+    ``"knowledge"``...); ``reason``: a code of :data:`REASONS`; ``video_id``;
+    ``source``: what it was about (caption index, entity); ``detail``: a
+    readable explanation; ``response``: the start of the model's reply
+    (at most 300 characters; ``""`` when not from a reply)."""
+
+    stage: str
+    reason: str
+    video_id: str
+    source: str
+    detail: str
+    response: str = ""
+
+    def to_dict(self) -> dict:
+        return dict(self._asdict())
+
+
+def rejection_counts(rejections: Sequence[Rejection]) -> dict:
+    """reason -> count, most frequent first (ties by reason)."""
+    c = Counter(r.reason for r in rejections)
+    return dict(sorted(c.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+# ----------------------------------------------------------------- the cache
+
+
+class ResponseCache:
+    """Model replies on disk, one JSON line per request:
+    ``{"key": sha256, "request": {...}, "content": reply}``.
+
+    The key is :func:`fastvqa.devi.openai_client.request_key` of the request
+    (the model's name and the messages; for a
+    :class:`~fastvqa.devi.ChatCompletionsClient` its exact request body).
+    The file is read when opened and appended to (never rewritten), one
+    flushed line per new reply, so a killed run keeps the replies it got. A
+    line that is no entry (one cut short by a kill) is skipped and counted
+    in ``skipped_lines``: its request is simply made again (a newline is
+    written first when the file does not end in one). ``path=None``: an
+    in-memory cache.
+    """
+
+    def __init__(self, path: Union[None, str, Path] = None):
+        self.path = None if path is None else Path(path)
+        self._entries: dict = {}
+        self._lock = threading.Lock()
+        self._needs_newline = False
+        self.skipped_lines = 0
+        if self.path is not None and self.path.exists():
+            if self.path.is_dir():
+                raise InputError(f"cache {self.path} is a folder; expected a JSON Lines file")
+            raw = self.path.read_bytes().decode("utf-8", "replace")
+            lines = raw.split("\n")
+            for k, line in enumerate(lines):
+                if not line.strip():
+                    continue
+                try:
+                    entry = json.loads(line)
+                    ok = isinstance(entry, dict) and isinstance(entry.get("key"), str) \
+                        and isinstance(entry.get("content"), str)
+                except ValueError:
+                    ok = False
+                if not ok:
+                    self.skipped_lines += 1
+                    continue
+                self._entries[entry["key"]] = entry["content"]
+            if self.skipped_lines and not self._entries:
+                raise InputError(f"cache {self.path} holds no cache entry (is it another "
+                                 "file?); give a new or an existing cache file")
+            self._needs_newline = bool(raw) and not raw.endswith("\n")
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def get(self, key: str) -> Optional[str]:
+        """The cached reply for ``key``, or None."""
+        return self._entries.get(key)
+
+    def put(self, key: str, request: Any, content: str) -> None:
+        """Stores a reply (appended to the file at once)."""
+        with self._lock:
+            if key in self._entries:
+                return
+            self._entries[key] = content
+            if self.path is None:
+                return
+            line = json.dumps({"key": key, "request": request, "content": content},
+                              ensure_ascii=False, sort_keys=True)
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with open(self.path, "a", encoding="utf-8") as f:
+                if self._needs_newline:
+                    f.write("\n")
+                    self._needs_newline = False
+                f.write(line + "\n")
+                f.flush()
+                os.fsync(f.fileno())
+
+
+class CachedModel:
+    """A language model behind a :class:`ResponseCache`.
+
+    ``llm``: anything :func:`fastvqa.devi.protocols.as_language_model`
+    accepts (a ``complete(messages)`` object or a function of the messages).
+    ``calls``: replies asked of the model; ``hits``: replies read from the
+    cache. ``name``: the model's name (part of every key)."""
+
+    def __init__(self, llm: Any, cache: Optional[ResponseCache] = None):
+        from fastvqa.devi.protocols import as_language_model
+
+        self.llm = as_language_model(llm)
+        self.cache = cache if cache is not None else ResponseCache(None)
+        self.name = str(getattr(self.llm, "name", None) or type(self.llm).__name__)
+        self.calls = 0
+        self.hits = 0
+        self._lock = threading.Lock()
+
+    def request(self, messages: Sequence[dict]) -> dict:
+        """What the cache key is computed from."""
+        body = getattr(self.llm, "body", None)
+        if callable(body):
+            return body(messages)
+        return {"model": self.name,
+                "messages": [{"role": m["role"], "content": m["content"]} for m in messages]}
+
+    def complete(self, messages: Sequence[dict]) -> str:
+        from fastvqa.devi.openai_client import request_key
+
+        request = self.request(messages)
+        key = request_key(request)
+        cached = self.cache.get(key)
+        if cached is not None:
+            with self._lock:
+                self.hits += 1
+            return cached
+        text = self.llm.complete(messages)
+        with self._lock:
+            self.calls += 1
+        self.cache.put(key, request, text)
+        return text
+
+
+def cached_model(llm: Any, cache: Union[None, str, Path, ResponseCache] = None) -> CachedModel:
+    """``llm`` behind a cache (a :class:`CachedModel` is returned as it is
+    when no other cache is given)."""
+    if isinstance(llm, CachedModel) and cache is None:
+        return llm
+    if not isinstance(cache, ResponseCache):
+        cache = ResponseCache(cache)
+    return CachedModel(llm.llm if isinstance(llm, CachedModel) else llm, cache)
+
+
+# ---------------------------------------------------------------- the prompt
+
+#: The paper's question-generation prompt (Table 10). Its "..." elisions are
+#: the paper's; the reply format is fastvqa's (JSON, so replies can be
+#: validated field by field).
+QA_PROMPT = Prompt(
+    name="deveqa_generate",
+    system=(
+        "You are a good question generator. I need your help in generating question-answer "
+        "pairs pertaining to the visual event descriptions. Below are the examples: "
+        "\u2022 Given description: An elderly man is playing the piano in front of a crowd. "
+        "Good generated Question-Answer (QA) pairs can be: Q: What is the elderly man doing in "
+        "front of a crowd? A: Playing the piano. Q: Why is a crowd in front of an elderly man? "
+        "A: Watch him playing the piano. Q: How did the elderly man attract the crowd? "
+        "A: Playing the piano. \u2022 Given description: A woman walks to the piano and briefly "
+        "talks to the elderly man. Good QAs can be: Q: Why did the woman walk to the piano? "
+        "A: Talks to the elderly man. Q: What does the woman do before talking to the elderly "
+        "man? A: Walk to the piano. Q: What does the woman do after walking to the piano? "
+        "A: Talks to the elderly man. Please generate up to {max_pairs} QA pairs for each "
+        "description, and limit the generated questions to a maximal {max_question_words} "
+        "words while the answers to a maximal {max_answer_words} words. I hope your questions "
+        "feature different causal and temporal reasoning keywords such as 'why' and 'how', "
+        "'before' and 'after'. Different questions should be diverse and be related to "
+        "different aspects of the described events. Also, make sure the answer is correct "
+        "according to the description. ... Please label each question in sequence."),
+    user=("Here are the descriptions: {description}\n\n"
+          "Reply with JSON only: a list of at most {max_pairs} objects "
+          '{{"question": "...", "answer": "..."}}, in sequence.'),
+    source="DeVE-QA paper (arXiv 2409.04388), Table 10, verbatim (limits as fields)",
+    notes=("One description per prompt (the paper's n-shot strategy). The JSON reply format "
+           "is fastvqa's; the paper's own 'Q: ... A: ...' lines are accepted too."),
+)
+
+
+def qa_messages(description: str, *, max_pairs: int = MAX_PAIRS,
+                max_question_words: int = MAX_QUESTION_WORDS,
+                max_answer_words: int = MAX_ANSWER_WORDS) -> list:
+    """The two chat messages asking for the QA pairs of one description."""
+    limits = dict(max_pairs=max_pairs, max_question_words=max_question_words,
+                  max_answer_words=max_answer_words)
+    return [{"role": "system", "content": QA_PROMPT.system.format(**limits)},
+            {"role": "user", "content": QA_PROMPT.user.format(description=description,
+                                                              **limits)}]
+
+
+# ---------------------------------------------------------------- parsing
+
+class QAPair(NamedTuple):
+    """One validated pair from a reply; ``span`` is the reply's own span
+    (seconds) when it gave one (it is only checked: the written span is the
+    source event's)."""
+
+    question: str
+    answer: str
+    span: Optional[tuple]
+
+
+class QAReply(NamedTuple):
+    """A parsed reply: the ``pairs`` kept, the ``problems`` (``(reason,
+    detail)`` per pair, or for the whole reply) and ``how`` it was read
+    (``"json"``, ``"qa_lines"`` or ``""``)."""
+
+    pairs: list
+    problems: list
+    how: str
+
+
+_FENCE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.DOTALL)
+_QA_LINE = re.compile(r"(?:^|\n)\s*(?:\d+[.)]\s*)?Q\d*\s*[:.]\s*(?P<q>.+?)\s*(?:\n\s*)?"
+                      r"A\d*\s*[:.]\s*(?P<a>.+?)\s*(?=\n\s*(?:\d+[.)]\s*)?Q\d*\s*[:.]|\Z)",
+                      re.DOTALL)
+
+
+def reply_json(text: str) -> tuple:
+    """``(value, error)``: the JSON a reply holds (a fenced block, the whole
+    text, or the first ``[...]``/``{...}`` in it), or ``(None, why)``."""
+    fenced = _FENCE.search(text)
+    candidates = [fenced.group(1).strip()] if fenced else []
+    candidates.append(text.strip())
+    error = "no JSON value"
+    for c in candidates:
+        if c[:1] in "[{":
+            try:
+                return json.loads(c), None
+            except ValueError as err:
+                error = f"invalid JSON ({err})"
+    decoder = json.JSONDecoder()
+    for m in re.finditer(r"[\[{]", text):
+        try:
+            value, _ = decoder.raw_decode(text, m.start())
+        except ValueError:
+            continue
+        if isinstance(value, (list, dict)):
+            return value, None
+    return None, error
+
+
+def check_span(value: Any, duration: float) -> tuple:
+    """``(span, None)`` for a valid ``[start, end]`` (seconds) inside
+    ``[0, duration]``, else ``(None, (reason, detail))``."""
+    ok = (isinstance(value, (list, tuple)) and len(value) == 2
+          and all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                  and np.isfinite(v) for v in value))
+    if not ok:
+        return None, ("bad_span", f"span {value!r:.60} is not two finite numbers")
+    s, e = float(value[0]), float(value[1])
+    if s > e:
+        return None, ("bad_span", f"span [{s:g}, {e:g}] ends before it starts")
+    if s < 0 or e > duration:
+        return None, ("span_outside_video", f"span [{s:g}, {e:g}] is not within "
+                                            f"[0, {duration:g}]")
+    return (s, e), None
+
+
+def parse_qa_reply(text: str, duration: float, *, max_pairs: int = MAX_PAIRS,
+                   max_question_words: int = MAX_QUESTION_WORDS,
+                   max_answer_words: int = MAX_ANSWER_WORDS) -> QAReply:
+    """The validated QA pairs of one reply.
+
+    Read as JSON first (a list of ``{"question", "answer"}`` objects, or an
+    object holding such a list under any key, or one such object; an
+    optional ``"span": [start, end]`` in seconds is checked against
+    ``[0, duration]``), else as the paper's ``Q: ... A: ...`` lines. Each
+    pair failing a check is a problem with its reason: ``missing_field``,
+    ``over_word_limit`` (question > ``max_question_words`` or answer >
+    ``max_answer_words`` words), ``bad_span``, ``span_outside_video``;
+    pairs past ``max_pairs`` are ``too_many_pairs``. A reply with nothing
+    to read is one ``malformed_json`` (or ``bad_structure``) problem.
+    """
+    value, error = reply_json(text)
+    how = "json"
+    items: Optional[list] = None
+    if value is None:
+        found = [{"question": m.group("q").strip(), "answer": m.group("a").strip()}
+                 for m in _QA_LINE.finditer(text)]
+        if not found:
+            return QAReply([], [("malformed_json", error)], "")
+        items, how = found, "qa_lines"
+    elif isinstance(value, list):
+        items = value
+    elif isinstance(value, dict):
+        if "question" in value or "answer" in value:
+            items = [value]
+        else:
+            lists = [v for v in value.values() if isinstance(v, list)]
+            items = lists[0] if len(lists) == 1 else None
+    if items is None:
+        return QAReply([], [("bad_structure", f"a JSON {type(value).__name__} holding no "
+                                              "list of pairs")], how)
+    pairs, problems = [], []
+    for k, item in enumerate(items):
+        if not isinstance(item, dict):
+            problems.append(("bad_structure", f"pair {k + 1} is a {type(item).__name__}, "
+                                              "not an object"))
+            continue
+        q, a = item.get("question", item.get("q")), item.get("answer", item.get("a"))
+        missing = [n for n, v in (("question", q), ("answer", a))
+                   if not isinstance(v, str) or not v.strip()]
+        if missing:
+            problems.append(("missing_field", f"pair {k + 1}: no {' and no '.join(missing)}"))
+            continue
+        q, a = " ".join(q.split()), " ".join(a.split())
+        if word_count(q) > max_question_words:
+            problems.append(("over_word_limit", f"pair {k + 1}: question of "
+                             f"{word_count(q)} words > {max_question_words}"))
+            continue
+        if word_count(a) > max_answer_words:
+            problems.append(("over_word_limit", f"pair {k + 1}: answer of "
+                             f"{word_count(a)} words > {max_answer_words}"))
+            continue
+        span = None
+        if item.get("span") is not None:
+            span, bad = check_span(item["span"], duration)
+            if bad is not None:
+                problems.append((bad[0], f"pair {k + 1}: {bad[1]}"))
+                continue
+        if len(pairs) >= max_pairs:
+            problems.append(("too_many_pairs", f"pair {k + 1}: more than {max_pairs} pairs"))
+            continue
+        pairs.append(QAPair(q, a, span))
+    return QAReply(pairs, problems, how)
+
+
+# ------------------------------------------------------------- the pipeline
+
+class DeVEQASet(NamedTuple):
+    """What :func:`generate_deveqa` made.
+
+    ``questions``: one dict per kept question (``qid, video_id, question,
+    options {A..E}, answer`` (letter), ``gt_span [s, e]`` (seconds),
+    ``duration``, ``captions``, ``source_caption``, ``event_index``,
+    ``option_sources``); ``rejections``: every :class:`Rejection`;
+    ``calls`` / ``cache_hits``: model calls made / replies from the cache;
+    ``events``: captions prompted."""
+
+    questions: list
+    rejections: list
+    calls: int
+    cache_hits: int
+    events: int
+
+    def counts(self) -> dict:
+        return rejection_counts(self.rejections)
+
+    def summary(self) -> str:
+        parts = ", ".join(f"{r} {n}" for r, n in self.counts().items())
+        return (f"{len(self.questions)} questions from {self.events} captions; "
+                f"{len(self.rejections)} rejected" + (f" ({parts})" if parts else "")
+                + f"; {self.calls} model calls, {self.cache_hits} from the cache")
+
+
+def _excerpt(text: str) -> str:
+    return text[:300]
+
+
+def _token_jaccard(a: str, b: str) -> float:
+    from fastvqa.retrieval.distractors import normalize_option
+
+    x, y = set(normalize_option(a).split()), set(normalize_option(b).split())
+    if not x or not y:
+        return 0.0
+    return len(x & y) / len(x | y)
+
+
+def options_problem(answer: str, distractors: Sequence[str]) -> Optional[str]:
+    """Why an option set is not valid (the answer equals, normalised, one of
+    the distractors, or two distractors are equal), or None."""
+    from fastvqa.retrieval.distractors import normalize_option
+
+    a = normalize_option(answer)
+    d = [normalize_option(x) for x in distractors]
+    if a in d:
+        return f"the answer {answer!r} is also a distractor"
+    if len(set(d)) != len(d):
+        return "two distractors are the same"
+    return None
+
+
+def generate_deveqa(events: Sequence[Any], llm: Any, *, seed: int = 0,
+                    cache: Union[None, str, Path, ResponseCache] = None,
+                    max_pairs: int = MAX_PAIRS, max_question_words: int = MAX_QUESTION_WORDS,
+                    max_answer_words: int = MAX_ANSWER_WORDS, n_options: int = N_OPTIONS,
+                    similarity_threshold: float = 0.8,
+                    workers: int = 1, progress: Optional[bool] = None,
+                    on_event: Optional[Callable[[int], None]] = None) -> DeVEQASet:
+    """DeVE-QA-style questions from the ``events``
+    (:class:`~fastvqa.generate.events.captions.Event`, e.g. those
+    :func:`~fastvqa.generate.events.captions.filter_captions` kept).
+
+    Args:
+        events: the captions to prompt, one prompt each, in order.
+        llm: a ``complete(messages)`` object or a function of the messages
+            (a :class:`~fastvqa.devi.ChatCompletionsClient` for a server).
+        seed: seeds the options (pool draws and correct positions); the
+            same events, replies and seed give the same set.
+        cache: a :class:`ResponseCache`, a JSON Lines path, or None (in memory).
+        max_pairs, max_question_words, max_answer_words: the limits put in
+            the prompt and enforced on the reply.
+        n_options: options per question (2 .. 5).
+        similarity_threshold: a candidate whose word overlap (Jaccard of the
+            normalised words) with the answer or a chosen option reaches this
+            is not used (near-paraphrases of the answer are not wrong).
+        workers: model requests in flight at once (threads); replies are
+            used in caption order, so the set does not depend on it.
+        progress: a bar over the captions (None: on a terminal only).
+        on_event: called with the number of captions done after each one.
+
+    Returns:
+        :class:`DeVEQASet`. Question order: events in order, pairs in reply
+        order; qids ``"<video_id>_e<event>_q<pair>"``.
+    """
+    from fastvqa.retrieval import DEVEQA_RECIPE
+
+    op = "generate_deveqa"
+    seed = _checks.integer(seed, op, "seed", minimum=0)
+    max_pairs = _checks.integer(max_pairs, op, "max_pairs", minimum=1)
+    n_options = _checks.integer(n_options, op, "n_options", minimum=2)
+    if n_options > 1 + DEVEQA_RECIPE.n_distractors:
+        raise InputError(f"{op}: n_options must be <= {1 + DEVEQA_RECIPE.n_distractors}")
+    model = cached_model(llm, cache)
+    events = list(events)
+    calls0, hits0 = model.calls, model.hits
+    parsed_limits = dict(max_pairs=max_pairs, max_question_words=max_question_words,
+                         max_answer_words=max_answer_words)
+    rejections: list = []
+    generated: list = []  # (event position, pair index, QAPair)
+    seen: dict = {}
+    workers = _checks.integer(workers, op, "workers", minimum=1)
+
+    def ask(ev) -> str:
+        return model.complete(qa_messages(ev.text, max_pairs=max_pairs,
+                                          max_question_words=max_question_words,
+                                          max_answer_words=max_answer_words))
+
+    pool = None
+    if workers > 1 and len(events) > 1:
+        from concurrent.futures import ThreadPoolExecutor
+
+        pool = ThreadPoolExecutor(max_workers=workers)
+    try:
+        # Submitted all at once, collected in order: the replies feed the
+        # set in caption order whatever finishes first.
+        replies = (pool.map(ask, events) if pool is not None else map(ask, events))
+        _collect(events, replies, parsed_limits, rejections, generated, seen, progress,
+                 on_event)
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+    return _finish(events, generated, rejections, model, calls0, hits0, seed, n_options,
+                   similarity_threshold)
+
+
+def _collect(events, replies, limits, rejections, generated, seen, progress, on_event):
+    """Parses and checks each reply (in caption order), filling ``rejections``
+    and ``generated`` (``(event position, pair index, QAPair)``)."""
+    from fastvqa._progress import Progress
+    from fastvqa.retrieval.duplicates import normalize_question
+
+    with Progress(len(events), progress is not False, desc="generating questions",
+                  unit="caption", force=progress is True) as bar:
+        for pos, (ev, reply) in enumerate(zip(events, replies)):
+            parsed = parse_qa_reply(reply, ev.duration, **limits)
+            for reason, detail in parsed.problems:
+                rejections.append(Rejection("generate", reason, ev.video_id, str(ev.index),
+                                            detail, _excerpt(reply)))
+            for k, pair in enumerate(parsed.pairs):
+                norm = normalize_question(pair.question)
+                first = seen.get((ev.video_id, norm))
+                if first is not None:
+                    rejections.append(Rejection("generate", "duplicate_question", ev.video_id,
+                                                str(ev.index), f"{pair.question!r} was already "
+                                                f"asked about caption {first}",
+                                                _excerpt(reply)))
+                    continue
+                seen[(ev.video_id, norm)] = ev.index
+                generated.append((pos, k, pair))
+            bar.update(1)
+            if on_event is not None:
+                on_event(pos + 1)
+
+
+def _finish(events, generated, rejections, model, calls0, hits0, seed, n_options,
+            similarity_threshold) -> DeVEQASet:
+    """Distractors, options and the records of the kept pairs."""
+    from fastvqa.retrieval import DEVEQA_RECIPE, DistractorMiner, build_options
+    from fastvqa.retrieval.options import Recipe
+
+    questions: list = []
+    if generated:
+        qs = [p.question for _, _, p in generated]
+        ans = [p.answer for _, _, p in generated]
+        miner = DistractorMiner(qs, ans, encoder="tfidf", question_key="first3",
+                                n_neighbours=10)
+        similar = miner.mine(qs, ans, k=10, exclude_ids=list(range(len(qs))), progress=False)
+        by_video: dict = {}
+        for j, (pos, _, _) in enumerate(generated):
+            by_video.setdefault(events[pos].video_id, []).append(j)
+        # The last-resort pool: a seeded sample of the set's answers (bounded,
+        # so that a large set does not make N x N pools).
+        spare = np.random.default_rng(seed).permutation(len(generated))[:_SPARE]
+        pools = []
+        for j, (pos, _, _) in enumerate(generated):
+            ev = events[pos]
+            mates = by_video[ev.video_id]
+            pools.append({
+                "other_time": [ans[m] for m in mates if generated[m][0] != pos],
+                "segment_wrong": [ans[m] for m in mates if generated[m][0] == pos and m != j],
+                "similar_top10": similar[j],
+                "any": [ans[m] for m in spare if events[generated[m][0]].video_id
+                        != ev.video_id],
+            })
+        recipe = Recipe(DEVEQA_RECIPE.steps, fallback=("similar_top10", "any"))
+        built = build_options(ans, pools, recipe, n_options=n_options, seed=seed,
+                              similarity=_token_jaccard,
+                              similarity_threshold=similarity_threshold, on_short="skip")
+        for j in built.skipped:
+            pos, _, pair = generated[j]
+            ev = events[pos]
+            rejections.append(Rejection("options", "too_few_distractors", ev.video_id,
+                                        str(ev.index), f"{pair.question!r}: fewer than "
+                                        f"{n_options - 1} usable wrong answers"))
+        captions_of: dict = {}
+        for ev in events:
+            captions_of.setdefault(ev.video_id, []).append(
+                {"text": ev.text, "span": [ev.start, ev.end], "level": "event"})
+        letters = "ABCDEFGHIJ"
+        for row, j in enumerate(built.items):
+            pos, k, pair = generated[int(j)]
+            ev = events[pos]
+            opts, a = built.options[row], int(built.answer[row])
+            problem = options_problem(opts[a], [o for i, o in enumerate(opts) if i != a])
+            if problem is not None:
+                rejections.append(Rejection("options", "answer_equals_distractor", ev.video_id,
+                                            str(ev.index), f"{pair.question!r}: {problem}"))
+                continue
+            questions.append({
+                "qid": f"{ev.video_id}_e{ev.index}_q{k}",
+                "video_id": ev.video_id,
+                "question": pair.question,
+                "options": {letters[i]: o for i, o in enumerate(opts)},
+                "answer": letters[a],
+                "gt_span": [ev.start, ev.end],
+                "duration": ev.duration,
+                "captions": captions_of[ev.video_id],
+                "source_caption": ev.text,
+                "event_index": ev.index,
+                "option_sources": built.sources[row],
+            })
+    return DeVEQASet(questions, rejections, model.calls - calls0, model.hits - hits0,
+                     len(events))
+
+
+def write_records(records: Sequence[dict], path: Union[str, Path], what: str = "--out", *,
+                  jsonl: Optional[bool] = None) -> Path:
+    """Writes ``records`` as JSON Lines (``jsonl``; None: when the name ends
+    in ``.jsonl``) or one JSON list, as a new file (never overwriting:
+    :func:`fastvqa._outputs.write_new`)."""
+    from fastvqa._outputs import write_new
+
+    path = Path(path)
+    if jsonl is None:
+        jsonl = path.suffix.lower() == ".jsonl"
+    if jsonl:
+        text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+    else:
+        text = json.dumps(list(records), ensure_ascii=False, indent=1) + "\n"
+    return write_new(path, text, what)
