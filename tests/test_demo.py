@@ -46,9 +46,73 @@ def test_demo_writes_everything(demo_run):
     html = (demo_run / "report.html").read_text()
     assert html.startswith("<!DOCTYPE html>") and "data:image/png;base64," in html
     res = json.loads((demo_run / "results.json").read_text())
-    assert set(res["timings_s"]) == {"generate", "decode", "features", "ground", "answer",
-                                     "evaluate", "report"}
+    assert set(res["timings_s"]) == {"generate", "decode", "features", "dialogues", "ground",
+                                     "answer", "evaluate", "report"}
     assert len(res["questions"]) == len(ann["questions"])
+
+
+def test_demo_writes_cater_scenes_that_load(demo_run):
+    """scenes/<video>.json for every video, loadable by the DVD scene loader,
+    with the annotations' action intervals as inclusive frames at 10 fps."""
+    from fastvqa.generate.dvd.scene import load_cater_scene
+
+    ann = json.loads((demo_run / "annotations.json").read_text())
+    assert sorted(p.name for p in (demo_run / "scenes").iterdir()) == [
+        f"{vid}.json" for vid in sorted(ann["videos"])]
+    dvd_action = {"slide": "sliding", "rotate": "rotating", "fly": "flying"}
+    for vid, rec in ann["videos"].items():
+        scene = load_cater_scene(demo_run / "scenes" / f"{vid}.json")
+        assert scene.name == vid and scene.num_frames == 80 and scene.fps == 10.0  # 8 s
+        want = sorted((k, dvd_action[a["action"]], round(a["start"] * 10), round(a["end"] * 10))
+                      for k, o in enumerate(rec["objects"]) for a in o["actions"]
+                      if a["action"] != "rest")
+        assert sorted((m.obj, m.action, m.start, m.end) for m in scene.movements) == want
+        assert [(o.color, o.shape) for o in scene.objects] == [
+            (o["colour"], o["shape"]) for o in rec["objects"]]
+
+
+def test_demo_dialogues_are_counted_and_shown(demo_run):
+    dialogues = json.loads((demo_run / "dialogues.json").read_text())
+    res = json.loads((demo_run / "results.json").read_text())
+    counts = res["dialogues"]
+    assert counts["dialogues"] == len(dialogues) > 0
+    assert counts["turns"] == sum(len(d) for d in dialogues)
+    assert sum(counts["per_scene"].values()) == len(dialogues)
+    assert set(counts["per_scene"]) == set(json.loads(
+        (demo_run / "annotations.json").read_text())["videos"])
+    html = (demo_run / "report.html").read_text()
+    assert "DVD-style dialogues" in html
+    import html as html_lib
+
+    for d in dialogues[:2]:  # two dialogues shown, every turn's question
+        for turn in d:
+            assert html_lib.escape(turn["question"]) in html
+    assert html.count("<h3>Dialogue ") == min(2, len(dialogues))
+
+
+def test_generate_dvd_on_the_demo_scenes(demo_run, tmp_path):
+    """``fastvqa generate dvd`` reads a demo folder's scenes; load_dvd loads the
+    file; with the demo's seed and dialogues per scene it is the demo's
+    dialogues.json whenever every scene got its dialogues within the demo's
+    attempt limit (the generator's random stream is the same)."""
+    from fastvqa.data import load_dvd
+    from fastvqa.demo import cater
+
+    out = tmp_path / "d.json"
+    rc = main(["generate", "dvd", "--scenes", str(demo_run / "scenes"), "--out", str(out),
+               "--seed", "0", "--dialogues-per-scene", str(cater.DIALOGUES_PER_SCENE),
+               "--no-progress"])
+    assert rc == 0
+    dialogues = json.loads(out.read_text())
+    records = load_dvd(out, fps=10.0, video_frames=80)
+    assert len(records) == sum(len(d) for d in dialogues) > 0
+    assert {r.video_id for r in records} <= {f"all_actions-video{i:03d}" for i in range(3)}
+    for r in records:
+        for s, e in r.spans:
+            assert 0.0 <= s <= e <= 8.0
+    counts = json.loads((demo_run / "results.json").read_text())["dialogues"]
+    if all(n == cater.DIALOGUES_PER_SCENE for n in counts["per_scene"].values()):
+        assert out.read_bytes() == (demo_run / "dialogues.json").read_bytes()
 
 
 def test_demo_scores_in_stated_range(demo_run):

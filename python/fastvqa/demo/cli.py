@@ -15,7 +15,7 @@ from pathlib import Path
 from fastvqa._argtypes import int_at_least, positive_float
 from fastvqa.errors import CommandError
 
-STAGES = ("generate", "decode", "features", "ground", "answer", "evaluate", "report")
+STAGES = ("generate", "decode", "features", "dialogues", "ground", "answer", "evaluate", "report")
 PIPELINES = ("features", "devi")
 #: the model name the demo's own chat-completions server is asked for.
 DEMO_LLM_MODEL = "fastvqa-demo-rules"
@@ -28,8 +28,10 @@ motion features, grounding with the span-scoring kernel (top_spans), answers
 to multiple-choice questions whose wrong options come from fastvqa.retrieval's
 distractor mining, and the NExT-GQA / WildQA / multiple-choice metrics. Prints
 the tables and writes videos/, annotations.json, results.json and
-report.html into the output folder. Needs PyAV, scikit-learn and matplotlib:
-pip install 'fastvqa[demo]'."""
+report.html into the output folder, plus every video as a CATER scene graph
+(scenes/*.json: fastvqa generate dvd --scenes DIR/scenes reads them) and a
+few DVD-style dialogues for each (dialogues.json, the DVD layout). Needs PyAV,
+scikit-learn and matplotlib: pip install 'fastvqa[demo]'."""
 
 
 #: The accepted range of each numeric option, checked before any work.
@@ -282,7 +284,7 @@ def _features_through_store(out: Path, bench, args: argparse.Namespace, stages,
 def _run_in(out: Path, args: argparse.Namespace, shown: Path) -> int:
     """The stages, writing into ``out``; ``shown``: the folder named to the
     user (where ``out`` will be once the run succeeded)."""
-    from fastvqa.demo import options, pipeline, report, synth
+    from fastvqa.demo import cater, options, pipeline, report, synth
 
     if getattr(args, "pipeline", "features") == "devi":
         return _run_devi_in(out, args, shown)
@@ -309,6 +311,8 @@ def _run_in(out: Path, args: argparse.Namespace, shown: Path) -> int:
                 features[vid] = pipeline.video_features(frames, timestamps, 1.0 / args.fps)
                 bar.update()
             del decoded
+    with stages.stage("dialogues", args.videos, "scene") as bar:
+        dialogues = _dialogues(out, bench, args, bar)
     n_when = sum(q["kind"] == "when" for q in questions)
     with stages.stage("ground", n_when, "question") as bar:
         predictions = pipeline.ground_questions(questions, features)
@@ -320,19 +324,37 @@ def _run_in(out: Path, args: argparse.Namespace, shown: Path) -> int:
         bar.update()
     with stages.stage("report", 1, "file") as bar:
         report.write_report(out / "report.html", results, questions, predictions,
-                            stages.timings, config)
+                            stages.timings, config,
+                            dialogues=cater.shown_dialogues(dialogues.dialogues, 2),
+                            dialogue_counts=cater.dialogue_counts(dialogues))
         bar.update()
     # Written last, so its timings include the report stage.
     report.write_results(out / "results.json", results, questions, predictions,
-                         stages.timings, config)
+                         stages.timings, config, dialogues=cater.dialogue_counts(dialogues))
 
     print(report.format_tables(results))
     print()
+    print(f"dialogues: {dialogues.summary.line()}")
     total = sum(stages.timings.values())
     print("time per stage: " + ", ".join(f"{k} {v:.1f} s" for k, v in stages.timings.items())
           + f"; total {total:.1f} s")
-    print(f"benchmark, results.json and report.html: {shown}")
+    print(f"benchmark, scenes/, dialogues.json, results.json and report.html: {shown}")
     return 0
+
+
+def _dialogues(out: Path, bench, args: argparse.Namespace, bar):
+    """Every video as a CATER scene (``out/scenes/<video>.json``) and a few
+    DVD-style dialogues for them, seeded by ``--seed``
+    (``out/dialogues.json``, the released DVD layout). Returns
+    :class:`fastvqa.demo.cater.DemoDialogues`."""
+    from fastvqa.demo import cater
+    from fastvqa.generate.dvd import write_dialogues
+
+    scenes = cater.write_scenes(out / "scenes", bench.scenes, args.duration)
+    result = cater.demo_dialogues(scenes, seed=args.seed)
+    write_dialogues(result.dialogues, out / "dialogues.json")
+    bar.update(len(scenes))
+    return result
 
 
 def _run_devi_in(out: Path, args: argparse.Namespace, shown: Path) -> int:
@@ -358,6 +380,8 @@ def _run_devi_in(out: Path, args: argparse.Namespace, shown: Path) -> int:
     with stages.stage("generate", args.videos, "video") as bar:
         bench = synth.generate(out, videos=args.videos, duration=args.duration, seed=args.seed,
                                add_options=options.add_options, progress=bar.update)
+    with stages.stage("dialogues", args.videos, "scene") as bar:
+        dialogues = _dialogues(out, bench, args, bar)
     questions = [q for q in bench.annotations["questions"] if "options" in q]
     videos = {vid: path for vid, path in zip(bench.annotations["videos"], bench.videos)}
     with contextlib.ExitStack() as stack:
@@ -381,8 +405,10 @@ def _run_devi_in(out: Path, args: argparse.Namespace, shown: Path) -> int:
     for row in result.latency.rows:
         if row.kind == "stage":
             stages.timings[f"devi: {row.name}"] = row.seconds
+    from fastvqa.demo import cater
+
     report.write_devi_results(out / "results.json", results, questions, result,
-                              stages.timings, config)
+                              stages.timings, config, dialogues=cater.dialogue_counts(dialogues))
     print(report.format_tables(results, report.DEVI_GROUPS))
     print()
     print("== Latency (the DeVE-QA paper's Table 15 kind)")
@@ -390,7 +416,8 @@ def _run_devi_in(out: Path, args: argparse.Namespace, shown: Path) -> int:
     print()
     print(result.consistency.format())
     print()
-    print(f"benchmark and results.json: {shown}")
+    print(f"dialogues: {dialogues.summary.line()}")
+    print(f"benchmark, scenes/, dialogues.json and results.json: {shown}")
     return 0
 
 

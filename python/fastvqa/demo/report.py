@@ -9,7 +9,7 @@ import json
 import math
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 import numpy as np
 
@@ -66,24 +66,30 @@ def _per_question(questions: list, predictions: dict, results: dict) -> list:
 
 
 def write_results(path: Path, results: dict, questions: list, predictions: dict,
-                  timings: dict, config: dict) -> None:
+                  timings: dict, config: dict, *, dialogues: Optional[dict] = None) -> None:
     """``results.json``: config, timings (s), each metric group's ``to_dict()``
-    and one row per question. NaN is written as null."""
+    and one row per question; with ``dialogues`` (the DVD-style dialogue
+    counts, :func:`fastvqa.demo.cater.dialogue_counts`), a ``dialogues``
+    block. NaN is written as null."""
     payload = {
         "config": config,
         "timings_s": timings,
         "metrics": {name: results[name].to_dict() for name, _ in GROUPS if name in results},
         "questions": _per_question(questions, predictions, results),
     }
+    if dialogues is not None:
+        payload["dialogues"] = dialogues
     with Path(path).open("x") as f:
         json.dump(payload, f, indent=1, allow_nan=False, default=_json_default)
 
 
 def write_devi_results(path: Path, results: dict, questions: list, result,
-                       timings: dict, config: dict) -> None:
+                       timings: dict, config: dict, *,
+                       dialogues: Optional[dict] = None) -> None:
     """``results.json`` of ``--pipeline devi``: config, timings (s), the metric
-    groups, the latency report, the self-consistency report and one row per
-    question (truth, prediction, every consistency round, the raw reply)."""
+    groups, the latency report, the self-consistency report, one row per
+    question (truth, prediction, every consistency round, the raw reply) and,
+    with ``dialogues``, the DVD-style dialogue counts (as :func:`write_results`)."""
     rows = []
     for q in questions:
         p = result.predictions[q["id"]]
@@ -99,6 +105,8 @@ def write_devi_results(path: Path, results: dict, questions: list, result,
         "self_consistency": result.consistency.to_dict(),
         "questions": rows,
     }
+    if dialogues is not None:
+        payload["dialogues"] = dialogues
     with Path(path).open("x") as f:
         json.dump(payload, f, indent=1, allow_nan=False, default=_json_default)
 
@@ -170,11 +178,35 @@ def _fmt_spans(spans) -> str:
     return ", ".join(f"[{s:g}, {e:g})" for s, e in spans) if spans else "-"
 
 
+def _dialogue_section(dialogues: list, counts: Optional[dict]) -> list:
+    """HTML of the DVD-style dialogues: the counts, then each shown dialogue
+    as a table of turns (question, answer, cross-turn dependencies)."""
+    parts = ["<h2>DVD-style dialogues (scenes/*.json as CATER scene graphs)</h2>"]
+    if counts is not None:
+        none = counts.get("scenes_without_dialogues", 0)
+        parts.append(f"<p>{counts['dialogues']} dialogues ({counts['turns']} turns) from "
+                     f"{counts['scenes']} scenes in dialogues.json; {none} scenes got none.</p>")
+    for k, d in enumerate(dialogues):
+        parts.append(f"<h3>Dialogue {k + 1} ({html.escape(d['scene'])})</h3><table><tr>"
+                     "<th>turn</th><th>question</th><th>answer</th><th>depends on</th></tr>")
+        for t, turn in enumerate(d["turns"]):
+            deps = ", ".join(turn["dependencies"]) or "-"
+            parts.append(f"<tr><td>{t + 1}</td><td>{html.escape(turn['question'])}</td>"
+                         f"<td>{html.escape(turn['answer'])}</td><td>{html.escape(deps)}</td></tr>")
+        parts.append("</table>")
+    return parts
+
+
 def write_report(path: Path, results: dict, questions: list, predictions: dict,
-                 timings: dict, config: dict, *, max_timelines: int = 6) -> None:
+                 timings: dict, config: dict, *, max_timelines: int = 6,
+                 dialogues: Optional[list] = None,
+                 dialogue_counts: Optional[dict] = None) -> None:
     """A self-contained HTML report (PNG plots inline as base64): the metric
     tables, IoU histogram, multiple-choice accuracy, per-video timelines of
-    the first ``max_timelines`` videos and every question's outcome."""
+    the first ``max_timelines`` videos, every question's outcome, and, when
+    given, the DVD-style ``dialogues`` (rows of
+    :func:`fastvqa.demo.cater.shown_dialogues`) with their
+    ``dialogue_counts`` (:func:`fastvqa.demo.cater.dialogue_counts`)."""
     with tempfile.TemporaryDirectory(prefix="fastvqa-demo-plots-") as tmp:
         plots = _plots(Path(tmp), results, questions, predictions, config["duration"],
                        max_timelines)
@@ -208,6 +240,9 @@ def write_report(path: Path, results: dict, questions: list, predictions: dict,
         parts.append(f"<tr{cls}><td>{html.escape(r['id'])}</td><td>{html.escape(r['text'])}"
                      f"</td><td>{html.escape(truth)}</td><td>{html.escape(pred)}</td>"
                      f"<td>{html.escape(score)}</td></tr>")
-    parts.append("</table></body></html>")
+    parts.append("</table>")
+    if dialogues is not None or dialogue_counts is not None:
+        parts.extend(_dialogue_section(dialogues or [], dialogue_counts))
+    parts.append("</body></html>")
     with Path(path).open("x") as f:
         f.write("\n".join(parts))

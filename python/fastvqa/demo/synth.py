@@ -283,11 +283,14 @@ def wrong_objects(objects: list, action: str, start: float, end: float) -> list:
 
 @dataclass
 class Benchmark:
-    """What :func:`generate` wrote: the folder, the annotation dict, the video paths."""
+    """What :func:`generate` wrote: the folder, the annotation dict, the video
+    paths, and ``scenes``: video id -> its :class:`SceneObject` list (the
+    exact timelines, for :mod:`fastvqa.demo.cater`)."""
 
     root: Path
     annotations: dict
     videos: list
+    scenes: dict = field(default_factory=dict)
 
 
 def generate(root, *, videos: int = 12, duration: float = 20.0, seed: int = 0,
@@ -307,7 +310,8 @@ def generate(root, *, videos: int = 12, duration: float = 20.0, seed: int = 0,
         progress: called once per video written.
 
     Returns:
-        :class:`Benchmark`. The annotation file holds ``format`` (this layout's
+        :class:`Benchmark` (``scenes``: every video's objects). The
+        annotation file holds ``format`` (this layout's
         version), ``fps``, ``width``, ``height``, ``duration``, ``seed``,
         ``span_convention`` (``"[start, end) seconds"``), ``videos`` (id ->
         ``{"file", "objects"}``) and ``questions``.
@@ -344,4 +348,4 @@ def generate(root, *, videos: int = 12, duration: float = 20.0, seed: int = 0,
     }
     text = json.dumps(annotations, indent=1, sort_keys=True)
     (root / "annotations.json").write_text(text + "\n")
-    return Benchmark(root, annotations, paths)
+    return Benchmark(root, annotations, paths, scenes)
