@@ -188,6 +188,15 @@ def choice(option: str, value: Any, choices: tuple) -> Any:
     return value
 
 
+def flag(option: str, value: Any) -> bool:
+    """``value`` when it is ``True`` or ``False``, else
+    :class:`~fastvqa.errors.CommandError` naming ``option`` (the library's
+    check of a ``store_true`` option such as ``--strict``)."""
+    if not isinstance(value, bool):
+        raise _errors.CommandError(f"{option}: expected True or False, got {value!r}")
+    return value
+
+
 def require_records(records: list, gt: Any, what: str = "questions") -> list:
     """``records``, or :class:`~fastvqa.errors.CommandError` when there are none: a score over
     nothing is an error, not a table of NaN."""
@@ -355,10 +364,6 @@ def odd_spans(spans: list, limits: list, *, strict: bool, path: Any, labels: lis
     return counts
 
 
-def _spans(n: int) -> str:
-    return f"{n} predicted span has" if n == 1 else f"{n} predicted spans have"
-
-
 def odd_spans_warning(result: MetricResult, counts: dict[str, int], *,
                       reversed_rule: Optional[str],
                       outside_rule: str = "scored on the raw numbers, unclamped") -> None:
@@ -368,24 +373,25 @@ def odd_spans_warning(result: MetricResult, counts: dict[str, int], *,
     ``--strict`` refuses it. ``reversed_rule=None``: no line for reversed
     spans (the metric already wrote one)."""
     result.info["odd_spans"] = dict(counts)
-    warnings = result.info.setdefault("warnings", [])
-    if counts["reversed"] and reversed_rule is not None:
-        warnings.append(f"{_spans(counts['reversed'])} end < start; "
-                        f"{reversed_rule}, as the official evaluation does (--strict refuses them)")
-    if counts["outside_video"]:
-        reach = "reaches" if counts["outside_video"] == 1 else "reach"
-        warnings.append(f"{counts['outside_video']} predicted span{'' if reach == 'reaches' else 's'} "
-                        f"{reach} outside [0, duration] of their video; {outside_rule}, as the official evaluation does "
-                        "(--strict refuses them)")
-    if not warnings:
-        del result.info["warnings"]
+    official = ", as the official evaluation does (--strict refuses them)"
+    lines = []
+    n = counts["reversed"]
+    if n and reversed_rule is not None:
+        lines.append(f"{n} predicted span{'s have' if n != 1 else ' has'} end < start; "
+                     f"{reversed_rule}{official}")
+    n = counts["outside_video"]
+    if n:
+        lines.append(f"{n} predicted span{'s reach' if n != 1 else ' reaches'} outside "
+                     f"[0, duration] of their video; {outside_rule}{official}")
+    if lines:
+        result.info.setdefault("warnings", []).extend(lines)
 
 
 # ``fastvqa.evaluation.nextgqa`` etc. import (and so register) on first access.
 __getattr__, __dir__ = lazy_exports(__name__, submodules=(*MODULES, "plots"))
 
 __all__ = ["BASELINES", "BENCHMARKS", "MODULES", "Baseline", "Benchmark",
-           "add_question_columns", "choice", "evaluate", "input_digests", "keywords",
+           "add_question_columns", "choice", "evaluate", "flag", "input_digests", "keywords",
            "load_all", "missing_warning", "odd_spans", "odd_spans_warning", "question_type",
-           "refuse_self_retrieval", "register_baseline", "register_benchmark", "require_records", "run_baseline",
-           "run_record", "sha256_file", *MODULES, "plots"]
+           "refuse_self_retrieval", "register_baseline", "register_benchmark", "require_records",
+           "run_baseline", "run_record", "sha256_file", *MODULES, "plots"]

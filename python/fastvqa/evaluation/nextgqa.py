@@ -52,9 +52,9 @@ from fastvqa.data.answers import INVALID_ANSWER, NO_ANSWER
 from fastvqa.data.errors import DataFormatError
 from fastvqa.data.record import QARecord, spans_to_csr
 from fastvqa.errors import CommandError
-from fastvqa.evaluation import (Baseline, Benchmark, add_question_columns, choice,
-                                missing_warning, question_type, register_baseline,
-                                register_benchmark, require_records)
+from fastvqa.evaluation import (Baseline, Benchmark, add_question_columns, choice, flag,
+                                missing_warning, odd_spans, odd_spans_warning, question_type,
+                                register_baseline, register_benchmark, require_records)
 from fastvqa.metrics.result import MetricResult
 
 DEFAULT_BINS = {"nextgqa": "0,30,60,90,inf", "deveqa": "0,60,120,inf"}
@@ -163,7 +163,6 @@ def _lookup(table: dict[str, Any], rec: QARecord, by_qid: bool) -> Optional[str]
 def _score(records: list[QARecord], spans: dict[str, Any], answers: Optional[dict[str, Any]],
            *, mode: str, normalized: bool, benchmark: str, gt, pred, qa, split: Optional[str],
            by_qid: bool, strict: bool = False) -> MetricResult:
-    from fastvqa.evaluation import odd_spans, odd_spans_warning
     from fastvqa.metrics.grounding import grounded_qa
 
     n = len(records)
@@ -291,12 +290,6 @@ def _check_normalized(spans: dict[str, Any], path: str) -> None:
                                   "--normalized)", record=key, field="span")
 
 
-def _flag(option: str, value: Any) -> bool:
-    if not isinstance(value, bool):
-        raise CommandError(f"{option}: expected True or False, got {value!r}")
-    return value
-
-
 def _evaluate(bench: str, records: list[QARecord], *, gt, pred, qa, normalized: bool,
               mode: str, split: Optional[str], pred_text=None, pred_fps=None,
               index_base: int = 1, strict: bool = False) -> MetricResult:
@@ -321,7 +314,7 @@ def _evaluate(bench: str, records: list[QARecord], *, gt, pred, qa, normalized: 
         source, scaled = pred, bool(normalized)
     result = _score(records, spans, answers, mode=mode, normalized=scaled,
                     benchmark=bench, gt=gt, pred=source, qa=qa, split=split,
-                    by_qid=bench == "deveqa", strict=_flag("strict", strict))
+                    by_qid=bench == "deveqa", strict=flag("strict", strict))
     if tally is not None:
         tally.report(result, bench, pred_text, multi_span_responses=tally.multi_span,
                      normalized=bool(normalized))

@@ -36,8 +36,9 @@ import numpy as np
 
 from fastvqa._argtypes import int_at_least
 from fastvqa.errors import CommandError
-from fastvqa.evaluation import (Baseline, Benchmark, add_question_columns, missing_warning,
-                                register_baseline, register_benchmark, require_records)
+from fastvqa.evaluation import (Baseline, Benchmark, add_question_columns, flag,
+                                missing_warning, odd_spans, odd_spans_warning, register_baseline,
+                                register_benchmark, require_records)
 from fastvqa.metrics.result import MetricResult
 
 NAME = "qvhighlights"
@@ -75,8 +76,6 @@ def _odd_windows(records: list, predictions: dict[str, np.ndarray], pred_path, s
                  ) -> dict[str, int]:
     """:func:`fastvqa.evaluation.odd_spans` over the ground-truth queries'
     predicted windows (seconds, against each video's duration)."""
-    from fastvqa.evaluation import odd_spans
-
     return odd_spans([predictions.get(rec.question_id) for rec in records],
                      [rec.duration for rec in records], strict=strict, path=pred_path,
                      labels=[f"qid {rec.extra['qid']!r}" for rec in records],
@@ -165,8 +164,7 @@ def evaluate(*, gt, pred, max_pred_windows: int = 10, partial: bool = False,
     gt_path = gt
     records, gt = _ground_truth(gt_path)
     require_records(records, gt_path, "queries")
-    if not isinstance(strict, bool):
-        raise CommandError(f"strict: expected True or False, got {strict!r}")
+    flag("strict", strict)
     predictions = load_qvhighlights_submission(pred, allow_reversed=True)
     odd = _odd_windows(records, predictions, pred, strict)
     if partial and not set(predictions) & set(gt):
@@ -174,7 +172,6 @@ def evaluate(*, gt, pred, max_pred_windows: int = 10, partial: bool = False,
         raise CommandError(f"{pred}: no prediction qid matches a ground-truth query (e.g. "
                            f"{example!r}; ground-truth qids are like {records[0].question_id!r})")
     from fastvqa.errors import InputError
-    from fastvqa.evaluation import odd_spans_warning
 
     try:
         result = moment_retrieval(predictions, gt,

@@ -33,8 +33,9 @@ from fastvqa._argtypes import int_at_least, unit_interval
 from fastvqa.data.errors import DataFormatError
 from fastvqa.data.io import input_file, stream_json
 from fastvqa.errors import CommandError
-from fastvqa.evaluation import (Baseline, Benchmark, add_question_columns, choice,
-                                question_type, refuse_self_retrieval, register_baseline, register_benchmark,
+from fastvqa.evaluation import (Baseline, Benchmark, add_question_columns, choice, flag,
+                                odd_spans, odd_spans_warning, question_type,
+                                refuse_self_retrieval, register_baseline, register_benchmark,
                                 require_records)
 from fastvqa.evaluation.plots import save_png
 from fastvqa.metrics.result import MetricResult
@@ -254,7 +255,7 @@ def evaluate_evidence(*, gt, pred=None, mode: str = "wildqa-2022", split: str = 
     ``by_type`` its numbers are IoU-F1 only (a ``BreakdownResult``, one
     metric a line, with them).
     """
-    from fastvqa.evaluation import odd_spans, odd_spans_warning, text_predictions
+    from fastvqa.evaluation import text_predictions
     from fastvqa.metrics.evidence import iou_f1
 
     text_predictions.one_source(pred, pred_text)
@@ -273,8 +274,7 @@ def evaluate_evidence(*, gt, pred=None, mode: str = "wildqa-2022", split: str = 
             raise CommandError("--human scores each annotator against the others (several "
                                "target sets), which wildqa-2022 never did; use --mode "
                                "wildqa-2023 or clean")
-    if not isinstance(strict, bool):
-        raise CommandError(f"strict: expected True or False, got {strict!r}")
+    flag("strict", strict)
     gt, records = _load_gt(gt, split, evidence_filter=evidence_filter)
     tally = None
     if pred_text is not None:

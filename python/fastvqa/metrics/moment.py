@@ -89,6 +89,18 @@ def _windows(x: Any, width: tuple[int, ...], what: str, key: str,
     return arr
 
 
+def _reversed_windows(preds: list, scored_as: str, refuse: str) -> tuple[list, dict, list]:
+    """Per query, its predicted windows with end < start (``preds``: the
+    ``(k, 2+)`` arrays); the ``info["reversed_windows"]`` counts and the
+    warning line (none without such windows) saying how they were scored
+    (``scored_as``) and which option refuses them (``refuse``)."""
+    per_query = [int(np.count_nonzero(p[:, 1] < p[:, 0])) for p in preds]
+    windows, queries = sum(per_query), sum(c > 0 for c in per_query)
+    warnings = [f"{windows} predicted windows (in {queries} queries) have end < start; "
+                f"{scored_as}; {refuse} refuses them"] if windows else []
+    return per_query, {"windows": windows, "queries": queries}, warnings
+
+
 def _pair_queries(predictions: Any, ground_truth: Any, match_number: bool
                   ) -> tuple[list[str], list[Any], list[Any], dict[str, Any]]:
     """Matches predictions to ground truth by key (mappings) or by position
@@ -486,7 +498,9 @@ def moment_retrieval(
     keys, pred_rows, gt_rows, counts = _pair_queries(preds, target, match_number)
     preds = [_windows(p, (3,), "predictions", k, allow_reversed=not strict)
              for k, p in zip(keys, pred_rows)]
-    reversed_count = [int(np.count_nonzero(p[:, 1] < p[:, 0])) for p in preds]
+    _, reversed_info, reversed_warnings = _reversed_windows(
+        preds, "scored on the raw numbers as the official evaluation does (IoU 0, or 0/0 = NaN, "
+        "a match, where end - start = -len(gt))", "strict=True")
     if max_pred_windows is not None:
         preds = [p[:max_pred_windows] for p in preds]
     gts = [_windows(g, (2,), "ground truth", k) for k, g in zip(keys, gt_rows)]
@@ -532,15 +546,10 @@ def moment_retrieval(
         "mAP_by_threshold": full["mAP"],
         "buckets": bucket_info,
         "note": "the official script prints these rounded to 2 decimals",
-        "reversed_windows": {"windows": sum(reversed_count),
-                             "queries": sum(c > 0 for c in reversed_count)},
+        "reversed_windows": reversed_info,
     }
-    if sum(reversed_count):
-        info["warnings"] = [
-            f"{sum(reversed_count)} predicted windows (in {info['reversed_windows']['queries']} "
-            "queries) have end < start; scored on the raw numbers as the official evaluation "
-            "does (IoU 0, or 0/0 = NaN, a match, where end - start = -len(gt)); strict=True "
-            "refuses them"]
+    if reversed_warnings:
+        info["warnings"] = reversed_warnings
     return MetricResult("moment_retrieval", metrics, per_question, info)
 
 
@@ -711,7 +720,9 @@ def recall_at_n(
     n_q = len(keys)
     top = max(ns)
 
-    reversed_count = [int(np.count_nonzero(p[:, 1] < p[:, 0])) for p in preds]
+    reversed_count, reversed_info, reversed_warnings = _reversed_windows(
+        preds, "scored as 2D-TAN and VSLNet score them (IoU 0; in NMS they overlap nothing "
+        "unless their lengths cancel)", "refuse_reversed=True")
     if nms_threshold is not None:
         keep = _nms_ragged(spans, p_off, float(nms_threshold), top)
         for q in np.flatnonzero(reversed_count):
@@ -757,15 +768,10 @@ def recall_at_n(
         "nms_threshold": nms_threshold,
         "n": ns,
         "iou_thresholds": ms,
-        "reversed_windows": {"windows": sum(reversed_count),
-                             "queries": sum(c > 0 for c in reversed_count)},
+        "reversed_windows": reversed_info,
     }
-    if sum(reversed_count):
-        info["warnings"] = [
-            f"{sum(reversed_count)} predicted windows (in {info['reversed_windows']['queries']} "
-            "queries) have end < start; scored as 2D-TAN and VSLNet score them (IoU 0; in "
-            "NMS they overlap nothing unless their lengths cancel); refuse_reversed=True "
-            "refuses them"]
+    if reversed_warnings:
+        info["warnings"] = reversed_warnings
     return MetricResult("recall_at_n", metrics, per_question, info)
 
 
