@@ -109,16 +109,9 @@ def coverage(spans: Any, duration: float, mode: str = "union") -> float:
         return 0.0
     if mode == "sum":
         return float((a[:, 1] - a[:, 0]).sum() / duration)
-    a = a[np.argsort(a[:, 0], kind="stable")]
-    total, cur_s, cur_e = 0.0, a[0, 0], a[0, 1]
-    for s, e in a[1:]:
-        if s > cur_e:
-            total += cur_e - cur_s
-            cur_s, cur_e = s, e
-        else:
-            cur_e = max(cur_e, e)
-    total += cur_e - cur_s
-    return float(total / duration)
+    from fastvqa.stats import union_length
+
+    return float(union_length(a) / duration)
 
 
 def events_from_records(records: Sequence[Any]) -> list:

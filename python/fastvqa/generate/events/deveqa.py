@@ -48,6 +48,7 @@ from fastvqa import _checks
 from fastvqa.devi.prompts import Prompt
 from fastvqa.errors import InputError
 from fastvqa.generate.events.captions import word_count
+from fastvqa.parse._text import find_json
 
 #: The paper's limits (Table 10).
 MAX_PAIRS = 3
@@ -293,7 +294,6 @@ class QAReply(NamedTuple):
     how: str
 
 
-_FENCE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.DOTALL)
 _QA_LINE = re.compile(r"(?:^|\n)\s*(?:\d+[.)]\s*)?Q\d*\s*[:.]\s*(?P<q>.+?)\s*(?:\n\s*)?"
                       r"A\d*\s*[:.]\s*(?P<a>.+?)\s*(?=\n\s*(?:\d+[.)]\s*)?Q\d*\s*[:.]|\Z)",
                       re.DOTALL)
@@ -301,26 +301,10 @@ _QA_LINE = re.compile(r"(?:^|\n)\s*(?:\d+[.)]\s*)?Q\d*\s*[:.]\s*(?P<q>.+?)\s*(?:
 
 def reply_json(text: str) -> tuple:
     """``(value, error)``: the JSON a reply holds (a fenced block, the whole
-    text, or the first ``[...]``/``{...}`` in it), or ``(None, why)``."""
-    fenced = _FENCE.search(text)
-    candidates = [fenced.group(1).strip()] if fenced else []
-    candidates.append(text.strip())
-    error = "no JSON value"
-    for c in candidates:
-        if c[:1] in "[{":
-            try:
-                return json.loads(c), None
-            except ValueError as err:
-                error = f"invalid JSON ({err})"
-    decoder = json.JSONDecoder()
-    for m in re.finditer(r"[\[{]", text):
-        try:
-            value, _ = decoder.raw_decode(text, m.start())
-        except ValueError:
-            continue
-        if isinstance(value, (list, dict)):
-            return value, None
-    return None, error
+    text, or the first ``[...]``/``{...}`` in it), or ``(None, why)``
+    (:func:`fastvqa.parse._text.find_json`)."""
+    value, error = find_json(text, (list, dict))
+    return value, (error or None)
 
 
 def check_span(value: Any, duration: float) -> tuple:
