@@ -21,14 +21,14 @@ DESCRIPTION = ("Generate DVD-style diagnostic dialogues (10 turns, temporal rela
 
 
 def _shard(text: str) -> tuple[int, int]:
+    """``--shard i/n``, read as ``fastvqa extract --shard`` reads it."""
+    from fastvqa.errors import InputError
+    from fastvqa.extract.engine import parse_shard
+
     try:
-        i, n = (int(x) for x in text.split("/"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected i/n with integers, e.g. 0/4, got {text!r}") \
-            from None
-    if n < 1 or not 0 <= i < n:
-        raise argparse.ArgumentTypeError(f"expected i/n with 0 <= i < n, got {text!r}")
-    return i, n
+        return parse_shard(text)
+    except InputError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

@@ -69,6 +69,8 @@ from typing import Any, Mapping, NamedTuple, Optional, Sequence
 import numpy as np
 
 from fastvqa.errors import InputError, InputTypeError
+from fastvqa.generate.dvd import executor as _ex
+from fastvqa.generate.dvd import intervals as _iv
 from fastvqa.generate.dvd import templates as T
 from fastvqa.metrics.dialogue import ANSWER_SUBSPACES
 
@@ -290,17 +292,38 @@ _SUBSETS = [c for k in range(1, 5) for c in itertools.combinations(range(4), k)]
 
 
 class _SceneData:
-    """Per-scene caches: events, periods per cutoff, identifiable objects."""
+    """Per-scene caches: events and periods per cutoff, identifiable objects."""
 
-    def __init__(self, scene, engine, threshold: int):
+    def __init__(self, scene, threshold: int):
         self.scene = scene
-        self.I = engine
         self.threshold = threshold
         self.n = len(scene.objects)
         self.attrs = [_attr_tuple(o) for o in scene.objects]
         full = Counter(self.attrs)
         self.identifiable = [i for i in range(self.n) if full[self.attrs[i]] == 1]
         self._periods: dict = {}
+        self._named: dict = {}
+        self._events: dict = {}
+
+    def events(self, cutoff) -> tuple:
+        """:func:`~fastvqa.generate.dvd.intervals.events` up to the cutoff."""
+        cf = self.cutoff_frame(cutoff)
+        if cf not in self._events:
+            self._events[cf] = _iv.events(self.scene, cutoff=cf)
+        return self._events[cf]
+
+    def named_periods(self, cutoff, interval_type: str) -> tuple[list, list]:
+        """The periods a template of ``interval_type`` may use at the cutoff
+        (compositional ones, or only the atomic ones for ``"atomic"``) and,
+        of those, the ones a phrase can name, as ``(period, _phrase_kind)``
+        pairs."""
+        key = (self.cutoff_frame(cutoff), interval_type == "atomic")
+        if key not in self._named:
+            atomic, comp = self.periods(cutoff)
+            allowed = [p for p in comp if not key[1] or p in atomic]
+            named = [(p, k) for p in allowed for k in [_phrase_kind(p)] if k is not None]
+            self._named[key] = (allowed, named)
+        return self._named[key]
 
     def cutoff_frame(self, cutoff) -> Optional[int]:
         return None if cutoff is None else cutoff.frame
@@ -318,9 +341,9 @@ class _SceneData:
                 e = None
             return (s, e)
 
-        atomic = {norm(p) for p in self.I.atomic_periods(self.scene, self.threshold, cutoff=cf)}
+        atomic = {norm(p) for p in _iv.atomic_periods(self.scene, self.threshold, cutoff=cf)}
         comp, seen = [], set()
-        for p in self.I.compositional_periods(self.scene, self.threshold, cutoff=cf):
+        for p in _iv.compositional_periods(self.scene, self.threshold, cutoff=cf):
             q = norm(p)
             if q not in seen:
                 seen.add(q)
@@ -419,9 +442,6 @@ class DialogueGenerator:
             setattr(self, name, _checks.unit_interval(v, op, name))
         self.split = _checks.string(split, op, "split")
         self.cater_split = _checks.string(cater_split, op, "cater_split")
-        from fastvqa.generate.dvd import executor, intervals
-
-        self.I, self.X = intervals, executor
 
     # ------------------------------------------------------------------ public
 
@@ -493,7 +513,7 @@ class DialogueGenerator:
     # ------------------------------------------------------------------ per scene
 
     def _scene(self, scene, position: int, balancer: AnswerBalancer, rejections: Counter):
-        data = _SceneData(scene, self.I, self.threshold)
+        data = _SceneData(scene, self.threshold)
         if len(data.identifiable) < 2:
             return None
         rng = np.random.default_rng(scene_seed(self.seed, scene.name))
@@ -523,7 +543,7 @@ class DialogueGenerator:
         (``num_frames - 1``). None (the whole video) when there is none."""
         lo = 0 if previous is None else previous
         last = scene.num_frames - 1
-        cands = sorted({e for e in self.I.events(scene) if e.action != "contained"
+        cands = sorted({e for e in _iv.events(scene) if e.action != "contained"
                         and e.frame - lo > self.cutoff_spacing
                         and last - e.frame > self.cutoff_spacing})
         if not cands:
@@ -579,11 +599,11 @@ class DialogueGenerator:
     def _run(self, data, nodes, period, cutoff) -> tuple[list, str]:
         cf = data.cutoff_frame(cutoff)
         try:
-            outputs = self.X.execute(nodes, data.scene, period=period, cutoff=cf)
-        except self.X.ProgramError as err:  # ill-posed on this scene (a malformed
+            outputs = _ex.execute(nodes, data.scene, period=period, cutoff=cf)
+        except _ex.ProgramError as err:  # ill-posed on this scene (a malformed
             raise _Reject("ill_posed") from err  # program is a bug and propagates)
         try:
-            answer = self.X.to_answer(outputs[-1])
+            answer = _ex.to_answer(outputs[-1])
         except InputError:
             raise _Reject("answer_outside_space") from None
         return outputs, answer
@@ -750,8 +770,7 @@ class DialogueGenerator:
         described, effective_temporal_obj_tracking)."""
         if template.interval_type == "none":
             return None, "", "none", [], None, {}, False
-        atomic, comp = data.periods(d.cutoff)
-        allowed = [p for p in comp if (template.interval_type != "atomic" or p in atomic)]
+        allowed, named = data.named_periods(d.cutoff, template.interval_type)
         prev = d.turns[-1] if d.turns else None
         if temporal in ("during", "before", "after"):
             pp = prev.period
@@ -767,7 +786,6 @@ class DialogueGenerator:
             tnodes = [{"type": "track_interval", "inputs": [], "side_inputs": []},
                       {"type": "relate_temporal", "inputs": [0], "side_inputs": [temporal]}]
             return p, phrases[int(rng.integers(len(phrases)))], temporal, tnodes, None, {}, False
-        named = [(p, k) for p in allowed for k in [_phrase_kind(p)] if k is not None]
         if temporal == "last_unique_obj":
             obj = prev.unique[1]
             cands = [(p, k) for p, k in named if k[1] is not None and k[1].obj == obj]
@@ -827,7 +845,7 @@ class DialogueGenerator:
         if _has_unique_slot(template):
             if template.spatial:
                 static = [i for i in data.identifiable
-                          if self.I.is_static(data.scene, i, period,
+                          if _iv.is_static(data.scene, i, period,
                                               cutoff=data.cutoff_frame(d.cutoff))]
                 pool = static
             else:
@@ -933,7 +951,7 @@ class DialogueGenerator:
 
     def _related(self, data, ref, other, period, rel, cutoff) -> bool:
         try:
-            return bool(self.I.spatial_relation(data.scene, ref, other, period, rel,
+            return bool(_iv.spatial_relation(data.scene, ref, other, period, rel,
                                                 cutoff=data.cutoff_frame(cutoff)))
         except InputError:
             return False
@@ -945,7 +963,7 @@ class DialogueGenerator:
         scene = data.scene
         state_before = _state_before(d, t)
         periods = [_period_json(x.period, x.cutoff) for x in d.turns[:t + 1]]
-        program = self.X.with_outputs(turn.nodes, turn.outputs)
+        program = _ex.with_outputs(turn.nodes, turn.outputs)
         temporal = self._temporal_outputs(data, d, t)
         offset = len(temporal)
         final = [dict(n) for n in temporal] + [
@@ -997,15 +1015,15 @@ class DialogueGenerator:
             return nodes
         last = None
         if t > 0 and d.turns[t - 1].period is not None:
-            s, e = self.I.period_frames(d.turns[t - 1].period, data.scene.num_frames,
+            s, e = _iv.period_frames(d.turns[t - 1].period, data.scene.num_frames,
                                         cutoff=data.cutoff_frame(d.turns[t - 1].cutoff))
             last = (s, e)
         try:
-            outs = self.X.execute(nodes, data.scene, cutoff=data.cutoff_frame(turn.cutoff),
-                                  state=self.X.DialogueState(last_interval=last))
+            outs = _ex.execute(nodes, data.scene, cutoff=data.cutoff_frame(turn.cutoff),
+                                  state=_ex.DialogueState(last_interval=last))
         except InputError:
             return nodes
-        return self.X.with_outputs(nodes, outs)
+        return _ex.with_outputs(nodes, outs)
 
     def _contained(self, data, turn: _Turn) -> dict:
         """Objects the turn names (its unique objects and the temporal
@@ -1013,11 +1031,11 @@ class DialogueGenerator:
         a turn without one): ``{obj: {"contain_periods": [[s, e]],
         "contain_time": frames}}``."""
         period = turn.period if turn.period is not None else (None, None)
-        s, e = self.I.period_frames(period, data.scene.num_frames,
+        s, e = _iv.period_frames(period, data.scene.num_frames,
                                     cutoff=data.cutoff_frame(turn.cutoff))
         named = sorted(set(turn.unique.values()) | ({turn.temporal_obj} - {None}))
         out = {}
-        for c in self.I.containment_periods(data.scene):
+        for c in _iv.containment_periods(data.scene):
             if c.obj in named:
                 lo, hi = max(c.start, s), min(c.end, e)
                 if hi > lo:
@@ -1176,8 +1194,7 @@ def _action_phrase(data, d: _Dialogue, ev) -> str:
     """"first flight" / "slide" (no ordinal when the object has only one
     visible movement of that action)."""
     noun = T.ACTION_FORMS[ev.action]["noun"][0]
-    cf = data.cutoff_frame(d.cutoff)
-    same = [e for e in data.I.events(data.scene, cutoff=cf)
+    same = [e for e in data.events(d.cutoff)
             if e.obj == ev.obj and e.kind == f"start_{ev.action}"]
     if len(same) <= 1:
         return noun
