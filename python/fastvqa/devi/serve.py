@@ -38,7 +38,8 @@ class Reply(NamedTuple):
 
 class ServerStats:
     """Server-side counts, thread-safe: ``requests`` (every POST received),
-    ``completions`` (200 replies), ``in_flight`` now and ``max_in_flight`` seen."""
+    ``completions`` (200 replies), ``in_flight`` now (received, reply not yet sent) and
+    ``max_in_flight`` seen."""
 
     def __init__(self):
         self._lock = threading.Lock()
@@ -90,11 +91,20 @@ def _handler(fn: Callable, stats: ServerStats):
             for k, v in (headers or {}).items():
                 self.send_header(k, str(v))
             self.end_headers()
+            # Out of flight before the client can hold the reply: counted after
+            # the write, a client's next request (its concurrency slot freed
+            # by this reply) could arrive first and be seen as one too many.
+            self._leave(status == 200)
             self.wfile.write(raw)
+
+        def _leave(self, ok: bool) -> None:
+            if not self._left:
+                self._left = True
+                stats.leave(ok)
 
         def do_POST(self):
             stats.enter()
-            ok = False
+            self._left = False
             try:
                 if self.path.rstrip("/") not in ("/chat/completions", "/v1/chat/completions"):
                     self._send(404, {"error": {"message": f"no route {self.path}"}})
@@ -118,15 +128,13 @@ def _handler(fn: Callable, stats: ServerStats):
                 if isinstance(out, Reply):
                     self._send(out.status, out.body if out.body is not None else
                                {"error": {"message": f"status {out.status}"}}, out.headers)
-                    ok = out.status == 200
                     return
                 words = sum(len(m["content"].split()) for m in messages)
                 self._send(200, _chat_body(str(body.get("model", "")), str(out), words))
-                ok = True
             except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout)
                 pass
             finally:
-                stats.leave(ok)
+                self._leave(False)  # no reply written (an error before _send)
 
     return Handler
 
