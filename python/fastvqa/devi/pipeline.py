@@ -193,7 +193,9 @@ def format_captions(captions: Sequence[Caption]) -> str:
                      for k, c in enumerate(captions, 1))
 
 
-_NUMBERED = re.compile(r"^\s*\(?(\d+)[).:]\s*(.+?)\s*$")
+# Matched against a stripped line: a lazy group before a trailing \s*$ would
+# take time quadratic in a line's whitespace (a reply is untrusted).
+_NUMBERED = re.compile(r"\(?(\d+)[).:]\s*(.+)")
 _SYNOPSIS = re.compile(r"^\s*\**synopsis\**\s*[:\-]\s*(.*)$", re.IGNORECASE)
 
 
@@ -213,8 +215,8 @@ def parse_contextualised(text: str, captions: Sequence[Caption]) -> tuple:
         if in_synopsis:
             synopsis_lines.append(line.strip())
             continue
-        m = _NUMBERED.match(line)
-        if m and 1 <= int(m.group(1)) <= len(refined):
+        m = _NUMBERED.fullmatch(line.strip())
+        if m and len(m.group(1)) <= 6 and 1 <= int(m.group(1)) <= len(refined):
             k = int(m.group(1)) - 1
             refined[k] = refined[k]._replace(text=m.group(2))
     return refined, " ".join(s for s in synopsis_lines if s).strip()

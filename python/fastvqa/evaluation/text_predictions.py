@@ -16,7 +16,9 @@ parse). Keys, per benchmark:
 - ``wildqa evidence``: no key; one line per ground-truth question, in its
   order (as the ``--pred`` list).
 
-A failed parse is scored by the benchmark's rule (:data:`FAILURE_RULES`);
+A failed parse (including a reply the parser could not read at all: a
+failure ``"the parser failed on this response (<error type>)"``, never a
+traceback) is scored by the benchmark's rule (:data:`FAILURE_RULES`);
 a question with no line at all is what a missing ``--pred`` entry is. The
 counts go into ``result.info["parse"]`` (``responses``, and per part
 ``<part>_failures`` and ``<part>_failure_rate``, a fraction), one line of
@@ -35,7 +37,7 @@ import numpy as np
 
 from fastvqa.data.errors import DataFormatError
 from fastvqa.data.io import iter_json_lines
-from fastvqa.errors import CommandError
+from fastvqa.errors import CommandError, InputError
 from fastvqa.metrics.result import MetricResult
 from fastvqa.parse import OptionParse, ResponseParse, SpanParse, parse_response
 
@@ -142,8 +144,17 @@ def _parse(response: Response, options, duration, *, fps, normalized: bool,
         failed = "no response (null)"
         return ResponseParse(None if options is None else OptionParse(None, "", failed),
                              SpanParse([], "", failed))
-    return parse_response(response.text, options, duration=duration, fps=fps,
-                          normalized=normalized, index_base=index_base)
+    try:
+        return parse_response(response.text, options, duration=duration, fps=fps,
+                              normalized=normalized, index_base=index_base)
+    except InputError:
+        raise  # a bad argument (duration, fps): the run's error, not this response's
+    except Exception as err:  # one reply never aborts a whole run
+        # The parser is linear and does not raise on any str; should a reply
+        # still break it, that reply is a counted failure, not a traceback.
+        failed = f"the parser failed on this response ({type(err).__name__})"
+        return ResponseParse(None if options is None else OptionParse(None, "", failed),
+                             SpanParse([], "", failed))
 
 
 def _column(part) -> Optional[str]:

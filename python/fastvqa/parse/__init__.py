@@ -25,6 +25,12 @@ has one, and ``<think>...</think>`` blocks never are. Markdown emphasis and code
 removed first; JSON (the whole response, a fenced `````json`` block or the
 first ``{...}`` object in the text) is read before any text rule.
 
+Replies are untrusted: every parse runs in time linear in the reply's
+length (whitespace runs are squeezed to one character before any rule runs,
+tags, fences and JSON are found by single scans) and never raises on a
+``str``: deep nesting, numbers beyond any float, NaN or lone surrogates are
+failures with their reason.
+
 Option numbers: a number is an option's position, **1-based by default**
 (``"2"`` is the second option, as options are numbered in prompts);
 ``index_base=0`` reads them 0-based (SOK-Bench's ``right_choice``). A number
@@ -36,7 +42,7 @@ from __future__ import annotations
 
 from typing import NamedTuple, Optional, Sequence, Union
 
-from fastvqa.parse._text import clean
+from fastvqa.parse._text import clean, squeeze
 from fastvqa.parse.options import OPTION_RULES, OptionParse, option_args, option_of, parse_option
 from fastvqa.parse.spans import SPAN_RULES, SpanParse, parse_spans, span_args, spans_and_ranges
 
@@ -68,10 +74,20 @@ def parse_response(text: str, options: Union[None, Sequence[str], int] = None, *
     if options is None:
         return ResponseParse(None, spans)
     n, texts, index_base = option_args(options, index_base, fn)
-    cleaned = clean(text)
-    for start, end in used:
-        cleaned = cleaned[:start] + " " * (end - start) + cleaned[end:]
-    return ResponseParse(option_of(text, cleaned, n, texts, index_base), spans)
+    return ResponseParse(option_of(text, _blanked(clean(text), used), n, texts, index_base),
+                         spans)
+
+
+def _blanked(text: str, ranges: list) -> str:
+    """``text`` with each of the (sorted, disjoint) character ``ranges`` a
+    space, in one pass, whitespace squeezed again (a reply of many spans
+    would leave long runs of spaces)."""
+    pieces, kept = [], 0
+    for start, end in ranges:
+        pieces += [text[kept:start], " "]
+        kept = end
+    pieces.append(text[kept:])
+    return squeeze("".join(pieces))
 
 
 __all__ = ["OPTION_RULES", "OptionParse", "ResponseParse", "SPAN_RULES", "SpanParse",

@@ -28,14 +28,31 @@ class SpanParse(NamedTuple):
     error: Optional[str]
 
 
-_NUM = r"\d+(?:\.\d+)?"
-_CLOCK = r"(?:\d{1,2}:)?\d{1,2}:\d{2}(?:\.\d+|,\d{3}(?![\d:]))?"
+# A number is read whole or not at all: digits (thousands grouped as
+# "1,500" or not), decimals and an exponent ("1e2" is 100), never a piece of
+# a longer one: the guard after it refuses "2" of "1e2", "2.5" of "2.5.3".
+# A second endpoint is also no "1" of a decimal comma ("1,5"); a first one
+# may be, as in the list "[1,5]".
+_DIGITS = r"(?:\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?:\.\d+)?(?:[eE][+-]?\d+)?"
+_NUM = _DIGITS + r"(?!\d|\.\d|[eE][+-]?\d)"
+_NUM_B = _DIGITS + r"(?!\d|[.,]\d|[eE][+-]?\d)"
+# where a number may begin: not inside a word or number, not after a minus
+# sign ("-3" is never 3), nor after "1," (a thousands group)
+_BEGIN = r"(?<![\dA-Za-z.:\-\u2212])(?<!\d,)"
+_CLOCK = r"(?<![\d:.])(?:\d{1,2}:)?\d{1,2}:\d{2}(?:\.\d+|,\d{3}(?![\d:]))?(?!\d|:\d|\.\d)"
 _UNIT = r"(?:milliseconds?|msecs?|ms|seconds?|secs?|s|minutes?|mins?)\b"
-_TIME = rf"(?:{_CLOCK}|{_NUM}\s*%|{_NUM}(?:\s*{_UNIT})?)"
+
+
+def _time(num: str) -> str:
+    return rf"(?:{_CLOCK}|{num}\s*%|{num}(?:\s*{_UNIT})?)"
+
+
+_TIME = _time(_NUM)
+_TIME_B = _time(_NUM_B)
 _SEP = r"\s*(?:-+>?|~|\u2192|\bto\b|\buntil\b|\btill\b|\bthrough\b)\s*"
 
 
-def _pair(left: str, sep: str, right: str, a: str = _TIME, b: str = _TIME) -> str:
+def _pair(left: str, sep: str, right: str, a: str = _TIME, b: str = _TIME_B) -> str:
     return rf"{left}(?P<a>{a}){sep}(?P<b>{b}){right}"
 
 
@@ -53,11 +70,12 @@ SPAN_RULES: dict[str, re.Pattern] = {
     # Charades-STA parser reads)
     "start_end": re.compile(
         rf"(?i)\b(?:start|begin|began)(?:s|ed|ing|ning)?(?:[ _]?time)?{_Q}{_SAYS}{_Q}(?P<a>{_TIME}){_Q}"
-        rf"[\s\S]{{0,60}}?\bend(?:s|ed|ing)?(?:[ _]?time)?{_Q}{_SAYS}{_Q}(?P<b>{_TIME})"),
+        rf"[\s\S]{{0,60}}?\bend(?:s|ed|ing)?(?:[ _]?time)?{_Q}{_SAYS}{_Q}(?P<b>{_TIME_B})"),
     # "frames 30 to 90", "from frame 30 to frame 90"
     "frame_range": re.compile(
-        r"(?i)\b(?:from\s+|between\s+)?frames?\s*(?:#|no\.?\s*)?(?P<a>\d+)"
-        r"\s*(?:-|\bto\b|\band\b|\bthrough\b)\s*(?:frames?\s*(?:#|no\.?\s*)?)?(?P<b>\d+)"),
+        r"(?i)\b(?:from\s+|between\s+)?frames?\s*(?:#|no\.?\s*)?(?P<a>\d+)(?!\.\d)"
+        r"\s*(?:-|\bto\b|\band\b|\bthrough\b)\s*(?:frames?\s*(?:#|no\.?\s*)?)?"
+        r"(?P<b>\d+)(?!\d|[.,]\d)"),
     # "from 12 to 15 seconds", "from 1:05 until 1:20"
     "from_to": re.compile(_pair(r"(?i)\bfrom\s+", r"\s*(?:-|\bto\b|\buntil\b|\btill\b)\s*", "")),
     # "between 1:05 and 1:20"
@@ -67,15 +85,16 @@ SPAN_RULES: dict[str, re.Pattern] = {
     # "00:01:18 to 00:01:23", "1:05-1:20", "at 0:12-0:15"
     "clock_range": re.compile(_pair("", _SEP, "", _CLOCK, _CLOCK)),
     # "10.2s - 34.5s", "12-15 seconds", "20.8 - 30.0 seconds"
-    "unit_range": re.compile(_pair(r"(?<![\d.:])", _SEP, "", rf"{_NUM}(?:\s*{_UNIT})?",
-                                   rf"{_NUM}\s*{_UNIT}")),
+    "unit_range": re.compile(_pair(_BEGIN, _SEP, "", rf"{_NUM}(?:\s*{_UNIT})?",
+                                   rf"{_NUM_B}\s*{_UNIT}")),
     # "25% to 50% of the video"
-    "percent_range": re.compile(_pair(r"(?<![\d.])", _SEP, "", rf"{_NUM}\s*%", rf"{_NUM}\s*%")),
+    "percent_range": re.compile(_pair(_BEGIN, _SEP, "", rf"{_NUM}\s*%", rf"{_NUM_B}\s*%")),
     # "0.25 to 0.5" (only where numbers are fractions: normalized, or the
     # response says "fraction"/"normalized"/"proportion")
-    "fraction_range": re.compile(_pair(r"(?<![\d.:])", _SEP, r"(?![\d.:%]|\s*%)", _NUM, _NUM)),
+    "fraction_range": re.compile(_pair(_BEGIN, _SEP, r"(?![\d.:%]|\s*%)", _NUM, _NUM_B)),
 }
-_WHOLE_TIME = re.compile(_TIME, re.I)
+_WHOLE_TIME = re.compile(_TIME_B, re.I)
+_NUMBER_UNIT = re.compile(rf"({_DIGITS})\s*(\w*)")
 _FRACTION_WORDS = re.compile(r"(?i)\b(?:fractions?|normali[sz]ed|proportions?)\b")
 _SCALE = {"ms": 1e-3, "msec": 1e-3, "msecs": 1e-3, "millisecond": 1e-3, "milliseconds": 1e-3,
           "min": 60.0, "mins": 60.0, "minute": 60.0, "minutes": 60.0}
@@ -95,10 +114,11 @@ def _value(token: str) -> _Value:
         for part in parts:
             seconds = seconds * 60.0 + float(part)
         return _Value(seconds, "seconds", 1.0)
+    m = _NUMBER_UNIT.match(token)
+    number = float(m.group(1).replace(",", ""))
     if token.endswith("%"):
-        return _Value(float(token[:-1]) / 100.0, "percent", 1.0)
-    m = re.match(rf"({_NUM})\s*(\w*)", token)
-    number, unit = float(m.group(1)), m.group(2).lower()
+        return _Value(number / 100.0, "percent", 1.0)
+    unit = m.group(2).lower()
     if not unit:
         return _Value(number, "bare", 1.0)
     return _Value(number, "seconds", _SCALE.get(unit, 1.0))
@@ -160,11 +180,15 @@ def _seconds_of(a: Any, b: Any, rule: str, *, fractions: bool, duration, fps,
     values = []
     for v in (a, b):
         if not isinstance(v, str):
-            values.append(_Value(float(v), "bare", 1.0))
+            try:
+                values.append(_Value(float(v), "bare", 1.0))
+            except OverflowError:  # an int beyond any float
+                raise _Fail(_NOT_FINITE) from None
         elif _WHOLE_TIME.fullmatch(v.strip()):
             values.append(_value(v))
         else:
-            raise _Fail(f"{v!r} is not a time")
+            shown = v if len(v) <= 60 else v[:60] + "..."
+            raise _Fail(f"{shown!r} is not a time")
     if rule == "frame_range":
         if fps is None:
             raise _Fail("frame indices need the frame rate (fps)")
@@ -191,6 +215,9 @@ class _Fail(Exception):
     pass
 
 
+_NOT_FINITE = "a span endpoint is not a finite number"
+
+
 def _note(notes: list, note: str) -> None:
     if note not in notes:
         notes.append(note)
@@ -199,12 +226,13 @@ def _note(notes: list, note: str) -> None:
 def _finish(raw: list, rules: list, *, fractions, duration, fps) -> SpanParse:
     notes: list = []
     spans: list = []
+    seen: set = set()  # a set: a reply may give many thousands of spans
     try:
         for (a, b), rule in zip(raw, rules):
             start, end = _seconds_of(a, b, rule, fractions=fractions, duration=duration,
                                      fps=fps, notes=notes)
             if not (math.isfinite(start) and math.isfinite(end)):
-                raise _Fail("a span endpoint is not a finite number")
+                raise _Fail(_NOT_FINITE)
             if start < 0 or end < 0:
                 raise _Fail("a span endpoint is negative")
             if start > end:
@@ -213,7 +241,8 @@ def _finish(raw: list, rules: list, *, fractions, duration, fps) -> SpanParse:
             if duration is not None and end > duration:
                 start, end = min(start, duration), duration
                 _note(notes, "clamped to duration")
-            if (start, end) not in spans:
+            if (start, end) not in seen:
+                seen.add((start, end))
                 spans.append((start, end))
     except _Fail as err:
         return SpanParse([], "", str(err))
@@ -273,12 +302,18 @@ def parse_spans(text: str, *, duration: Optional[float] = None, fps: Optional[fl
     first value takes it), ``percent_range``, and, only for fractions,
     ``fraction_range`` ("0.25 to 0.5"). Clock times are ``[[h:]m:]s`` with
     optional decimals; units are ms, s, min. A bare number that is no
-    fraction is seconds.
+    fraction is seconds. Numbers are read whole or not at all: "1e2" is 100,
+    "1,500" is 1500, full-width digits are digits; "-3" (negative), "2.5.3"
+    and, as an end, "1,5" (a decimal comma) are no numbers, so the span is
+    not found rather than read as 3, 2.5 or 1. Clock times inside longer
+    digit runs ("123:45") are none either.
 
     A reversed span is swapped (noted). The same span given twice is kept
     once. Returns :class:`SpanParse`; failure (``spans`` empty, ``error``
     set): no span found, frame indices without ``fps``, fractions without
-    ``duration`` or above 1. Raises :class:`~fastvqa.errors.InputTypeError`
+    ``duration`` or above 1, an endpoint that is no finite number (NaN,
+    Infinity, 1e400, an integer beyond any float) or negative. Linear in
+    ``len(text)``; never raises for a ``str`` ``text``. Raises :class:`~fastvqa.errors.InputTypeError`
     for a non-str ``text``, :class:`~fastvqa.errors.InputError` for a
     ``duration`` or ``fps`` that is not a positive finite number.
     """

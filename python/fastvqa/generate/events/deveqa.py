@@ -294,9 +294,79 @@ class QAReply(NamedTuple):
     how: str
 
 
-_QA_LINE = re.compile(r"(?:^|\n)\s*(?:\d+[.)]\s*)?Q\d*\s*[:.]\s*(?P<q>.+?)\s*(?:\n\s*)?"
-                      r"A\d*\s*[:.]\s*(?P<a>.+?)\s*(?=\n\s*(?:\d+[.)]\s*)?Q\d*\s*[:.]|\Z)",
-                      re.DOTALL)
+# The paper's "Q: ... A: ..." lines. A question marker ("Q:", "Q1.", "2) Q:")
+# counts only where it leads its line; an answer marker ("A:", "A2.") ends the
+# question wherever it falls, as the first reading of these replies did (a
+# lazy regex, now a scan: that regex took time quadratic in a reply of many
+# "Q:" lines or of long blank runs, and a reply is untrusted).
+_Q_MARKER = re.compile(r"(?:\d+[.)]\s*)?Q\d*\s*[:.]")
+_A_MARKER = re.compile(r"A\d*\s*[:.]")
+_NOT_SPACE = re.compile(r"\S")
+
+
+def _question_markers(text: str) -> list:
+    """``(run_start, marker_end)`` of each question marker that leads its
+    line: ``run_start`` is where the whitespace before it begins (the
+    newline ending the previous line with text, or 0 at the start of the
+    text), ``marker_end`` is just past its ``:``/``.``. Linear: the
+    whitespace between lines and each line's text are scanned once."""
+    found, n = [], len(text)
+    pos, run_start = 0, 0
+    while pos < n:
+        m = _NOT_SPACE.search(text, pos)
+        if m is None:
+            break
+        first = m.start()  # the first character of a line with text
+        marker = _Q_MARKER.match(text, first)
+        if marker is not None:
+            found.append((run_start, marker.end()))
+        newline = text.find("\n", first)
+        if newline < 0:
+            break
+        run_start, pos = newline, newline + 1
+    return found
+
+
+def _qa_lines(text: str) -> list:
+    """``[(question, answer)]`` (stripped) of a reply's ``Q: ... A: ...``
+    lines: a question runs from its marker to the first answer marker after
+    its first character (one with something after it), an answer to the next
+    question marker that leads a line after its first character, or to the
+    end. Linear: answer markers are searched for once, front to back."""
+    markers = _question_markers(text)
+    pairs, k, n = [], 0, len(text)
+    found: list = [n + 1, None]  # the last search: from where, and its match
+
+    def answer_marker(at: int):
+        """The first answer marker starting at or after ``at`` (searches
+        from a later point reuse the last one while it still lies ahead)."""
+        if not (found[0] <= at and (found[1] is None or at <= found[1].start())):
+            found[:] = [at, _A_MARKER.search(text, at)]
+        return found[1]
+
+    while k < len(markers):
+        q_from = markers[k][1]
+        m = _NOT_SPACE.search(text, q_from)
+        q0 = m.start() if m else n
+        a = answer_marker(q0 + 1) if q0 < n else None
+        if a is not None and a.end() == n:
+            a = None  # an answer marker with nothing after it answers nothing
+        if a is None and q0 > q_from:  # the question may be the blank before "A:"
+            a = _A_MARKER.match(text, q0)
+            if a is not None and a.end() == n:
+                a = None
+        if a is None:
+            k += 1  # this question has no answer; a later one may
+            continue
+        question = text[q_from:a.start()]
+        m = _NOT_SPACE.search(text, a.end())
+        first = m.start() if m else n
+        k += 1
+        while k < len(markers) and markers[k][0] <= first:
+            k += 1
+        end = markers[k][0] if k < len(markers) else n
+        pairs.append((question.strip(), text[a.end():end].strip()))
+    return pairs
 
 
 def reply_json(text: str) -> tuple:
@@ -343,8 +413,7 @@ def parse_qa_reply(text: str, duration: float, *, max_pairs: int = MAX_PAIRS,
     how = "json"
     items: Optional[list] = None
     if value is None:
-        found = [{"question": m.group("q").strip(), "answer": m.group("a").strip()}
-                 for m in _QA_LINE.finditer(text)]
+        found = [{"question": q, "answer": a} for q, a in _qa_lines(text)]
         if not found:
             return QAReply([], [("malformed_json", error)], "")
         items, how = found, "qa_lines"
