@@ -170,6 +170,28 @@ def test_a_killed_run_resumes_with_only_the_remaining_calls(bench, tmp_path):
     assert client.stats.cache_hits == k
 
 
+def test_the_runner_stops_asking_once_the_model_fails(bench, tmp_path):
+    """A language model that fails every call, 2 calls at a time: the first
+    failure cancels the calls not yet started instead of making each of the
+    questions' calls fail in turn (at most the 2 in flight were asked)."""
+    asked, lock = [0], threading.Lock()
+
+    class Down:
+        max_concurrency = 2
+        name = "down"
+
+        def complete(self, messages):
+            with lock:
+                asked[0] += 1
+            time.sleep(0.05)
+            raise LanguageModelError("POST http://127.0.0.1:1/v1/chat/completions failed: down")
+
+    assert len(bench[1]) > 4
+    with pytest.raises(LanguageModelError, match="failed: down"):
+        _run(bench, Down(), tmp_path)
+    assert asked[0] <= 2
+
+
 def test_retries_500_and_429_then_succeeds(tmp_path):
     replies = [Reply(500), Reply(429, headers={"Retry-After": "0.3"})]
 
@@ -219,7 +241,8 @@ def test_timeout_is_retried_then_a_clear_error():
     with serve_chat_model(slow) as served:
         client = ChatCompletionsClient(served.base_url, "m", timeout=0.15, max_retries=1,
                                        backoff=0.0)
-        with pytest.raises(LanguageModelError, match=r"timed out \(after 2 attempts\)"):
+        with pytest.raises(LanguageModelError, match=r"timed out \(no complete reply within "
+                                                     r"0\.15 s\) \(after 2 attempts\)"):
             client.complete([{"role": "user", "content": "hi"}])
         assert served.stats.requests == 2
 

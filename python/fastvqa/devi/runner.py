@@ -244,18 +244,31 @@ class _Stages:
 
 
 def _parallel(fn: Callable, items: list, workers: int, tick: Callable) -> list:
-    """``[fn(x) for x in items]`` on ``workers`` threads, in order; ``tick()`` after each."""
+    """``[fn(x) for x in items]`` on ``workers`` threads, in order; ``tick()``
+    after each. The first failure cancels the items not yet started (a server
+    found down is not asked again for each of them) and is raised once those
+    in flight have ended."""
+    first: list = []  # the first failure; the items after it are not attempted
+
     def one(x):
+        if first:
+            raise first[0]
         try:
             return fn(x)
+        except BaseException as err:
+            first.append(err)
+            raise
         finally:
             tick()
 
     if workers <= 1 or len(items) <= 1:
         return [one(x) for x in items]
-    with ThreadPoolExecutor(max_workers=workers) as pool:
+    pool = ThreadPoolExecutor(max_workers=workers)
+    try:
         futures = [pool.submit(one, x) for x in items]
         return [f.result() for f in futures]
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 # Caches of the local stages --------------------------------------------------------

@@ -15,6 +15,12 @@ counts standing in for tokens). A request that is not a chat-completions
 body gets 400 with ``{"error": {"message": ...}}``; an exception in ``fn``
 gets 500. ``fn`` may also return a :class:`Reply` to send another status,
 headers or body (the tests' failing and slow servers).
+
+The server is as careful with its clients as the client is with servers: a
+request body over ``max_request_bytes`` is refused with 413 before it is
+read, a missing or malformed ``Content-Length`` gets 411/400, JSON nested too
+deeply gets 400, and a client that stops sending (or trickles its request)
+is cut off after ``request_timeout`` seconds in all.
 """
 
 from __future__ import annotations
@@ -25,6 +31,13 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Callable, Iterator, NamedTuple, Optional
+
+#: the default cap on a request body (bytes): a chat request with a few
+#: base64 frames is well under it.
+MAX_REQUEST_BYTES = 64 * 2**20
+#: the default time a client has to send its whole request (seconds).
+REQUEST_TIMEOUT = 30.0
+_READ_CHUNK = 64 * 1024
 
 
 class Reply(NamedTuple):
@@ -76,9 +89,19 @@ def _chat_body(model: str, text: str, prompt_words: int) -> dict:
                       "total_tokens": prompt_words + words}}
 
 
-def _handler(fn: Callable, stats: ServerStats):
+class _BadRequest(Exception):
+    """A request the server refuses: ``status`` and a one-line message."""
+
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status = status
+
+
+def _handler(fn: Callable, stats: ServerStats, max_request_bytes: int, request_timeout: float):
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        # Per socket read; _read_body adds the deadline for the whole body.
+        timeout = request_timeout
 
         def log_message(self, *args):  # quiet: the tests and the demo print their own
             pass
@@ -102,6 +125,32 @@ def _handler(fn: Callable, stats: ServerStats):
                 self._left = True
                 stats.leave(ok)
 
+        def _read_body(self) -> bytes:
+            """The request body, refused (:class:`_BadRequest`) when its
+            length is missing, malformed or over the cap, and cut off when
+            it has not all arrived within ``request_timeout`` seconds."""
+            length = self.headers.get("Content-Length")
+            if length is None:
+                raise _BadRequest(411, "a chat-completions request needs a Content-Length")
+            length = length.strip()
+            if not length.isdigit() or len(length) > 19:
+                raise _BadRequest(400, f"Content-Length {length[:40]!r} is not a byte count")
+            n = int(length)
+            if n > max_request_bytes:
+                raise _BadRequest(413, f"the request body of {n} bytes is over this server's "
+                                       f"limit of {max_request_bytes} bytes")
+            deadline = time.monotonic() + request_timeout
+            chunks, got = [], 0
+            while got < n:
+                if time.monotonic() > deadline:
+                    raise TimeoutError("the request body did not arrive in time")
+                chunk = self.rfile.read1(min(_READ_CHUNK, n - got))
+                if not chunk:
+                    raise ConnectionResetError("the client closed the connection mid-request")
+                chunks.append(chunk)
+                got += len(chunk)
+            return b"".join(chunks)
+
         def do_POST(self):
             stats.enter()
             self._left = False
@@ -110,12 +159,21 @@ def _handler(fn: Callable, stats: ServerStats):
                     self._send(404, {"error": {"message": f"no route {self.path}"}})
                     return
                 try:
-                    body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+                    body = json.loads(self._read_body())
                     messages = body["messages"]
                     if not isinstance(messages, list) or not all(
                             isinstance(m, dict) and isinstance(m.get("content"), str)
                             for m in messages):
                         raise ValueError("messages must be a list of {role, content}")
+                except _BadRequest as err:
+                    self.close_connection = True  # the unread body must not be taken as a request
+                    self._send(err.status, {"error": {"message": str(err),
+                                                      "type": "invalid_request_error"}})
+                    return
+                except RecursionError:
+                    self._send(400, {"error": {"message": "bad request: JSON nested too deeply",
+                                               "type": "invalid_request_error"}})
+                    return
                 except (ValueError, KeyError, TypeError) as err:
                     self._send(400, {"error": {"message": f"bad request: {err}",
                                                "type": "invalid_request_error"}})
@@ -131,8 +189,8 @@ def _handler(fn: Callable, stats: ServerStats):
                     return
                 words = sum(len(m["content"].split()) for m in messages)
                 self._send(200, _chat_body(str(body.get("model", "")), str(out), words))
-            except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout)
-                pass
+            except (OSError, TimeoutError):  # the client gave up, or was too slow: no reply
+                self.close_connection = True
             finally:
                 self._leave(False)  # no reply written (an error before _send)
 
@@ -140,15 +198,26 @@ def _handler(fn: Callable, stats: ServerStats):
 
 
 @contextlib.contextmanager
-def serve_chat_model(fn: Callable, host: str = "127.0.0.1", port: int = 0) -> Iterator[ServedModel]:
+def serve_chat_model(fn: Callable, host: str = "127.0.0.1", port: int = 0, *,
+                     max_request_bytes: int = MAX_REQUEST_BYTES,
+                     request_timeout: float = REQUEST_TIMEOUT) -> Iterator[ServedModel]:
     """Serve ``fn(messages) -> str`` (or :class:`Reply`) over HTTP while the block runs.
 
-    ``port=0`` takes a free port. Yields :class:`ServedModel`
+    ``port=0`` takes a free port. ``max_request_bytes``: the largest request
+    body read (413 beyond); ``request_timeout``: seconds a client has to send
+    its whole request. Yields :class:`ServedModel`
     ``(base_url, stats)``; ``base_url`` is ``http://host:port/v1``. The
     server is shut down and its socket closed when the block ends, also on
     an error."""
+    from fastvqa import _checks
+
+    op = "serve_chat_model"
+    max_request_bytes = _checks.integer(max_request_bytes, op, "max_request_bytes", minimum=1)
+    request_timeout = _checks.real(request_timeout, op, "request_timeout", finite=True,
+                                   positive=True)
     stats = ServerStats()
-    server = ThreadingHTTPServer((host, port), _handler(fn, stats))
+    server = ThreadingHTTPServer((host, port),
+                                 _handler(fn, stats, max_request_bytes, request_timeout))
     server.daemon_threads = True
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
                               name="fastvqa-chat-server", daemon=True)
