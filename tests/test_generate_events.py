@@ -638,3 +638,43 @@ def test_cli_missing_captions(tmp_path):
     with pytest.raises(CommandError, match="no such file"):
         cli.run(_args(tmp_path, captions=tmp_path / "none.json", llm="json:dumps",
                       out=tmp_path / "o.json"))
+
+
+def test_cli_lone_surrogate_is_one_line(tmp_path):
+    """A JSON "\\ud800" escape decodes to a code point UTF-8 cannot encode: a
+    one-line InputError naming the video and caption, not a UnicodeEncodeError."""
+    from fastvqa.errors import InputError
+    from fastvqa.generate.events import cli
+
+    doc = activitynet(1)
+    caps = tmp_path / "captions.json"
+    text = json.dumps(doc).replace("today", "today \\ud800", 1)
+    caps.write_text(text, encoding="utf-8")
+    with pytest.raises(InputError, match=r"video 'v0' caption 0: the caption holds a lone "
+                                         r"surrogate") as info:
+        cli.run(_args(tmp_path, captions=caps, llm="json:dumps", out=tmp_path / "o.json"))
+    assert "\n" not in str(info.value)
+    assert not (tmp_path / "o.json").exists()
+
+
+def test_request_key_refuses_a_lone_surrogate():
+    from fastvqa.devi.openai_client import request_key
+    from fastvqa.errors import InputError
+
+    with pytest.raises(InputError, match="lone surrogate"):
+        request_key({"messages": [{"role": "user", "content": "a\ud800"}]})
+
+
+def test_cli_nothing_generated_exits_1_with_a_reason(tmp_path, capsys):
+    """Every reply an empty list: the outputs are written (empty), the exit
+    status is 1 (as generate dvd's) and the reason is one line."""
+    from fastvqa.generate.events import cli
+
+    caps = write_captions(tmp_path)
+    mod = tmp_path / "empty_lm.py"
+    mod.write_text("def generate(messages):\n    return '[]'\n", encoding="utf-8")
+    out = tmp_path / "q.json"
+    assert cli.run(_args(tmp_path, captions=caps, llm=f"{mod}:generate", out=out)) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("fastvqa generate events: error: no question was generated")
+    assert json.loads(out.read_text()) == []

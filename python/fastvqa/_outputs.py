@@ -47,16 +47,26 @@ PathLike = Union[str, Path]
 _TEMP_HEX = 12
 
 
-def leftover_temporaries(final: PathLike) -> list:
+def leftover_temporaries(final: PathLike, *, folders: bool = False) -> list:
     """The temporary files a killed writer of the file ``final`` left beside
     it (``.<name>.<hex>.part``, the names :meth:`OutputFiles.temp` gives), for
-    a rerun that owns ``final`` to remove."""
+    a rerun that owns ``final`` to remove. ``folders``: ``final`` is a folder
+    output, and its temporary folders (``.<name>.<hex>.<random>.part``) are
+    returned instead. Links are never returned."""
     final = Path(final)
     if not final.parent.is_dir():
         return []
-    part = re.compile(rf"\.{re.escape(final.name)}\.[0-9a-f]{{{_TEMP_HEX}}}\.part")
-    return [p for p in final.parent.glob(f".{glob.escape(final.name)}.*.part")
-            if part.fullmatch(p.name) and p.is_file()]
+    if folders:  # tempfile.mkdtemp adds its own random part (letters, digits, _)
+        part = re.compile(rf"\.{re.escape(final.name)}\.[0-9a-f]{{{_TEMP_HEX}}}\.[a-z0-9_]+\.part")
+    else:
+        part = re.compile(rf"\.{re.escape(final.name)}\.[0-9a-f]{{{_TEMP_HEX}}}\.part")
+    found = []
+    for p in final.parent.glob(f".{glob.escape(final.name)}.*.part"):
+        if not part.fullmatch(p.name) or p.is_symlink():
+            continue
+        if (p.is_dir() if folders else p.is_file()):
+            found.append(p)
+    return found
 
 
 class OutputError(CommandError):

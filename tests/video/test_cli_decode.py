@@ -224,3 +224,23 @@ def test_rotate_flag(tmp_path):
     assert np.load(out)["frames"].shape == (3, 60, 40, 3)  # 64 high, 48 wide once turned
     assert main(["decode", str(path), "--sampler", "uniform:3", "--rotate", "--backend", "dali",
                  "--out", str(tmp_path / "d.npz")]) == 2
+
+
+def test_rerun_removes_what_a_killed_run_left(h264_video, tmp_path):
+    # A killed decode leaves its staging names beside --out: a folder
+    # (.<name>.<12 hex>.<mkdtemp suffix>.part) or a file (.<name>.<12 hex>.part).
+    folder_out, file_out = tmp_path / "frames", tmp_path / "one.npz"
+    stale_dir = tmp_path / ".frames.0123456789ab.k2j4_x9q.part"
+    stale_dir.mkdir()
+    (stale_dir / "000000.png").write_bytes(b"half")
+    stale_file = tmp_path / ".one.npz.0123456789ab.part"
+    stale_file.write_bytes(b"half")
+    others = [tmp_path / ".frames.notmine.part", tmp_path / "frames.part"]
+    for p in others:
+        p.write_bytes(b"keep")
+    assert main(["decode", str(h264_video.path), "--sampler", "uniform:2", "--size", "24",
+                 "--out", str(folder_out)]) == 0
+    assert main(["decode", str(h264_video.path), "--sampler", "uniform:2", "--size", "24",
+                 "--out", str(file_out)]) == 0
+    assert not stale_dir.exists() and not stale_file.exists()
+    assert all(p.read_bytes() == b"keep" for p in others)

@@ -79,6 +79,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "$OPENAI_API_KEY)")
     p.add_argument("--llm-model", metavar="NAME",
                    help="the model name the --llm-url server serves (required with --llm-url)")
+    p.add_argument("--llm-deadline", type=positive_float, metavar="SECONDS",
+                   help="with --pipeline devi: the most seconds all the language-model calls "
+                        "may take together (attempts, retries and waits); past it the run "
+                        "fails, keeping the replies received for a rerun (default: no limit; "
+                        "each attempt is limited to 60 s)")
 
 
 def _check_dependencies() -> None:
@@ -98,15 +103,64 @@ def _check_dependencies() -> None:
                                "(or 'fastvqa[demo]' for all the demo needs)") from None
 
 
+#: the language model's reply cache under ``--out``: never deleted by a failure.
+LLM_CACHE = Path("cache") / "llm"
+
+
 def _check_out(out) -> None:
-    """``--out``: a new path, or an empty folder; CommandError otherwise."""
+    """``--out``: a new path, an empty folder, or a folder holding only the
+    reply cache a failed run kept (``cache/llm``: the rerun resumes from
+    it); CommandError otherwise."""
     path = Path(out)
     if path.exists():
         if not path.is_dir():
             raise CommandError(f"{path} exists and is not a folder; choose another --out")
-        if any(path.iterdir()):
+        if any(path.iterdir()) and not _only_kept_cache(path):
             raise CommandError(f"{path} is not empty; refusing to write into it "
                                "(choose a new or empty --out folder)")
+
+
+def _only_kept_cache(folder: Path) -> bool:
+    """``folder`` holds nothing but ``cache/llm`` (what a failed run keeps)."""
+    top = list(folder.iterdir())
+    if [c.name for c in top] != ["cache"] or top[0].is_symlink() or not top[0].is_dir():
+        return False
+    inner = list(top[0].iterdir())
+    return [c.name for c in inner] == ["llm"] and inner[0].is_dir() \
+        and not inner[0].is_symlink()
+
+
+def _replies(folder: Path) -> int:
+    """How many model replies ``folder``'s reply cache holds."""
+    cache = folder / LLM_CACHE
+    return sum(1 for _ in cache.rglob("*.json")) if cache.is_dir() else 0
+
+
+def _salvage_leftovers(final: Path, into: Path) -> None:
+    """Removes the temporary folders killed runs of the same ``--out`` left
+    beside it (:func:`fastvqa._outputs.leftover_temporaries`), after moving
+    the model replies they had cached into ``into``'s reply cache (a reply
+    already there is kept as it is: same key, same request)."""
+    import shutil
+
+    from fastvqa._outputs import leftover_temporaries
+
+    for part in leftover_temporaries(final, folders=True):
+        if part == into:
+            continue  # this run's own temporary folder
+        cache = part / LLM_CACHE
+        if cache.is_dir() and not cache.is_symlink():
+            for entry in cache.rglob("*.json"):
+                if not entry.is_file() or entry.is_symlink() or entry.name.startswith("."):
+                    continue  # a link, or a cache entry's own unfinished temporary
+                dest = into / LLM_CACHE / entry.relative_to(cache)
+                if not dest.exists():
+                    dest.parent.mkdir(parents=True, exist_ok=True)
+                    try:
+                        os.link(entry, dest)
+                    except OSError:
+                        shutil.copyfile(entry, dest)
+        shutil.rmtree(part, ignore_errors=True)
 
 
 class _Stages:
@@ -195,6 +249,8 @@ def _validate_pipeline(args: argparse.Namespace) -> None:
     if pipeline != "devi":
         if url is not None or model is not None:
             raise CommandError("--llm-url and --llm-model need --pipeline devi")
+        if getattr(args, "llm_deadline", None) is not None:
+            raise CommandError("--llm-deadline needs --pipeline devi")
         return
     if getattr(args, "store", False):
         raise CommandError("--store is for --pipeline features (devi reads the videos itself)")
@@ -211,9 +267,12 @@ def run(args: argparse.Namespace) -> int:
     """Every option checked, then the demo: into a new ``--out`` through a
     temporary folder beside it, moved into place only when every stage
     succeeded (:class:`fastvqa._outputs.OutputFiles`); into an empty
-    existing ``--out`` or the default temporary folder directly, emptied
-    (or removed) again on failure. A failed run leaves nothing behind."""
-    from fastvqa._outputs import OutputFiles
+    existing ``--out`` or the default temporary folder directly. A failed
+    run leaves nothing behind but the language model's replies (``--out``
+    holding only ``cache/llm``, which a rerun of the same command accepts
+    and resumes from); the temporary folders of killed runs of the same
+    ``--out`` are removed by the next run, their cached replies kept."""
+    from fastvqa._outputs import OutputError, OutputFiles
 
     validate(args)
     _check_dependencies()
@@ -222,11 +281,21 @@ def run(args: argparse.Namespace) -> int:
     if args.out is None or Path(args.out).exists():
         out = Path(args.out) if args.out is not None else Path(
             tempfile.mkdtemp(prefix="fastvqa-demo-"))
+        if args.out is not None:
+            _salvage_leftovers(out, out)
         return _run_or_clear(out, out, args, remove=args.out is None)
     outputs = OutputFiles()
     final = outputs.add(args.out, "--out", folder=True)
     with outputs:  # a failure removes the temporary folder and the folders made for it
-        code = _run_or_clear(outputs.temp(final), final, args, remove=True)
+        tmp = outputs.temp(final)
+        _salvage_leftovers(final, tmp)
+        try:
+            code = _run_or_clear(tmp, final, args, remove=False)
+        except BaseException:
+            if _replies(tmp):  # only the reply cache is left: it becomes --out
+                with contextlib.suppress(OutputError):
+                    outputs.commit()
+            raise
         outputs.commit()
     return code
 
@@ -236,25 +305,49 @@ def _run_or_clear(folder: Path, shown: Path, args: argparse.Namespace, remove: b
         return _run_in(folder, args, shown)
     except CommandError as err:
         # The folder was new or empty: what is in it now is the demo's own
-        # partial output, which would only make a rerun refuse the folder.
-        _clear_folder(folder, remove=remove)
-        raise CommandError(f"{err} (partial output removed from {shown})") from err
+        # partial output, which would only make a rerun refuse the folder;
+        # the model's replies are kept, for a rerun to resume from.
+        kept = _clear_folder(folder, remove=remove)
+        note = f"partial output removed from {shown}"
+        if kept:
+            rerun = "rerun the same command" if args.out is not None else \
+                f"rerun with --out {shown}"
+            note += (f"; the {kept} language-model replies received are kept in "
+                     f"{shown / LLM_CACHE}: {rerun} to resume")
+        raise CommandError(f"{err} ({note})") from err
     except BaseException:  # Ctrl-C, or a bug: no partial output either
         _clear_folder(folder, remove=remove)
         raise
 
 
-def _clear_folder(folder: Path, remove: bool) -> None:
+def _clear_folder(folder: Path, remove: bool) -> int:
+    """Removes the run's output from ``folder`` (``remove``: the folder too),
+    except a reply cache holding replies (``cache/llm``); returns how many
+    replies were kept."""
     import shutil
 
-    if remove:
+    kept = _replies(folder)
+    if remove and not kept:
         shutil.rmtree(folder, ignore_errors=True)
-        return
+        return 0
     for child in folder.iterdir():
-        if child.is_dir() and not child.is_symlink():
-            shutil.rmtree(child, ignore_errors=True)
-        else:
-            child.unlink(missing_ok=True)
+        if kept and child.name == LLM_CACHE.parts[0] and child.is_dir() \
+                and not child.is_symlink():
+            for inner in child.iterdir():  # the other caches (captions, features) go
+                if inner.name != LLM_CACHE.parts[1]:
+                    _remove_path(inner)
+            continue
+        _remove_path(child)
+    return kept
+
+
+def _remove_path(path: Path) -> None:
+    import shutil
+
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
 
 
 def _features_through_store(out: Path, bench, args: argparse.Namespace, stages,
@@ -391,7 +484,8 @@ def _run_devi_in(out: Path, args: argparse.Namespace, shown: Path) -> int:
         else:
             url, model = args.llm_url, args.llm_model
         client = ChatCompletionsClient(url, model, api_key=os.environ.get("OPENAI_API_KEY"),
-                                       cache_dir=out / "cache" / "llm")
+                                       cache_dir=out / LLM_CACHE,
+                                       max_total_seconds=getattr(args, "llm_deadline", None))
         parts = Components(devi_models.DemoCaptioner(), client,
                            devi_models.DemoEncoder(devi_models.FEATURE_FPS))
         # show_bar=False: run_devi draws one bar per DeVi stage

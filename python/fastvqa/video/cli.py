@@ -209,6 +209,20 @@ def _chunks(plan: list, budget) -> list:
     return groups
 
 
+def _remove_leftovers(out: Path) -> None:
+    """Remove what a killed ``decode`` into ``out`` left beside it: its
+    staging file or folder (:func:`fastvqa._outputs.leftover_temporaries`).
+    A decode is redone whole, so nothing in them is reusable."""
+    import shutil
+
+    from fastvqa._outputs import leftover_temporaries
+
+    for tmp in leftover_temporaries(out):
+        tmp.unlink(missing_ok=True)
+    for tmp in leftover_temporaries(out, folders=True):
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def run(args: argparse.Namespace) -> int:
     """``fastvqa decode``: validate everything (sampler, size, crop, the list
     and every video in it, the output's size in memory), then decode into a
@@ -258,6 +272,7 @@ def run(args: argparse.Namespace) -> int:
                   on_error="raise" if not is_list else "return", rotate=args.rotate)
     progress = Progress(len(plan), show)
     done = 0
+    _remove_leftovers(out)
     try:
         with outputs:  # a failed run leaves neither a partial file nor a folder made for it
             tmp = outputs.temp(out)

@@ -136,7 +136,25 @@ def load_events(path: Union[str, Path]) -> list:
     does: swapped when reversed, clipped into the video)."""
     from fastvqa.data import load_activitynet_captions
 
-    return events_from_records(load_activitynet_captions(path, policy="repair"))
+    events = events_from_records(load_activitynet_captions(path, policy="repair"))
+    for ev in events:
+        for what, text in (("video id", ev.video_id), ("caption", ev.text)):
+            if _has_lone_surrogate(text):
+                raise InputError(f"{path}: video {ev.video_id!r:.80} caption {ev.index}: the "
+                                 f"{what} holds a lone surrogate escape (such as \\ud800), "
+                                 "which is not a character and cannot be sent or written; "
+                                 "fix or remove it")
+    return events
+
+
+def _has_lone_surrogate(text: str) -> bool:
+    """``text`` holds a code point U+D800..U+DFFF (JSON lets ``"\\ud800"``
+    through; UTF-8 cannot encode it)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 def filter_captions(events: Sequence[Event], *, min_words: int = 11,

@@ -26,7 +26,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from fastvqa._argtypes import int_at_least, unit_interval
+from fastvqa._argtypes import int_at_least, positive_float, unit_interval
 from fastvqa.errors import CommandError
 
 STYLES = ("deveqa", "sokbench")
@@ -43,6 +43,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "module:function (or file.py:function) of the chat messages")
     p.add_argument("--model", metavar="NAME",
                    help="the model name the --llm server serves (required with a URL)")
+    p.add_argument("--llm-deadline", type=positive_float, metavar="SECONDS",
+                   help="with a URL --llm: the most seconds all the model calls may take "
+                        "together (attempts, retries and waits); past it the run fails, the "
+                        "replies received kept in --cache for a rerun (default: no limit; "
+                        "each attempt is limited to 60 s)")
     p.add_argument("--out", type=Path, required=True, metavar="FILE",
                    help="the questions (a new file; .jsonl gives JSON Lines for deveqa)")
     p.add_argument("--style", choices=STYLES, default="deveqa",
@@ -109,21 +114,29 @@ def load_callable(spec: str) -> Any:
     return fn
 
 
-def language_model(spec: str, model: Any) -> Any:
-    """The ``--llm`` as a language model (a client for a URL, the function otherwise)."""
+def language_model(spec: str, model: Any, deadline: Any = None) -> Any:
+    """The ``--llm`` as a language model (a client for a URL, the function
+    otherwise); ``deadline``: ``--llm-deadline`` (URL only)."""
     if spec.startswith(("http://", "https://")):
         if not model:
             raise CommandError("--llm is a URL: give the served model's name with --model")
         from fastvqa.devi.openai_client import ChatCompletionsClient
 
-        return ChatCompletionsClient(spec, model, api_key=os.environ.get("OPENAI_API_KEY"))
+        return ChatCompletionsClient(spec, model, api_key=os.environ.get("OPENAI_API_KEY"),
+                                     max_total_seconds=deadline)
     if model:
         raise CommandError("--model names a served model; it goes with an http(s) --llm")
+    if deadline is not None:
+        raise CommandError("--llm-deadline limits a server's calls; it goes with an http(s) "
+                           "--llm")
     return load_callable(spec)
 
 
 def run(args: argparse.Namespace) -> int:
-    """Runs ``fastvqa generate events``; returns the exit status (0)."""
+    """Runs ``fastvqa generate events``; returns the exit status: 0, or 1
+    when no question was generated (the outputs are written all the same:
+    the rejections say why). The reply cache is appended to as replies
+    arrive and never removed, so a failed run's rerun resumes from it."""
     from fastvqa._outputs import OutputFiles
     from fastvqa.generate.events.captions import filter_captions, load_events
     from fastvqa.generate.events.deveqa import ResponseCache, cached_model
@@ -140,7 +153,7 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError(f"--captions {args.captions}: no such file")
     if not args.captions.is_file():
         raise CommandError(f"--captions {args.captions}: not a regular file")
-    llm = language_model(args.llm, args.model)
+    llm = language_model(args.llm, args.model, getattr(args, "llm_deadline", None))
     model = cached_model(llm, ResponseCache(args.cache))
     events = load_events(args.captions)
     if not events:
@@ -194,6 +207,11 @@ def run(args: argparse.Namespace) -> int:
     print(f"questions: {out} ({n_questions})", file=sys.stderr)
     if rej_out is not None:
         print(f"rejections: {rej_out} ({len(rows)})", file=sys.stderr)
+    if not n_questions:
+        where = f"see {rej_out}" if rej_out is not None else "--rejections FILE lists them"
+        print(f"fastvqa generate events: error: no question was generated: every caption was "
+              f"left out or every reply and question rejected ({where})", file=sys.stderr)
+        return 1
     return 0
 
 
