@@ -20,8 +20,10 @@ from fastvqa._lazy import lazy_exports
 
 # public name -> submodule that defines it
 _LAZY = {
+    "DamagedFileError": "store",
     "ExtractSummary": "engine",
     "FeatureStore": "store",
+    "ForeignFileError": "store",
     "RECIPES": "recipes",
     "Recipe": "recipes",
     "StoreDataset": "dataset",  # imports torch

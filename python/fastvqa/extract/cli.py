@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""``fastvqa extract`` and ``fastvqa store info``."""
+"""``fastvqa extract``, ``fastvqa store info`` and ``fastvqa store verify``."""
 
 from __future__ import annotations
 
@@ -43,6 +43,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "CPU)")
     p.add_argument("--retry-failed", action="store_true",
                    help="run again the videos recorded as failed")
+    p.add_argument("--repair", action="store_true",
+                   help="verify every done file of these videos (checksums too); move a "
+                        "damaged or foreign one (another recipe, model or video) aside into "
+                        "STORE/quarantine/ and extract its video again")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
 
 
@@ -52,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
     summary = extract(args.videos, args.recipe, out=args.out, model=args.model,
                       shard=args.shard, workers=args.workers, retry_failed=args.retry_failed,
                       progress=False if args.no_progress else None, engine=args.engine,
-                      device=args.device)
+                      device=args.device, repair=args.repair)
     print(f"{summary.store}: {summary.line()}")
     return 1 if summary.failed else 0
 
@@ -64,6 +68,10 @@ def add_store_arguments(p: argparse.ArgumentParser) -> None:
     info.add_argument("--json", action="store_true", help="print machine-readable JSON")
     info.add_argument("--manifest", action="store_true",
                       help="print every video's record as JSON lines")
+    verify = sub.add_parser("verify", help="check every file: readable, this store's recipe, "
+                                           "model and video, data matching their checksum; "
+                                           "exit 1 if any is damaged or foreign")
+    verify.add_argument("store", help="the store folder")
 
 
 def _bytes(n: int) -> str:
@@ -77,6 +85,8 @@ def run_store(args: argparse.Namespace) -> int:
     from fastvqa.extract.store import FeatureStore
 
     store = FeatureStore(args.store)
+    if args.store_command == "verify":
+        return _verify(store)
     if args.manifest:
         for record in store.manifest():
             print(json.dumps(record, sort_keys=True))
@@ -86,7 +96,9 @@ def run_store(args: argparse.Namespace) -> int:
         print(json.dumps(info, indent=1, sort_keys=True))
         return 0
     rows = [("store", info["store"]), ("recipe", f"{info['recipe']} ({info['recipe_hash'][:12]})"),
-            ("model", info["model"]), ("videos", info["videos"]), ("failed", info["failed"]),
+            ("model", info["model"]),
+            ("weights", info["weights"] or "not recorded (an older store)"),
+            ("videos", info["videos"]), ("failed", info["failed"]),
             ("features", f"{info['features']} x {info['feature_shape']} {info['dtype']}"),
             ("size", _bytes(info["bytes"]))]
     for key, value in rows:
@@ -94,3 +106,16 @@ def run_store(args: argparse.Namespace) -> int:
     for video, error in info["failures"].items():
         print(f"failed    {video}: {error}")
     return 0
+
+
+def _verify(store) -> int:
+    """``fastvqa store verify``: one line per bad file, then the counts."""
+    report = store.verify()
+    for kind in ("damaged", "foreign"):
+        for path, why in sorted(report[kind].items()):
+            print(f"{kind:8} {why}")
+    ok, damaged, foreign = len(report["ok"]), len(report["damaged"]), len(report["foreign"])
+    print(f"{store.path}: {ok} ok, {damaged} damaged, {foreign} foreign"
+          + ("; fastvqa extract --repair moves them aside and extracts them again"
+             if damaged or foreign else ""))
+    return 1 if damaged or foreign else 0

@@ -13,6 +13,7 @@ videos recorded as failed are skipped too unless ``retry_failed``.
 from __future__ import annotations
 
 import os
+import sys
 import time
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
@@ -22,9 +23,9 @@ from typing import Any, NamedTuple, Optional, Sequence, Union
 import numpy as np
 
 from fastvqa.errors import InputError
-from fastvqa.extract.models import Model, resolve, weights_sha256
+from fastvqa.extract.models import SEED, Model, resolve, weights_sha256
 from fastvqa.extract.recipes import Recipe, get_recipe
-from fastvqa.extract.store import FeatureStore
+from fastvqa.extract.store import BadFileError, FeatureStore
 
 ENGINES = ("local", "ray")
 
@@ -290,7 +291,7 @@ def run(videos: Union[str, Path, Sequence], recipe: Union[str, Recipe], *, out: 
         model: Any = None, model_name: Optional[str] = None,
         shard: Union[str, tuple, None] = None, workers: Optional[int] = None,
         retry_failed: bool = False, progress: Optional[bool] = None,
-        engine: str = "local", device: Any = "cpu") -> ExtractSummary:
+        engine: str = "local", device: Any = "cpu", repair: bool = False) -> ExtractSummary:
     """Extract the features of ``videos`` with ``recipe`` into the store ``out``.
 
     Args:
@@ -309,8 +310,16 @@ def run(videos: Union[str, Path, Sequence], recipe: Union[str, Recipe], *, out: 
             cores)``), each one video ahead of the model; ``"ray"``: model
             actors (default 1; Ray schedules the decode tasks itself).
         retry_failed: run again the videos an earlier run recorded as failed.
-        progress: bars per video and overall (``None``: when stderr is a
-            terminal); the Ray engine shows Ray Data's own.
+        repair: a file of these videos in the store that is damaged or
+            foreign (another recipe, model or video) is moved aside into
+            ``STORE/quarantine/`` and its video extracted again; every done
+            file's checksum is verified first. Without it such a file stops
+            the run before any work (a
+            :class:`~fastvqa.extract.store.StoreError` naming it).
+        progress: bars per video and overall (``None``: on a terminal; off
+            one, a line every 30 s of the overall count, rate and eta,
+            :class:`fastvqa._progress.Progress`); the Ray engine shows Ray
+            Data's own.
         device: where the model runs, in fastvqa's one device vocabulary
             (``"cpu"``, ``"cuda"``, ``"cuda:k"``, a ``torch.device``); frames
             are decoded on the CPU (PyAV) and sent as uint8. Each record
@@ -336,13 +345,20 @@ def run(videos: Union[str, Path, Sequence], recipe: Union[str, Recipe], *, out: 
     workers = _checks.optional_integer(workers, "extract", "workers", minimum=1)
     items = shard_of(discover(videos), parse_shard(shard))
     resolved = resolve(recipe.model if model is None else model, model_name)
+    model_sha = weights_sha256(resolved.module)
+    weights = resolved.weights or (f"module {model_sha}" if model_sha else "callable")
+    if weights == "random":
+        print(f"warning: model {resolved.name} has RANDOM weights (built from seed {SEED}, "
+              "no pretrained checkpoint): its features carry no learned meaning; for real "
+              "features pass --model NAME@CHECKPOINT (docs/extract.md)", file=sys.stderr,
+              flush=True)
     header = {"recipe": recipe.to_dict(), "recipe_hash": recipe.hash, "model": resolved.name,
-              "model_sha256": weights_sha256(resolved.module), "fastvqa": __version__}
+              "model_sha256": model_sha, "weights": weights, "fastvqa": __version__}
     store = FeatureStore.create(out, header)
 
     todo, existing, skipped_failed = [], 0, 0
     for v in items:
-        rec = store.record(v.id)
+        rec = _checked_record(store, v.id, repair)
         if rec is None or (rec["status"] == "failed" and retry_failed):
             todo.append(v)
         elif rec["status"] == "ok":
@@ -360,7 +376,8 @@ def run(videos: Union[str, Path, Sequence], recipe: Union[str, Recipe], *, out: 
                           actors=workers or 1, device=device)
     else:
         show = show_progress(progress)
-        overall = Progress(len(todo), show, desc="extracting", unit="video",
+        # Off a terminal the overall count still goes to the log, a line at a time
+        overall = Progress(len(todo), progress is not False, desc="extracting", unit="video",
                            force=progress is True)
         try:
             results = _run_local(todo, recipe,
@@ -372,6 +389,27 @@ def run(videos: Union[str, Path, Sequence], recipe: Union[str, Recipe], *, out: 
     return ExtractSummary(store.path, len(ok), existing, len(results) - len(ok), skipped_failed,
                           sum(r[1] for r in ok), sum(r[2] for r in ok),
                           time.perf_counter() - began)
+
+
+def _checked_record(store: FeatureStore, video: str, repair: bool) -> Optional[dict]:
+    """``store.record(video)``; with ``repair`` the done file is also fully
+    verified, and a damaged or foreign file is quarantined (``None``: to do
+    again); without, such a file is a StoreError that says how to repair."""
+    from fastvqa.extract.store import StoreError
+
+    try:
+        rec = store.record(video)
+        if repair and rec is not None and rec["status"] == "ok":
+            store.load(video)  # the checksum too
+        return rec
+    except BadFileError as err:
+        if not repair:
+            raise StoreError(f"{err}; run again with --repair (repair=True) to move it aside "
+                             f"into {store.path / 'quarantine'} and extract it again") from None
+        moved = store.quarantine(err.path)
+        print(f"extract: {err.kind} file moved to quarantine: {moved}", file=sys.stderr,
+              flush=True)
+        return _checked_record(store, video, repair)  # a failure record may be left
 
 
 def _model_device(device: Any) -> str:

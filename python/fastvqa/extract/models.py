@@ -35,11 +35,15 @@ class Model(NamedTuple):
     """A resolved model: ``fn`` maps a float32 ``(B, 3, H, W)`` or
     ``(B, 3, T, H, W)`` tensor to ``(B, ...)`` outputs; ``name`` is what the
     store records; ``module`` is the ``nn.Module`` (for ``layer`` hooks and
-    the weights' sha256), or ``None`` for a plain callable."""
+    the weights' sha256), or ``None`` for a plain callable; ``weights`` says
+    where the weights come from, as the store records it: ``"random"``
+    (built from :data:`SEED`), ``"checkpoint <sha256 of the file>"``, or
+    ``None`` for a module or callable given from Python."""
 
     fn: Callable
     name: str
     module: Any
+    weights: Optional[str] = None
 
 
 def _torch():
@@ -73,8 +77,14 @@ def _torchvision(spec: str) -> Model:
     try:
         import torchvision
     except ImportError:
-        raise InputError(f"model {spec!r} needs torchvision (pip install torchvision, the "
-                         "release that matches your torch)") from None
+        raise InputError(f"model {spec!r} needs torchvision, which fastvqa's extras do not "
+                         f"install (it must match torch's build exactly): "
+                         f"{_torchvision_pip()}; or try the pipeline with --model "
+                         "fastvqa:tiny-frames / fastvqa:tiny-clips") from None
+    except Exception as err:  # installed for another torch: its C++ ops fail to load
+        raise InputError(f"model {spec!r}: torchvision does not load beside torch "
+                         f"{_torch().__version__} ({str(err).splitlines()[0]}); install "
+                         f"the matching build: {_torchvision_pip()}") from None
     try:
         module = _seeded(lambda: torchvision.models.get_model(name, weights=None))
     except ValueError:
@@ -84,7 +94,26 @@ def _torchvision(spec: str) -> Model:
                               weights_only=True)
         module.load_state_dict(state.get("state_dict", state) if isinstance(state, dict)
                                else state)
-    return Model(module.eval(), spec, module)
+        return Model(module.eval(), spec, module, f"checkpoint {_file_sha256(path)}")
+    return Model(module.eval(), spec, module, "random")
+
+
+def _file_sha256(path: str) -> str:
+    from fastvqa.evaluation import sha256_file
+
+    return sha256_file(Path(path).expanduser())
+
+
+def _torchvision_pip() -> str:
+    """The pip command that installs the torchvision built for this torch:
+    torchvision 0.(m+15) goes with torch 2.m (0.28 with 2.13), from
+    PyTorch's index for the same CPU or CUDA build."""
+    torch = _torch()
+    major, minor = (int(x) for x in torch.__version__.split("+")[0].split(".")[:2])
+    pin = f"torchvision=={major - 2}.{minor + 15}.*" if major == 2 else "torchvision"
+    cuda = getattr(torch.version, "cuda", None)
+    index = "cpu" if not cuda else "cu" + cuda.replace(".", "")
+    return f"pip install '{pin}' --index-url https://download.pytorch.org/whl/{index}"
 
 
 def _open_clip(spec: str) -> Model:
@@ -97,7 +126,7 @@ def _open_clip(spec: str) -> Model:
     except ImportError:
         raise InputError(f"model {spec!r} needs open_clip: pip install open_clip_torch") from None
     module = open_clip.create_model(arch, pretrained=str(_checkpoint(path, f"model {spec!r}")))
-    return Model(module.eval().encode_image, spec, module)
+    return Model(module.eval().encode_image, spec, module, f"checkpoint {_file_sha256(path)}")
 
 
 def _tiny(kind: str) -> Any:
@@ -133,7 +162,7 @@ def resolve(model: Any, name: Optional[str] = None) -> Model:
             return _open_clip(model)
         if model in ("fastvqa:tiny-frames", "fastvqa:tiny-clips"):
             module = _tiny(model.split("-")[1])
-            return Model(module, model, module)
+            return Model(module, model, module, "random")
         raise InputError(f"unknown model {model!r}: use torchvision:NAME[@CHECKPOINT], "
                          "open_clip:ARCH@CHECKPOINT, fastvqa:tiny-frames, fastvqa:tiny-clips, "
                          "or pass an nn.Module or callable from Python")
