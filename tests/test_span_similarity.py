@@ -157,7 +157,7 @@ def test_padding_is_never_read():
         a = span_similarity_all(frames, query, pool=pool, lengths=lengths, max_len=7)
         b = span_similarity_all(garbage, query, pool=pool, lengths=lengths, max_len=7)
         np.testing.assert_array_equal(a, b)
-        assert a.shape == (2, 5, 7) and np.all(a[1] == -np.inf)
+        assert a.shape == (2, 5, 5) and np.all(a[1] == -np.inf)  # the band is capped at T = 5
 
 
 @pytest.mark.parametrize("shape", [(0, 4, 3), (2, 0, 3), (2, 4, 0)])

@@ -34,9 +34,19 @@ def any_torch(*xs: Any) -> bool:
     return False
 
 
+#: Array arguments of the ops that may be ``None`` (absent).
+_OPTIONAL_ARRAYS = frozenset({"lengths", "offsets"})
+
+
 def require_all_torch(op: str, **named: Any) -> None:
-    """Mixing torch tensors with other arrays is a caller error, not a silent copy."""
+    """Mixing torch tensors with other arrays is a caller error, not a silent
+    copy; so is ``None`` for a required array (only ``lengths`` and ``offsets``
+    may be absent)."""
     for name, x in named.items():
+        if x is None and name not in _OPTIONAL_ARRAYS:
+            others = [n for n, v in named.items() if is_torch(v)]
+            raise TypeError(f"{op}: {name} is required, got None; pass a torch tensor like "
+                            f"{', '.join(others)}")
         if x is not None and not is_torch(x):
             others = [n for n, v in named.items() if is_torch(v)]
             raise TypeError(

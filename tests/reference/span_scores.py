@@ -77,10 +77,11 @@ def span_value(row, i: int, j: int, length: int, reduce: str) -> float:
 
 def span_scores_ref(x, reduce: str, min_len: int = 1, max_len: Optional[int] = None,
                     lengths=None) -> np.ndarray:
-    """The band ``[B, T, max_len]`` in float64 (``max_len=None`` means T)."""
+    """The band ``[B, T, min(max_len, T)]`` in float64 (``max_len=None``
+    means T; no span is longer than its row, so the band never is either)."""
     xs = _rows(x)
     B, T = xs.shape
-    width = T if max_len is None else max_len
+    width = T if max_len is None else min(max_len, T)
     lens = _lengths(lengths, B, T)
     out = np.full((B, T, width), -np.inf)
     for b in range(B):
@@ -278,7 +279,7 @@ def check_band(out, x, reduce: str, min_len: int = 1, max_len: Optional[int] = N
     xs = _rows(x)
     out = _rows(out)
     B, T = xs.shape
-    width = T if max_len is None else max_len
+    width = T if max_len is None else min(max_len, T)
     lens = _lengths(lengths, B, T)
     assert out.shape == (B, T, width)
     for b in range(B):

@@ -44,7 +44,7 @@ def span_similarity_ref(frames, query, spans, pool, eps=1e-8) -> np.ndarray:
 def span_similarity_all_ref(frames, query, pool, min_len=1, max_len=None, lengths=None,
                             eps=1e-8) -> np.ndarray:
     B, T, _ = frames.shape
-    W = T if max_len is None else max_len
+    W = T if max_len is None else min(max_len, T)  # no span is longer than its row
     out = np.full((B, T, W), -np.inf)
     for b in range(B):
         length = T if lengths is None else int(lengths[b])

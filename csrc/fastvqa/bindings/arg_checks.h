@@ -112,7 +112,9 @@ inline std::vector<int64_t> host_row_offsets(const TensorView& ov, int64_t total
 }
 
 // min_len >= 1; max_len None (`none_means` says what that stands for in the
-// message) gives `steps`, else max_len >= 1 and >= min_len, returned as given.
+// message) gives `steps`, else max_len >= 1 and >= min_len, returned clamped
+// to `steps`: no span is longer than its row, so a longer limit means the
+// same as `steps` (and a band of width 2^40 is never allocated for it).
 inline int64_t max_len_arg(const pybind11::object& obj, int64_t min_len, int64_t steps,
                            const char* op, const char* none_means = "T") {
   FASTVQA_CHECK(min_len >= 1, op, ": min_len must be >= 1, got ", min_len);
@@ -122,7 +124,7 @@ inline int64_t max_len_arg(const pybind11::object& obj, int64_t min_len, int64_t
                 max_len);
   FASTVQA_CHECK(max_len >= min_len, op, ": max_len must be >= min_len, got max_len = ", max_len,
                 " and min_len = ", min_len);
-  return max_len;
+  return max_len < steps ? max_len : steps;
 }
 
 }  // namespace fastvqa

@@ -4,6 +4,7 @@
 #include <Python.h>
 
 #include <cstring>
+#include <string>
 
 #include "fastvqa/common/cuda_runtime_api.h"
 #include "fastvqa/common/dlpack.h"
@@ -176,7 +177,18 @@ ArrayArg allocate_output(const py::object& alloc, const std::vector<int64_t>& sh
                          const char* dtype, const char* op, std::uintptr_t stream) {
   py::tuple py_shape(shape.size());
   for (size_t i = 0; i < shape.size(); ++i) py_shape[i] = py::int_(shape[i]);
-  py::object out = alloc(py_shape, dtype);
+  py::object out;
+  try {
+    out = alloc(py_shape, dtype);
+  } catch (py::error_already_set& e) {
+    // An output too large for the machine (max_len or k far beyond what the
+    // caller meant): one line naming the op, not the allocator's words alone.
+    if (!e.matches(PyExc_MemoryError)) throw;
+    const std::string what = py::str(e.value());
+    PyErr_SetString(PyExc_MemoryError, (std::string(op) + ": cannot allocate the result: " +
+                                        what).c_str());
+    throw py::error_already_set();
+  }
   ArrayArg arg(out, op, "output", stream, /*writable=*/true);
   FASTVQA_ASSERT(arg.view().is_row_contiguous());
   return arg;

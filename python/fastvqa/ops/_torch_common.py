@@ -128,7 +128,20 @@ def _fast(*tensors: Optional[Tensor], grad: bool = False) -> bool:
 
 def _allocator(device: torch.device):
     def alloc(shape: tuple, dtype: str) -> Tensor:
-        return torch.empty(shape, dtype=_DTYPES[dtype], device=device)
+        try:
+            return torch.empty(shape, dtype=_DTYPES[dtype], device=device)
+        except RuntimeError as err:
+            # torch says "can't allocate memory" (CPU) or raises OutOfMemoryError
+            # (CUDA); a MemoryError, as NumPy raises, which the binding prefixes
+            # with the op's name.
+            if not (isinstance(err, torch.OutOfMemoryError)
+                    or "can't allocate memory" in str(err)):
+                raise
+            size = _DTYPES[dtype].itemsize
+            for d in shape:
+                size *= int(d)
+            raise MemoryError(f"{size / 2**30:.1f} GiB for shape {tuple(shape)} and dtype "
+                              f"{dtype} on {device}") from None
 
     return alloc
 

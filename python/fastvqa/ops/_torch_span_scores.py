@@ -41,7 +41,7 @@ def _span_scores_op(
 @_span_scores_op.register_fake
 def _(x: Tensor, reduce: str, min_len: int, max_len: Optional[int], lengths: Optional[Tensor]):
     batch, steps = x.shape
-    width = steps if max_len is None else max_len
+    width = steps if max_len is None else min(max_len, steps)  # as the binding clamps
     return x.new_empty((batch, steps, width), dtype=_float_dtype("span_scores", x=x))
 
 

@@ -37,7 +37,8 @@ def _prepare(frames, query, spans, lengths):
 def _out_shape(frames: Tensor, spans: Optional[Tensor], max_len: Optional[int]) -> tuple:
     if spans is not None:
         return (frames.shape[0], spans.shape[1])
-    return (frames.shape[0], frames.shape[1], frames.shape[1] if max_len is None else max_len)
+    steps = frames.shape[1]
+    return (frames.shape[0], steps, steps if max_len is None else min(max_len, steps))
 
 
 def _forward_body(call, frames, query, spans, pool, min_len, max_len, lengths, eps):

@@ -8,6 +8,7 @@ from typing import Any, NamedTuple
 
 from fastvqa import _arrays, _checks
 from fastvqa._ext import _C
+from fastvqa.ops import _limits
 from fastvqa.ops._eager import numpy_on_cpu_tensors
 from fastvqa.ragged import Ragged
 
@@ -79,7 +80,7 @@ def io_to_spans(
     """
     op = "io_to_spans"
     threshold = _checks.real(threshold, op, "threshold")
-    min_len = _checks.integer(min_len, op, "min_len")
+    min_len = min(_checks.integer(min_len, op, "min_len"), _limits.INT64_MAX)  # none longer
     if _arrays.any_torch(probs, lengths):
         _arrays.require_all_torch(op, probs=probs, lengths=lengths)
         from fastvqa.ops import _torch_io_tags

@@ -8,8 +8,9 @@ from typing import Any, NamedTuple, Optional
 
 import numpy as np
 
-from fastvqa import _arrays, _checks
+from fastvqa import _arrays
 from fastvqa._ext import _C
+from fastvqa.ops import _limits
 from fastvqa.ops._eager import numpy_on_cpu_tensors
 
 
@@ -93,9 +94,8 @@ def span_argmax(
         cast back. Not differentiable: torch results never require grad.
     """
     op = "span_argmax"
-    max_len = _checks.optional_integer(max_len, op, "max_len")
-    min_len = _checks.integer(min_len, op, "min_len")
-    topk = 1 if k is None else _checks.integer(k, op, "k")
+    min_len, max_len = _limits.span_lengths(min_len, max_len, op)
+    topk = 1 if k is None else _limits.count(k, op, "k")
     torch_in = _arrays.any_torch(start, end, lengths)
     if not torch_in:  # converted once, to their common float dtype
         start, end = _arrays.numpy_common_float(op, start=start, end=end)

@@ -8,6 +8,7 @@ from typing import Any, Optional
 
 from fastvqa import _arrays, _checks
 from fastvqa._ext import _C
+from fastvqa.ops import _limits
 from fastvqa.ops._eager import numpy_on_cpu_tensors
 from fastvqa.ops.span_argmax import ScoredSpans
 
@@ -73,12 +74,13 @@ def span_scores(
             array or torch tensor (CPU or CUDA).
         reduce: ``"sum"``, ``"mean"`` or ``"contrast"`` (see below).
         min_len: shortest span in steps (``>= 1``).
-        max_len: longest span in steps (``>= min_len``), which is also the band
-            width; ``None`` for ``T``.
+        max_len: longest span in steps (``>= min_len``); ``None`` for ``T``.
+            The band is ``W = min(max_len, T)`` wide: no span is longer than
+            its row, so a larger ``max_len`` (even ``2**70``) means no limit.
         lengths: optional ``[B]`` integer valid lengths in ``[0, T]``.
 
     Returns:
-        ``[B, T, max_len]`` scores in the input's float dtype, same kind and
+        ``[B, T, W]`` scores in the input's float dtype, same kind and
         device as ``x``: ``out[b, i, d]`` is the score of span ``[i, i + d]``.
         Invalid cells (``d + 1 < min_len``, ``i + d >= L``, ``i >= L``) are
         ``-inf``; a valid span can be ``-inf`` too (it holds a ``-inf`` step).
@@ -98,8 +100,7 @@ def span_scores(
     """
     op = "span_scores"
     reduce = _checks.string(reduce, op, "reduce")  # its values are checked in C++
-    min_len = _checks.integer(min_len, op, "min_len")
-    max_len = _checks.optional_integer(max_len, op, "max_len")
+    min_len, max_len = _limits.span_lengths(min_len, max_len, op)
     if _arrays.any_torch(x, lengths):
         _arrays.require_all_torch(op, x=x, lengths=lengths)
         from fastvqa.ops import _torch_span_scores
@@ -163,10 +164,9 @@ def top_spans(
     Not differentiable: torch results never require grad.
     """
     op = "top_spans"
-    k = _checks.integer(k, op, "k")
+    k = _limits.count(k, op, "k")
     reduce = _checks.string(reduce, op, "reduce")  # its values are checked in C++
-    min_len = _checks.integer(min_len, op, "min_len")
-    max_len = _checks.optional_integer(max_len, op, "max_len")
+    min_len, max_len = _limits.span_lengths(min_len, max_len, op)
     nms_iou = _checks.optional_real(nms_iou, op, "nms_iou")  # its range is checked in C++
     if _arrays.any_torch(x, lengths):
         _arrays.require_all_torch(op, x=x, lengths=lengths)

@@ -7,6 +7,7 @@ from typing import Any, Optional
 
 from fastvqa import _arrays, _checks
 from fastvqa._ext import _C
+from fastvqa.ops import _limits
 from fastvqa.ops._eager import numpy_on_cpu_tensors
 
 _COMMON_DOC = """
@@ -115,23 +116,23 @@ def span_similarity_all(
         query: ``[B, D]`` query embeddings, same kind and device.
         pool: ``"mean_of_cos"`` or ``"cos_of_mean"`` (see below).
         min_len: shortest span in steps (``>= 1``).
-        max_len: longest span in steps (``>= min_len``) and the band width;
-            ``None`` for ``T``. Not capped at ``T``: cells past the end are -inf.
+        max_len: longest span in steps (``>= min_len``); ``None`` for ``T``.
+            The band is ``W = min(max_len, T)`` wide: no span is longer than
+            its row, so a larger ``max_len`` (even ``2**70``) means no limit.
         lengths: optional ``[B]`` integer valid lengths in ``[0, T]``; steps at
             or after ``lengths[b]`` are padding, never part of a span and never
             read (they may hold anything) and get a zero gradient.
         eps: norm clamp (``>= 0``), as in ``torch.nn.functional.cosine_similarity``.
 
     Returns:
-        ``[B, T, W]`` with ``W = max_len`` (or ``T``), in the input float dtype.
+        ``[B, T, W]`` with ``W = min(max_len, T)`` (or ``T``), in the input float dtype.
         Cells that are not a valid span (``n < min_len``, ``n > max_len``,
         ``i + d >= lengths[b]``) are ``-inf``.
     """
     op = "span_similarity_all"
     pool = _checks.string(pool, op, "pool")  # its values, and eps >= 0, are checked in C++
     eps = _checks.real(eps, op, "eps")
-    min_len = _checks.integer(min_len, op, "min_len")
-    max_len = _checks.optional_integer(max_len, op, "max_len")
+    min_len, max_len = _limits.span_lengths(min_len, max_len, op)
     if _arrays.any_torch(frames, query, lengths):
         _arrays.require_all_torch(op, frames=frames, query=query, lengths=lengths)
         from fastvqa.ops import _torch_span_similarity as T

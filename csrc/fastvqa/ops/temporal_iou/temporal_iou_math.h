@@ -23,10 +23,14 @@
 //
 // Extreme and infinite endpoints (every mode, CPU and CUDA alike):
 // - Finite endpoints never overflow: a pair with an endpoint of magnitude
-//   >= big_endpoint<T>() (2^1020 in double, 2^124 in float) is computed with
-//   all four endpoints scaled by 1/4, which is exact for normal numbers and so
-//   gives the same ratio as exact arithmetic would (only subnormal endpoints
-//   in such a pair lose bits). Below that bound the plain formulas above run
+//   >= big_endpoint<T>() (2^1020 in double, 2^124 in float) takes the extended
+//   path, which computes the mode's quantities unscaled and, only when one of
+//   them overflows, again with all four endpoints scaled by 1/4. Scaling is
+//   exact for normal numbers, and a quantity that overflowed makes every
+//   ratio of the mode either 0/x or x/(something >= 2^970), where the low
+//   bits a subnormal endpoint loses in the scaling cannot show; so each ratio
+//   is what exact arithmetic gives, rounded (a subnormal span inside
+//   [-1e308, 1] has IoG 1). Below that bound the plain formulas above run
 //   unchanged (bit for bit what they always gave).
 // - An infinite endpoint is the limit of one huge value L -> +inf: +inf is L
 //   and -inf is -L, the same L for every infinite endpoint of the pair. Every
@@ -87,10 +91,6 @@ template <typename T>
 FASTVQA_HD bool any_special(T a, T b, T c, T d) {
   return special(a) | special(b) | special(c) | special(d);
 }
-template <typename T>
-FASTVQA_HD bool big_finite(T x) {
-  return special(x) && x - x == T(0);
-}
 
 // k * L + v with L -> +inf (see the header comment); k is -2 .. 2 at most.
 template <typename T>
@@ -126,35 +126,54 @@ FASTVQA_HD T elimit(Ext<T> x, Ext<T> den) {
 }
 template <typename T>
 FASTVQA_HD T eratio_or_zero(Ext<T> x, Ext<T> den) { return pos(den) ? elimit(x, den) : T(0); }
-// The scale of a pair's finite parts: 1/4 when one of them is big.
+// True when a finite part overflowed (+-inf or NaN from inf - inf): only the
+// finite parts of Ext values can, as infinite endpoints are carried in k.
 template <typename T>
-FASTVQA_HD T pair_scale(T a, T b, T c, T d) {
-  return big_finite(a) || big_finite(b) || big_finite(c) || big_finite(d) ? T(0.25) : T(1);
-}
+FASTVQA_HD bool overflowed(Ext<T> x) { return !(x.v - x.v == T(0)); }
 
-// pair_overlap for pairs with a special endpoint (see the header comment).
+// pair_overlap for pairs with a special endpoint, its finite parts scaled by s
+// (see the header comment); *over says whether a quantity the mode reads
+// overflowed, in which case the caller computes again with s = 1/4.
 template <Mode kMode, typename T>
-FASTVQA_HD T pair_overlap_ext(T as, T ae, T bs, T be) {
-  const T s = pair_scale(as, ae, bs, be);
+FASTVQA_HD T pair_overlap_ext_at(T as, T ae, T bs, T be, T s, bool* over) {
   const Ext<T> A0 = ext(as, s), A1 = ext(ae, s), B0 = ext(bs, s), B1 = ext(be, s);
   const Ext<T> len_a = eclamp0(esub(A1, A0));
   const Ext<T> len_b = eclamp0(esub(B1, B0));
   const Ext<T> inter = eclamp0(esub(emin(A1, B1), emax(A0, B0)));
-  T r;
   if constexpr (kMode == Mode::kIoP) {
-    r = eratio_or_zero(inter, len_a);
+    *over = overflowed(inter) || overflowed(len_a);
+    return eratio_or_zero(inter, len_a);
   } else if constexpr (kMode == Mode::kIoG) {
-    r = eratio_or_zero(inter, len_b);
+    *over = overflowed(inter) || overflowed(len_b);
+    return eratio_or_zero(inter, len_b);
   } else {
     const Ext<T> uni = esub(eadd(len_a, len_b), inter);
     const T iou = eratio_or_zero(inter, uni);
+    *over = overflowed(inter) || overflowed(uni);
     if constexpr (kMode == Mode::kIoU) {
-      r = iou;
+      return iou;
     } else {
       const Ext<T> hull = esub(emax(A1, B1), emin(A0, B0));
-      r = pos(hull) ? iou - eratio_or_zero(esub(hull, uni), hull) : iou;
+      const Ext<T> gap = esub(hull, uni);
+      *over = *over || overflowed(hull) || overflowed(gap);
+      return pos(hull) ? iou - eratio_or_zero(gap, hull) : iou;
     }
   }
+}
+
+// pair_overlap for pairs with a special endpoint: unscaled first, so that
+// subnormal endpoints keep every bit (a subnormal span inside a 1e308-long one
+// has IoG 1); only when a quantity the mode reads overflows is the pair
+// computed again with its endpoints scaled by 1/4. That second pass loses the
+// low bits of subnormal endpoints only, and only where they cannot matter: a
+// quantity that overflowed is at least 2^1023, so every ratio the mode takes
+// has a denominator of at least 2^970 (it holds that quantity, or is a
+// length at least as long as it) or a zero numerator.
+template <Mode kMode, typename T>
+FASTVQA_HD T pair_overlap_ext(T as, T ae, T bs, T be) {
+  bool over = false;
+  T r = pair_overlap_ext_at<kMode>(as, ae, bs, be, T(1), &over);
+  if (over) r = pair_overlap_ext_at<kMode>(as, ae, bs, be, T(0.25), &over);
   return any_nan(as, ae, bs, be) ? quiet_nan<T>() : r;
 }
 
@@ -202,12 +221,20 @@ FASTVQA_HD void nextgqa_pair(T ps, T pe, T gs, T ge, T* iou, T* iop) {
     return;
   }
   if (any_special(ps, pe, gs, ge)) {
-    const T s = pair_scale(ps, pe, gs, ge);
-    const Ext<T> P0 = ext(ps, s), P1 = ext(pe, s), G0 = ext(gs, s), G1 = ext(ge, s);
-    const Ext<T> inter = esub(emin(P1, G1), emax(P0, G0));
-    const Ext<T> hull = esub(emax(P1, G1), emin(P0, G0));
-    *iou = pos(hull) ? elimit(inter, hull) : zero;
-    *iop = lt(P0, P1) ? elimit(inter, esub(P1, P0)) : zero;
+    // Unscaled first, then each ratio whose quantities overflowed again with
+    // the endpoints scaled by 1/4 (see pair_overlap_ext).
+    bool redo_iou = true, redo_iop = true;
+    for (int pass = 0; pass < 2 && (redo_iou || redo_iop); ++pass) {
+      const T s = pass == 0 ? T(1) : T(0.25);
+      const Ext<T> P0 = ext(ps, s), P1 = ext(pe, s), G0 = ext(gs, s), G1 = ext(ge, s);
+      const Ext<T> inter = esub(emin(P1, G1), emax(P0, G0));
+      const Ext<T> hull = esub(emax(P1, G1), emin(P0, G0));
+      const Ext<T> len_p = esub(P1, P0);
+      if (redo_iou) *iou = pos(hull) ? elimit(inter, hull) : zero;
+      if (redo_iop) *iop = lt(P0, P1) ? elimit(inter, len_p) : zero;
+      redo_iou = redo_iou && (overflowed(inter) || overflowed(hull));
+      redo_iop = redo_iop && (overflowed(inter) || overflowed(len_p));
+    }
     return;
   }
   const T inter = min2(pe, ge) - max2(ps, gs);

@@ -320,6 +320,9 @@ def load_cater_scene(path: Union[str, Path]) -> Scene:
         raise InputError(f"{p}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
     except UnicodeDecodeError:
         raise InputError(f"{p}: not UTF-8 text") from None
+    except RecursionError:  # "[[[[..." 100000 deep: no scene nests more than 4 levels
+        raise InputError(f"{p}: JSON nested too deeply to read (a CATER scene nests a few "
+                         "levels)") from None
     return scene_from_dict(d, p.stem, where=str(p))
 
 
