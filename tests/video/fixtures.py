@@ -36,6 +36,11 @@ CODECS = {
 STREAMS = {
     "h264-ts": ("libx264", ".ts", "yuv420p", "h264"),
     "mpeg2-ps": ("mpeg2video", ".mpg", "yuv420p", "mpeg2video"),
+    # H.264 in MPEG-PS: several small frames share one PES packet and only
+    # its first carries a timestamp (FFmpeg gives the others none).
+    "h264-ps": ("libx264", ".mpg", "yuv420p", "h264"),
+    # Raw H.264 (Annex B): no packet carries a timestamp.
+    "h264-raw": ("libx264", ".h264", "yuv420p", "h264"),
 }
 
 
@@ -123,7 +128,8 @@ def make_video(
     preset: str = "veryfast",
 ) -> VideoSpec:
     """Encode ``n`` index frames with ``codec`` (``h264``, ``vp9``, ``mjpeg``,
-    or ``h264-ts`` / ``mpeg2-ps``: H.264 in MPEG-TS, MPEG-2 in MPEG-PS).
+    or ``h264-ts`` / ``mpeg2-ps`` / ``h264-ps`` / ``h264-raw``: H.264 in
+    MPEG-TS, MPEG-2 in MPEG-PS, H.264 in MPEG-PS, raw H.264).
 
     Constant frame rate by default (pts ``0, 1, 2, ...`` in ``1/fps``); pass
     ``pts`` (milliseconds, strictly increasing) for a variable frame rate file.

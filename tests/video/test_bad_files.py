@@ -122,29 +122,34 @@ def test_memory_flat_over_many_files(good, tmp_path):
     assert growth < 24 * 2**20, f"resident memory grew by {growth / 2**20:.1f} MiB"
 
 
-def test_packets_without_timestamps_are_named_and_counted(tmp_path):
+def test_packets_without_timestamps_are_indexed_by_decoding(tmp_path):
     """H.264 in MPEG-PS: several small frames share one PES packet and only its
-    first carries a timestamp; FFmpeg gives the rest none."""
-    from fractions import Fraction
+    first carries a timestamp; FFmpeg gives the rest none. Once refused, now
+    indexed by decoding (tests/video/test_mpeg_ps.py checks the frames)."""
+    pytest.importorskip("av")
+    from fastvqa.video import probe
+    from tests.video.fixtures import make_video
 
-    import av
+    spec = make_video(tmp_path / "h264.mpg", "h264-ps", n=48, gop=12)
+    index = probe(spec.path)
+    assert len(index) == 48 and index.decode_from_start
 
-    from fastvqa.video import VideoError, probe
-    from tests.video.fixtures import draw_index
 
-    path = tmp_path / "h264.mpg"
-    with av.open(str(path), "w", format="mpeg") as out:
-        stream = out.add_stream("libx264", rate=30)
-        stream.width, stream.height, stream.pix_fmt = 64, 48, "yuv420p"
-        stream.codec_context.options = {"preset": "veryfast", "g": "12", "bf": "3"}
-        for i in range(48):
-            frame = av.VideoFrame.from_ndarray(draw_index(i, 64, 48), format="rgb24")
-            frame = frame.reformat(format="yuv420p")
-            frame.pts, frame.time_base = i, Fraction(1, 30)
-            for packet in stream.encode(frame):
-                out.mux(packet)
-        for packet in stream.encode(None):
-            out.mux(packet)
-    with pytest.raises(VideoError, match=r"\d+ of 48 video packets carry no timestamp \(the mpeg "
-                                         r"container.*remux"):
-        probe(path)
+def test_a_truncated_untimed_stream_is_one_line_error(tmp_path):
+    """Raw H.264 (no packet timed) cut mid-frame: the decode that indexes it
+    reports the damage as a VideoError naming the file (strict), and
+    ``strict=False`` indexes the frames that decode."""
+    pytest.importorskip("av")
+    from fastvqa.video import Uniform, VideoError, probe, read_frames
+    from tests.video.fixtures import make_video
+
+    spec = make_video(tmp_path / "whole.h264", "h264-raw", n=48, gop=12)
+    data = spec.path.read_bytes()
+    cut = tmp_path / "cut.h264"
+    cut.write_bytes(data[:len(data) // 2 + 7])
+    with pytest.raises(VideoError, match=r"cut\.h264: corrupt or truncated data") as err:
+        probe(cut)
+    assert "\n" not in str(err.value)
+    index = probe(cut, strict=False)
+    assert 0 < len(index) < 48
+    assert read_frames(cut, Uniform(3), index=index, backend="pyav").data.shape[0] == 3

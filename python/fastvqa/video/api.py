@@ -58,6 +58,28 @@ class Frames(NamedTuple):
     duration_seconds: np.ndarray
     indices: np.ndarray
 
+    def __repr__(self) -> str:
+        # One line at the prompt: the pixels' kind, shape, dtype and device,
+        # and the first and last times and frame numbers, never the arrays.
+        data = self.data
+        kind = type(data).__name__
+        shape = tuple(getattr(data, "shape", ()))
+        dtype = str(getattr(data, "dtype", "?")).replace("torch.", "")
+        device = getattr(data, "device", None)
+        where = f", device={device}" if device is not None else ""
+        return (f"Frames(data={kind}(shape={shape}, dtype={dtype}{where}), "
+                f"pts_seconds={_ends(self.pts_seconds, '{:.3f}')}, "
+                f"indices={_ends(self.indices, '{}')}, n={int(np.size(self.indices))})")
+
+
+def _ends(values: Any, fmt: str) -> str:
+    """``[a, b, ..., z]``: the first and last few of a flat view of ``values``."""
+    flat = np.asarray(values).reshape(-1)
+    if flat.size <= 4:
+        return "[" + ", ".join(fmt.format(v) for v in flat) + "]"
+    head = ", ".join(fmt.format(v) for v in flat[:2])
+    return f"[{head}, ..., {fmt.format(flat[-1])}]"
+
 
 def _dali_available() -> bool:
     try:
@@ -254,6 +276,15 @@ class VideoDecoder:
         self.backend = resolve_backend(backend, self.device)
         _check_rotate(rotate, self.backend)
         self.metadata = probe(source) if index is None else index
+        if self.backend == "dali" and getattr(self.metadata, "decode_from_start", False):
+            # DALI seeks by packet timestamps these files do not have: "auto"
+            # reads them with PyAV (decoded in order, frame-exact), "dali" is refused.
+            if backend == "auto":
+                self.backend = "pyav"
+            else:
+                raise VideoError(self.metadata.path, "not all of its packets carry timestamps "
+                                 "(MPEG-PS, raw H.264), so DALI cannot find its frames; read "
+                                 "it with backend='pyav' or 'auto'")
         rotation = display_rotation(self.metadata.path, self.metadata.stream_index) \
             if rotate else 0
         self.turns = rotation // 90
@@ -465,7 +496,9 @@ def read_batch(
 
     if chosen == "dali":
         try:
-            return _read_batch_dali(paths, sampler, kwargs, bar.update, on_error)
+            # backend as asked: "auto" lets a file DALI cannot read go to PyAV
+            return _read_batch_dali(paths, sampler, {**kwargs, "backend": backend}, bar.update,
+                                    on_error)
         finally:
             bar.close()
 
@@ -506,6 +539,10 @@ def _read_batch_dali(paths: list, sampler: Any, kwargs: dict, tick, on_error: st
         try:
             decoder = VideoDecoder(path, **kwargs)
             idx = _indices(sampler, decoder.metadata)
+            if decoder.backend != "dali":  # a file DALI cannot read (see VideoDecoder)
+                results[k] = decoder._decode(idx)
+                tick()
+                continue
             decoder._check_memory(idx.size)
             pending.append((k, decoder, idx))
         except VideoError as err:

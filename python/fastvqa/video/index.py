@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from contextlib import contextmanager
@@ -15,6 +16,8 @@ import numpy as np
 
 from fastvqa.errors import InputError
 from fastvqa.video.errors import VideoError
+
+_LOG = logging.getLogger("fastvqa.video")
 
 _PYAV_MISSING = "PyAV is not installed; pip install 'fastvqa[video]' (or pip install av)"
 
@@ -117,6 +120,17 @@ class VideoIndex:
             the container states it, else the median frame interval (one
             interval at the exact ``rate`` for a one-frame file).
             :attr:`duration_seconds` gives them in seconds.
+        decode_from_start: ``True`` for a stream whose packets do not all
+            carry a timestamp (H.264 in MPEG-PS, where only the first frame
+            of each PES packet is timed; raw ``.h264``): no packet can be
+            placed in display order without decoding, so :func:`probe`
+            decodes the stream once and frame ``i`` is the ``i``-th frame
+            out of a decode from the start. Its ``pts`` are the decoder's
+            where it gives one, the others interpolated between them (or
+            stepped at the stream's frame rate); ``dts`` and
+            ``decode_order`` are ``None``. Backends then decode in order from
+            the start (no seek: no timestamp after one could be checked),
+            which is exact but costs a decode up to the last wanted frame.
 
     Orientation: ``width``/``height`` and every decoded frame are in the
     *coded* orientation; a display matrix (rotation metadata, as phones
@@ -139,6 +153,7 @@ class VideoIndex:
     dts: Optional[np.ndarray] = None
     rate: Optional[Fraction] = None
     durations: Optional[np.ndarray] = None
+    decode_from_start: bool = False
 
     def __len__(self) -> int:
         return len(self.timestamps)
@@ -162,7 +177,8 @@ class VideoIndex:
     def __repr__(self) -> str:
         return (f"VideoIndex({os.path.basename(self.path)!r}, codec={self.codec!r}, "
                 f"{self.width}x{self.height}, frames={len(self)}, duration={self.duration:.3f}s, "
-                f"fps={self.fps:.3f}, keyframes={len(self.keyframes)})")
+                f"fps={self.fps:.3f}, keyframes={len(self.keyframes)}"
+                f"{', decoded from the start' if self.decode_from_start else ''})")
 
 
 def probe(path: Any, *, strict: bool = True) -> VideoIndex:
@@ -222,10 +238,15 @@ def _probe(av, spath: str, strict: bool, logs: list) -> VideoIndex:
             raise VideoError(spath, "unsupported video codec (no decoder in this FFmpeg build)")
         codec = codec_context.name
         pts_list, dts_list, key_list, dur_list = [], [], [], []
-        untimed = 0
+        untimed = leading = 0
         try:
             for packet in container.demux(stream):
                 if packet.size == 0:  # the flush packet at the end
+                    continue
+                if not key_list and not packet.is_keyframe:
+                    # Before the first keyframe (a recording cut mid-GOP): its
+                    # references are gone, decoders output nothing for it.
+                    leading += 1
                     continue
                 pts = packet.pts if packet.pts is not None else packet.dts
                 if pts is None:
@@ -233,23 +254,13 @@ def _probe(av, spath: str, strict: bool, logs: list) -> VideoIndex:
                     continue
                 pts_list.append(pts)
                 dts_list.append(packet.dts if packet.dts is not None else pts)
-                key_list.append(bool(packet.is_keyframe))
+                key_list.append(bool(packet.is_keyframe))  # the first is True
                 dur_list.append(packet.duration or 0)
         except av.error.FFmpegError as err:
             raise VideoError(spath, f"corrupt or truncated data while reading packets "
                                     f"({_ffmpeg_reason(err)})") from None
-        if untimed:
-            total = untimed + len(pts_list)
-            raise VideoError(spath, f"{untimed} of {total} video packets carry no timestamp "
-                                    f"(the {container.format.name} container stores them only "
-                                    "on some packets, as MPEG-PS does for small H.264 frames); "
-                                    "frames cannot be placed in time: re-encode or remux to a "
-                                    "container with a timestamp per frame (MP4, MKV, MPEG-TS)")
-        errors = [msg.strip() for level, _, msg in logs if level <= av.logging.ERROR]
-        if strict and errors:
-            more = f" (+{len(errors) - 1} more)" if len(errors) > 1 else ""
-            raise VideoError(spath, f"corrupt or truncated data: FFmpeg reports "
-                                    f"'{errors[0]}'{more}")
+        _check_logs(av, spath, logs, strict)
+        format_name = container.format.name
         time_base = stream.time_base
         # Exact rationals (PyAV's Fractions; None, or 0/x, where unknown).
         rate = stream.average_rate or stream.guessed_rate
@@ -261,20 +272,35 @@ def _probe(av, spath: str, strict: bool, logs: list) -> VideoIndex:
             header_duration = float(stream.duration * time_base)
         elif container.duration is not None and len(container.streams) == 1:
             header_duration = container.duration / 1e6
-    if not pts_list:
-        raise VideoError(spath, "the video stream has no frames")
     if time_base is None:
         raise VideoError(spath, "the video stream has no time base")
     if width <= 0 or height <= 0:
         raise VideoError(spath, f"the video stream has no frame size ({width}x{height})")
-    pts = np.asarray(pts_list, dtype=np.int64)
-    order = np.argsort(pts, kind="stable")
-    pts = pts[order]
-    if len(pts) > 1 and np.any(np.diff(pts) == 0):
-        raise VideoError(spath, "two video frames share one timestamp (corrupt timestamps)")
-    keyflags = np.asarray(key_list, dtype=bool)[order]
-    dts = np.asarray(dts_list, dtype=np.int64)[order]
-    durations = np.asarray(dur_list, dtype=np.int64)[order]
+    if untimed:
+        # Frames cannot be put in display order from the packets (B-frames
+        # reorder them and most carry no timestamp): decode once, as PyAV
+        # does, and number the frames as they come out.
+        _LOG.info("%s: %d of %d video packets carry no timestamp (the %s container times only "
+                  "some of them); indexed by decoding, read in order from the start",
+                  spath, untimed, untimed + len(pts_list), format_name)
+        pts, keyflags, durations = _decoded_frames(av, spath, stream_index, time_base, rate)
+        _check_logs(av, spath, logs, strict)
+        order = dts = None
+    else:
+        if not pts_list:
+            raise VideoError(spath, "no keyframe in the video stream (cannot start decoding)"
+                             if leading else "the video stream has no frames")
+        if leading:
+            _LOG.info("%s: %d video packets before the first keyframe (cut mid-GOP?) cannot be "
+                      "decoded and are not indexed", spath, leading)
+        pts = np.asarray(pts_list, dtype=np.int64)
+        order = np.argsort(pts, kind="stable")
+        pts = pts[order]
+        if len(pts) > 1 and np.any(np.diff(pts) == 0):
+            raise VideoError(spath, "two video frames share one timestamp (corrupt timestamps)")
+        keyflags = np.asarray(key_list, dtype=bool)[order]
+        dts = np.asarray(dts_list, dtype=np.int64)[order]
+        durations = np.asarray(dur_list, dtype=np.int64)[order]
     tb = float(time_base)
     timestamps = seconds(pts, time_base)
     n = len(pts)
@@ -308,8 +334,86 @@ def _probe(av, spath: str, strict: bool, logs: list) -> VideoIndex:
         path=spath, codec=codec, width=int(width), height=int(height), duration=duration,
         fps=float(fps), timestamps=timestamps, keyframes=keyframes,
         time_base=Fraction(time_base), pts=pts, stream_index=stream_index,
-        decode_order=order.astype(np.int64), dts=dts, rate=rate, durations=frame_durations,
+        decode_order=None if order is None else order.astype(np.int64), dts=dts, rate=rate,
+        durations=frame_durations, decode_from_start=order is None,
     )
+
+
+def _check_logs(av, spath: str, logs: list, strict: bool) -> None:
+    """With ``strict``, an error FFmpeg logged so far makes the file a ``VideoError``."""
+    errors = [msg.strip() for level, _, msg in logs if level <= av.logging.ERROR]
+    if strict and errors:
+        more = f" (+{len(errors) - 1} more)" if len(errors) > 1 else ""
+        raise VideoError(spath, f"corrupt or truncated data: FFmpeg reports "
+                                f"'{errors[0]}'{more}")
+
+
+def _decoded_frames(av, spath: str, stream_index: int, time_base, rate) -> tuple:
+    """``(pts, keyframe flags, durations)`` of every frame one decode from the
+    start outputs (display order), for a stream whose packets are not all
+    timed: the pts the decoder gives, the others filled in by
+    :func:`fill_pts`. Memory: three numbers a frame (no pixels are kept)."""
+    known, keys, durs = [], [], []
+    try:
+        with av.open(spath, mode="r") as container:
+            stream = next(st for st in container.streams if st.index == stream_index)
+            for frame in container.decode(stream):
+                known.append(frame.pts)
+                keys.append(bool(frame.key_frame))
+                durs.append(int(frame.duration or 0))
+    except av.error.FFmpegError as err:
+        raise VideoError(spath, f"decoding failed while indexing, corrupt or truncated data "
+                                f"({_ffmpeg_reason(err)})") from None
+    if not known:
+        raise VideoError(spath, "the video stream has no decodable frames")
+    step = 0
+    if rate:  # one frame interval at the stated rate, in time_base units
+        step = round(1 / (rate * Fraction(time_base)))
+    if step <= 0 and any(durs):
+        step = int(np.median([d for d in durs if d > 0]))
+    keys[0] = True  # a decode from the start starts here, whatever the flag says
+    try:
+        pts = fill_pts(known, max(step, 1))
+    except ValueError as err:
+        raise VideoError(spath, f"corrupt timestamps: {err}") from None
+    return pts, np.asarray(keys, dtype=bool), np.zeros(len(known), dtype=np.int64)
+
+
+def fill_pts(known: list, step: int) -> np.ndarray:
+    """``int64`` strictly increasing pts for frames in display order, of which
+    ``known`` gives some (``None`` for the others).
+
+    The known pts that keep the sequence increasing with room for the frames
+    between (at least one tick each) are kept exactly; frames between two of
+    them are spaced evenly (rounded to ticks), frames before the first and
+    after the last are ``step`` ticks apart; with none known, frame ``i`` is
+    at ``i * step``. Linear in ``len(known)``.
+
+    Raises:
+        ValueError: a result beyond ``±2**62`` ticks (absurd timestamps).
+    """
+    anchors = []  # (frame, pts), increasing in both with room between
+    for i, p in enumerate(known):
+        if p is None:
+            continue
+        if not anchors or p - anchors[-1][1] >= i - anchors[-1][0]:
+            anchors.append((i, int(p)))
+    if not anchors:
+        anchors = [(0, 0)]
+    out = [0] * len(known)  # Python integers: no int64 wrap-around on absurd pts
+    first, first_pts = anchors[0]
+    for i in range(first + 1):
+        out[i] = first_pts - step * (first - i)
+    for (a, pa), (b, pb) in zip(anchors, anchors[1:]):
+        for i in range(a + 1, b + 1):
+            # pa + round((i - a) * (pb - pa) / (b - a)): slope >= 1, so increasing.
+            out[i] = pa + (2 * (i - a) * (pb - pa) + (b - a)) // (2 * (b - a))
+    last, last_pts = anchors[-1]
+    for i in range(last, len(known)):
+        out[i] = last_pts + step * (i - last)
+    if out and (out[0] <= -2**62 or out[-1] >= 2**62):  # increasing: the ends bound it
+        raise ValueError(f"frame timestamps out of range ({out[0]} .. {out[-1]} ticks)")
+    return np.asarray(out, dtype=np.int64)
 
 
 def display_rotation(path: Any, stream_index: Optional[int] = None) -> int:

@@ -45,6 +45,12 @@ def _plan_seeks(index: VideoIndex, wanted: np.ndarray) -> list:
     return plan
 
 
+def _decoding_failed(path, err) -> VideoError:
+    """The one-line error for FFmpeg failing in the middle of a read."""
+    return VideoError(path, f"decoding failed, corrupt or truncated data "
+                            f"({getattr(err, 'strerror', None) or err})")
+
+
 def decode_pyav(
     index: VideoIndex,
     frame_indices: Any,
@@ -107,7 +113,10 @@ def decode_pyav(
     the wanted keyframe's packet on, and checks every packet against the
     probe's; a seek that lands past it is retried (other timestamp, earlier
     keyframe, start), and packets whose timestamps differ from the probe's
-    (MPEG-PS interpolation) switch to one pass from the start. Only kept
+    (MPEG-PS interpolation) switch to one pass from the start. An index built
+    by decoding (:attr:`VideoIndex.decode_from_start`: packets without
+    timestamps) is always read in one pass from the start, frame ``i`` being
+    the ``i``-th frame out of the decoder, up to the last wanted one. Only kept
     frames are converted to RGB, in one swscale call together with the resize
     (bilinear; swscale widens the filter when downscaling, so shrinking is
     antialiased, close to PIL's bilinear and torchvision's ``antialias=True``),
@@ -136,7 +145,8 @@ def decode_pyav(
     if len(wanted) == 0:
         return frames
     wanted_pts = index.pts[wanted]
-    seek_at = dict(_plan_seeks(index, wanted))
+    # A stream indexed by decoding (untimed packets) is read from the start, no seek.
+    seek_at = {} if index.decode_from_start else dict(_plan_seeks(index, wanted))
     if threads is None:
         threads = "AUTO"
     groups = _split_runs(index, wanted, seek_at, _workers(decode_workers))
@@ -166,6 +176,20 @@ def decode_pyav(
 
     context = _Reader(av, index, threads) if file is None else file.reader(av, index, threads)
     with context as reader:
+        if index.decode_from_start:
+            if not reader.fresh:  # a reused container: back to the start
+                reader.reopen()
+            reader.fresh = False
+            try:
+                pos, count = _collect_counted(_frames(reader), wanted, frames, convert)
+            except av.error.FFmpegError as err:
+                raise _decoding_failed(path, err) from None
+            if pos < len(wanted):
+                missing = int(wanted[pos])
+                raise VideoError(path, f"frame {missing} never came out of the decoder (it "
+                                       f"gave {count} frames, the probe "
+                                       f"{len(index)}); the file changed or is damaged")
+            return _in_request_order(frames, wanted, inverse, idx)
         if not reader.fresh:  # a reused container: it stands wherever the last read left it
             if reader.sequential:
                 reader.reopen()  # seeks are not trusted here: from the start again
@@ -205,8 +229,7 @@ def decode_pyav(
                 if status in ("eof", "skipped", "overshoot"):
                     break
         except av.error.FFmpegError as err:
-            raise VideoError(path, f"decoding failed, corrupt or truncated data "
-                                   f"({getattr(err, 'strerror', None) or err})") from None
+            raise _decoding_failed(path, err) from None
         if pos < len(wanted):
             missing = int(wanted[pos])
             raise VideoError(path, f"frame {missing} (t={index.timestamps[missing]:.3f} s) never "
@@ -300,6 +323,25 @@ def _collect(decoder, pos, wanted_pts, out, convert, seek_at, check_first):
             if pos >= len(wanted_pts) or pos in seek_at:
                 return pos, "seek"
         return pos, "eof"
+    finally:
+        decoder.close()
+
+
+def _collect_counted(decoder, wanted, out, convert) -> tuple:
+    """Frame ``i`` is the ``i``-th frame out of a decode from the start (the
+    numbering of an index built by decoding, :attr:`VideoIndex.decode_from_start`):
+    stores the sorted distinct ``wanted`` frames, stops after the last one.
+    Returns ``(how many were stored, how many frames came out)``."""
+    pos, count = 0, 0
+    try:
+        for frame in decoder:
+            if count == wanted[pos]:
+                out[pos] = convert(frame)
+                pos += 1
+                if pos == len(wanted):
+                    return pos, count + 1
+            count += 1
+        return pos, count
     finally:
         decoder.close()
 

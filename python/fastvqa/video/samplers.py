@@ -53,11 +53,36 @@ MAX_INDICES = 2**24
 
 
 def _bounded(owner: str, count, detail: str) -> int:
-    """``count`` as an int, or a ``ValueError`` when it exceeds :data:`MAX_INDICES`."""
-    if count > MAX_INDICES:
-        raise InputError(f"{owner}: {int(count):,} frame indices ({detail}) exceed the limit of "
+    """``count`` (an int, or a float that may be huge or infinite) as an int,
+    or a ``ValueError`` when it exceeds :data:`MAX_INDICES` (or is NaN)."""
+    if not count <= MAX_INDICES:
+        shown = f"{int(count):,}" if isinstance(count, int) or math.isfinite(count) \
+            else "infinitely many"
+        raise InputError(f"{owner}: {shown} frame indices ({detail}) exceed the limit of "
                          f"{MAX_INDICES:,} per video; ask for fewer frames")
     return int(count)
+
+
+def _frame_count(value, owner: str, name: str, *, indices: bool = True) -> int:
+    """An integer argument counted in frames, in ``[1, MAX_INDICES]``: larger
+    ones are refused here, naming ``owner`` and ``name``, before any
+    arithmetic on them (NumPy would overflow int64). ``indices``: the value is
+    a number of frame indices asked for (:func:`_bounded`'s message), else a
+    distance in frames (a clip stride)."""
+    value = _checks.integer(value, owner, name, minimum=1)
+    if value > MAX_INDICES and indices:
+        _bounded(owner, value, f"{name}={value}")
+    if value > MAX_INDICES:
+        raise InputError(f"{owner}: {name} must be <= {MAX_INDICES:,} frames, got {value:,}")
+    return value
+
+
+def _rate_count(owner: str, fps: float, offset: float, duration: float) -> int:
+    """How many times ``offset + k / fps`` lie in ``[0, duration)``, bounded
+    (:func:`_bounded`) before ``ceil`` (a product of huge floats is infinite)."""
+    raw = (duration - offset) * fps
+    return _bounded(owner, raw if raw > MAX_INDICES else max(0, math.ceil(raw - 1e-9)),
+                    f"{fps:g} fps over {duration:.3f} s")
 
 
 @dataclass(frozen=True)
@@ -137,9 +162,8 @@ class Fps(Sampler):
         _checks.real(self.fps, "Fps", "fps", finite=True, positive=True)
         _checks.real(self.offset, "Fps", "offset", finite=True, minimum=0)
 
-    def _local(self, tl):
-        count = max(0, math.ceil((tl.duration - self.offset) * self.fps - 1e-9))
-        count = _bounded("Fps", count, f"{self.fps:g} fps over {tl.duration:.3f} s")
+    def _local(self, tl, owner: str = "Fps"):
+        count = _rate_count(owner, self.fps, self.offset, tl.duration)
         return tl.at(self.offset + np.arange(count) / self.fps)
 
 
@@ -164,8 +188,7 @@ class Uniform(Sampler):
     mode: str = "center"
 
     def __post_init__(self):
-        _checks.integer(self.n, "Uniform", "n", minimum=1)
-        _bounded("Uniform", self.n, f"n={self.n}")
+        _frame_count(self.n, "Uniform", "n")
         if self.mode not in ("center", "linspace"):
             raise InputError(f"Uniform: mode must be 'center' or 'linspace', got {self.mode!r}")
 
@@ -209,9 +232,9 @@ class Clips(Sampler):
     pad_last: bool = False
 
     def __post_init__(self):
-        _checks.integer(self.length, "Clips", "length", minimum=1)
-        _checks.integer(self.stride, "Clips", "stride", minimum=1)
-        _checks.integer(self.step, "Clips", "step", minimum=1)
+        _frame_count(self.length, "Clips", "length")
+        _frame_count(self.stride, "Clips", "stride", indices=False)
+        _frame_count(self.step, "Clips", "step", indices=False)
 
     @property
     def clip_length(self) -> int:
@@ -257,6 +280,7 @@ class SecondWindows(Sampler):
     fps: float = 1.0
 
     def __post_init__(self):
+        # Bounded in _local, with the windows' count (window x windows indices).
         _checks.integer(self.window, "SecondWindows", "window", minimum=1)
         _checks.real(self.fps, "SecondWindows", "fps", finite=True, positive=True)
 
@@ -265,9 +289,9 @@ class SecondWindows(Sampler):
         return self.window
 
     def _local(self, tl):
-        base = Fps(self.fps)._local(tl)
+        base = Fps(self.fps)._local(tl, owner="SecondWindows")
         s = len(base)
-        _bounded("SecondWindows", s * self.window, f"{s} windows of {self.window} frames")
+        _bounded("SecondWindows", s * self.window, f"{s} windows of window={self.window} frames")
         if s == 0:
             return base
         before, after = self.window // 2, (self.window - 1) // 2
@@ -315,7 +339,7 @@ class Hierarchical(Sampler):
         for v in self.lengths:
             _checks.real(v, "Hierarchical", "lengths", finite=True, positive=True)
         for v in self.frames:
-            _checks.integer(v, "Hierarchical", "frames", minimum=1)
+            _frame_count(v, "Hierarchical", "frames")
         if self.last not in ("keep", "drop", "merge"):
             raise InputError(f"Hierarchical: last must be 'keep', 'drop' or 'merge', got {self.last!r}")
         if self.mode not in ("center", "linspace"):
@@ -323,9 +347,13 @@ class Hierarchical(Sampler):
 
     def segments(self, duration: float) -> list:
         """``[(level, start, end, frames), ...]`` in output order."""
-        total = sum((math.floor(duration / length + 1e-9) + 1) * k
-                    for length, k in zip(self.lengths, self.frames))
-        _bounded("Hierarchical", total, f"segments of {self.lengths} s over {duration:.3f} s")
+        # In floats first: duration / 5e-324 s is infinite, and floor() of it an OverflowError.
+        detail = f"lengths={list(self.lengths)} s over {duration:.3f} s"
+        rough = sum((duration / length + 2) * k for length, k in zip(self.lengths, self.frames))
+        if not math.isfinite(rough):
+            _bounded("Hierarchical", rough, detail)
+        _bounded("Hierarchical", sum((math.floor(duration / length + 1e-9) + 1) * k
+                                     for length, k in zip(self.lengths, self.frames)), detail)
         rows = []
         for level, (length, k) in enumerate(zip(self.lengths, self.frames)):
             full = int(math.floor(duration / length + 1e-9))
@@ -377,8 +405,7 @@ class Outside(Sampler):
         if e < s:
             raise InputError(f"Outside: span end {e} is before its start {s}")
         object.__setattr__(self, "span", (s, e))
-        _checks.integer(self.n, "Outside", "n", minimum=1)
-        _bounded("Outside", self.n, f"n={self.n}")
+        _frame_count(self.n, "Outside", "n")
 
     def _local(self, tl):
         s, e = self.span
