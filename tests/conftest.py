@@ -69,23 +69,35 @@ def _restore_rng_state():
     np.random.set_state(np_state)
 
 
+#: The variable that points the tests at a folder of public annotation files
+#: (NExT-GQA, WildQA, DVD, SOK-Bench...; see the README's "Tests" section).
+SHARED_DATA_VARIABLE = "FASTVQA_TEST_DATA"
+#: Why a test that reads those files is skipped where they are absent.
+SHARED_DATA_SKIP = (f"needs the public annotation files: set {SHARED_DATA_VARIABLE} to a folder "
+                    "holding them (nextgqa/, wildqa/, dvd/, sokbench/), or put them at "
+                    "../shared/data beside the project")
+
+
 def shared_data_dir():
-    """The shared folder of real annotation files (``../shared/data`` beside the
-    project, or ``$FASTVQA_SHARED_DATA``), or None where it is absent."""
+    """The folder of real annotation files, or None where it is absent:
+    ``$FASTVQA_TEST_DATA`` when set (``$FASTVQA_SHARED_DATA``, its older
+    name, otherwise), else ``../shared/data`` beside the project. The one
+    place the tests look for it."""
     import os
     from pathlib import Path
 
-    env = os.environ.get("FASTVQA_SHARED_DATA")
+    env = os.environ.get(SHARED_DATA_VARIABLE) or os.environ.get("FASTVQA_SHARED_DATA")
     path = Path(env) if env else Path(__file__).resolve().parents[2] / "shared" / "data"
     return path if path.is_dir() else None
 
 
 @pytest.fixture
 def shared_data():
-    """Path to ``shared/data``; skips the test where the real files are absent."""
+    """Path to the real annotation files (:func:`shared_data_dir`); skips the
+    test, naming ``FASTVQA_TEST_DATA``, where they are absent."""
     path = shared_data_dir()
     if path is None:
-        pytest.skip("real annotation files (../shared/data) are not present on this machine")
+        pytest.skip(SHARED_DATA_SKIP)
     return path
 
 

@@ -20,7 +20,7 @@ from fastvqa.cli import main  # noqa: E402
 from fastvqa.data import QARecord  # noqa: E402
 from fastvqa.errors import InputError  # noqa: E402
 
-from tests.conftest import shared_data_dir  # noqa: E402
+from tests.conftest import SHARED_DATA_SKIP, shared_data_dir  # noqa: E402
 
 
 def mc(video, qid, question, options, answer, **extra) -> QARecord:
@@ -296,7 +296,7 @@ def test_bad_options_are_input_errors():
 # --------------------------------------------------- CLI on the real files
 
 DATA = shared_data_dir()
-needs_data = pytest.mark.skipif(DATA is None, reason="../shared/data is absent")
+needs_data = pytest.mark.skipif(DATA is None, reason=SHARED_DATA_SKIP)
 
 
 @needs_data

@@ -77,7 +77,7 @@ def test_stream_json_strips_a_utf8_bom(tmp_path):
     assert read_json(path) == {"a": [1, 2]}
 
 
-BROKEN = ['', '   ', '{', '[', '{"a" 1}', '{"a": 1 "b": 2}', '{"a": 1,}', '[1, 2,]', '[1 2]',
+BROKEN = ['{', '[', '{"a" 1}', '{"a": 1 "b": 2}', '{"a": 1,}', '[1, 2,]', '[1 2]',
           '{1: 2}', '[1, 2] x', '{"a": 1}}', '[tru]', '[1, -]', '{"a": "open', '["\\u12"]',
           '["\\x"]', '[1.]', '{"a": [1, {"b": }]}', '[1,\n 2,\n\n  oops]', '{"k":\n[1, 2}',
           '"a" "b"', '[1, 2', '{"a": [1, 2]']
@@ -94,6 +94,16 @@ def test_syntax_errors_carry_json_loads_message_line_and_column(tmp_path, monkey
         with pytest.raises(DataFormatError) as got:
             read_json(path)
         assert str(got.value) == f"bad.json: not valid JSON ({ref.value})", doc
+
+
+def test_an_empty_file_is_called_empty(tmp_path):
+    """An empty or all-blank file is "empty", not json.loads' "Expecting
+    value: line 1 column 1" (issue 29: the first thing a newcomer meets)."""
+    path = tmp_path / "bad.json"
+    for doc in ("", "   ", "\n\n"):
+        path.write_text(doc)
+        with pytest.raises(DataFormatError, match=r"^bad.json: is empty \(no JSON in it\)"):
+            read_json(path)
 
 
 def test_deep_nesting_huge_integers_and_bad_bytes_are_one_line_errors(tmp_path):

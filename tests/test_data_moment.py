@@ -124,7 +124,9 @@ def test_load_qvhighlights_bad_json_and_files(tmp_path):
         load_qvhighlights(arr)
     with pytest.raises(FileNotFoundError):
         load_qvhighlights(tmp_path / "missing.jsonl")
-    with pytest.raises(IsADirectoryError):
+    # A folder is read as released (highlight_<split>_release.jsonl in it);
+    # one without that file is named, not an IsADirectoryError (issue 29).
+    with pytest.raises(FileNotFoundError, match="highlight_val_release.jsonl"):
         load_qvhighlights(tmp_path)
 
 

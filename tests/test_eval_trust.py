@@ -177,10 +177,11 @@ def test_partial_coverage_keeps_the_official_score_and_says_so(files, capsys):
                        write(files["tmp"] / "s.json", {"vidA_questions/counterfactual_0": 0}))
     assert got["metrics"]["Acc"] == 50.0
     assert "1 of 2 questions have no prediction" in err and "wrong" in err
-    # a full file: no warning
+    # a full file: no warning (spans in seconds: all within [0, 1] would be
+    # warned about as fractions given without --normalized)
     _, err = ok_json(capsys, "eval", "nextgqa", "--gt", str(files["nextgqa"]), "--pred",
                      write(files["tmp"] / "f.json",
-                           {"v1_0": [0, 1], "v1_1": [0, 1], "v2_0": [0, 1]}))
+                           {"v1_0": [0, 10], "v1_1": [0, 10], "v2_0": [0, 10]}))
     assert "warning" not in err
 
 

@@ -105,14 +105,53 @@ def _coverage_text(info: dict) -> str:
     return f"real code for {sass} only (no PTX: other GPUs cannot run the kernels)"
 
 
+def _torch_report() -> dict:
+    """The installed torch: ``{"version", "build": "cpu"|"cuda"|"rocm",
+    "cuda": its CUDA version or None, "gpu_visible": bool}``, all None where
+    torch is not installed. torch is imported only where it is installed
+    (about a second), so ``fastvqa info`` stays fast without it."""
+    report = {"version": None, "build": None, "cuda": None, "gpu_visible": None}
+    if not _importable("torch"):
+        return report
+    try:
+        import torch
+    except Exception as err:  # installed but broken: say so rather than fail
+        report["version"] = f"unimportable ({type(err).__name__}: {err})"
+        return report
+    cuda = getattr(torch.version, "cuda", None)
+    hip = getattr(torch.version, "hip", None)
+    report.update(version=str(torch.__version__), cuda=cuda,
+                  build="cuda" if cuda else "rocm" if hip else "cpu")
+    try:
+        report["gpu_visible"] = bool(torch.cuda.is_available())
+    except Exception:  # a driver problem is "no GPU visible" here
+        report["gpu_visible"] = False
+    return report
+
+
+def _torch_text(report: dict) -> str:
+    """One line for ``fastvqa info``: ``2.13.0+cpu (CPU build); no GPU
+    visible to torch``."""
+    if report["version"] is None:
+        return "not installed (fastvqa[torch])"
+    if report["build"] is None:
+        return report["version"]
+    build = {"cpu": "CPU build", "rocm": "ROCm build"}.get(report["build"],
+                                                          f"CUDA {report['cuda']} build")
+    gpu = "a GPU visible to torch" if report["gpu_visible"] else "no GPU visible to torch"
+    return f"{report['version']} ({build}); {gpu}"
+
+
 def _cmd_info(args: argparse.Namespace) -> int:
     import fastvqa
 
     info = fastvqa.build_info()
     backends = {name: _importable(module) for name, module, _ in _BACKENDS}
     gpu = _gpu_report(info)
+    torch_info = _torch_report()
     if args.json:
-        print(json.dumps({"build": info, "backends": backends, "gpu": gpu}, indent=2))
+        print(json.dumps({"build": info, "backends": backends, "gpu": gpu, "torch": torch_info},
+                         indent=2))
         return 0
     rows = [
         ("fastvqa", f"{info['version']} ({info['distribution']})"),
@@ -148,6 +187,9 @@ def _cmd_info(args: argparse.Namespace) -> int:
                                            "ptx": "runs by JIT-compiling this build's PTX (first call slower)",
                                            None: "NOT covered by this build: rebuild with FASTVQA_CUDA_ARCHS=auto on it"}[how]))
     for name, module, extra in _BACKENDS:
+        if name == "torch":  # which build, and whether it sees a GPU
+            rows.append((name, _torch_text(torch_info)))
+            continue
         rows.append((name, "importable" if backends[name] else f"not installed ({extra})"))
     width = max(len(k) for k, _ in rows)
     for key, value in rows:
@@ -164,7 +206,7 @@ def _print_warnings(result, command: str) -> None:
 
 def _cmd_eval(args: argparse.Namespace) -> int:
     from fastvqa._outputs import OutputFiles
-    from fastvqa.evaluation import keywords, run_record
+    from fastvqa.evaluation import keywords, run_benchmark, run_record
 
     bench = args.entry  # the registered Benchmark this parser was built for
     # Every check before any work: the outputs (nothing the user has is
@@ -185,8 +227,9 @@ def _cmd_eval(args: argparse.Namespace) -> int:
                            "instead (write a table file with --table FILE)")
     if bench.check is not None:
         bench.check(**keywords(bench.check, args))
-    # The command line only translates its options into the library's keywords.
-    result = bench.evaluate(**keywords(bench.evaluate, args))
+    # The command line only translates its options into the library's keywords
+    # (run_benchmark: the library's own call, which names swapped --gt/--pred).
+    result = run_benchmark(bench, keywords(bench.evaluate, args))
     if args.json:
         # The result, and how it was made: version, mode, command, input sha256s.
         doc = {**result.to_dict(), **run_record(bench, args, result, getattr(args, "_argv", None))}
@@ -408,7 +451,8 @@ def build_parser() -> argparse.ArgumentParser:
                          description=_extract_cli.DESCRIPTION)
     _extract_cli.add_arguments(ext)
     ext.set_defaults(func=_cmd_extract)
-    store = sub.add_parser("store", help="inspect a feature store (fastvqa store info STORE)")
+    store = sub.add_parser("store", help="inspect or verify a feature store "
+                                         "(fastvqa store info|verify STORE)")
     _extract_cli.add_store_arguments(store)
     store.set_defaults(func=_cmd_store)
     from fastvqa import stats as _stats

@@ -75,6 +75,11 @@ def _read(args: argparse.Namespace, path: Path, split: str, option: str) -> list
     records = _load(args.benchmark, path, split, **options)
     if not records:
         raise CommandError(f"{option} {path}: holds no {args.benchmark} questions")
+    if args.benchmark == "nextgqa" and any(r.answer is None for r in records):
+        # gsub_<split>.json alone (or a folder without the csv): spans, no questions.
+        raise CommandError(f"{option} {path}: holds the grounding only (gsub_{split}.json has "
+                           "no questions, options or answers); the audit needs the questions "
+                           f"too: pass the folder holding gsub_{split}.json and {split}.csv")
     return records
 
 
@@ -106,7 +111,7 @@ def _run(args: argparse.Namespace) -> int:
                                "(--train-split)")
         train = _read(args, args.train, train_split, "--train")
     result = audit(records, train, benchmark=args.benchmark, folds_k=args.folds,
-                   seed=args.seed, threshold=args.threshold)
+                   seed=args.seed, threshold=args.threshold, progress=None)
     if train is None:
         prior = result.score("answer prior")
         against = "" if prior.chance is None else f" against chance {prior.chance:.1f}%"

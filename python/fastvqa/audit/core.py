@@ -423,12 +423,17 @@ def question_only_predictions(train: Sequence[Any], test: Sequence[Any], kind: s
     return preds
 
 
-def _cross_validated(name: str, records, kind, splits, description: str, predict) -> Score:
+def _cross_validated(name: str, records, kind, splits, description: str, predict,
+                     bar=None) -> Score:
+    """One cross-validated text baseline; ``bar`` (a
+    :class:`fastvqa._progress.Progress`) counts a step per fold."""
     n = len(records)
     if splits is None:
         return Score(name, None, None, n, note=description)
     accs, chances = [], []
     for train_idx, test_idx in splits:
+        if bar is not None and accs:
+            bar.update(1)  # the previous fold is done
         tr = [records[i] for i in train_idx]
         te = [records[i] for i in test_idx]
         try:
@@ -442,6 +447,8 @@ def _cross_validated(name: str, records, kind, splits, description: str, predict
             return Score(name, None, None, n, note=f"not computed: {err}")
         accs.append(_accuracy(preds, te, kind))
         chances.append(_chance(te, tr, kind))
+    if bar is not None:
+        bar.update(1)
     return Score(name, float(np.mean(accs)), float(np.mean(chances)), n,
                  std=float(np.std(accs)), folds=len(accs), note=description)
 
@@ -487,7 +494,7 @@ def length_bias(records: Sequence[Any]) -> LengthBias:
 
 def audit(records: Sequence[Any], train: Optional[Sequence[Any]] = None, *,
           benchmark: Optional[str] = None, folds_k: int = DEFAULT_FOLDS, seed: int = 0,
-          threshold: float = DEFAULT_THRESHOLD) -> AuditResult:
+          threshold: float = DEFAULT_THRESHOLD, progress: Optional[bool] = None) -> AuditResult:
     """Every blind check of ``records`` (see the module notes).
 
     Args:
@@ -501,6 +508,9 @@ def audit(records: Sequence[Any], train: Optional[Sequence[Any]] = None, *,
         folds_k: folds of the text baselines' cross-validation (>= 2).
         seed: seeds the fold assignment.
         threshold: cosine in (0, 1] of a near-duplicate (leakage).
+        progress: a progress line on stderr, one step per check and per
+            cross-validation fold: None (default) where stderr is a terminal,
+            True always, False never (:func:`fastvqa._progress.show_progress`).
 
     Raises:
         InputError: no records, a record without an answer or with an answer
@@ -519,6 +529,17 @@ def audit(records: Sequence[Any], train: Optional[Sequence[Any]] = None, *,
         train = list(train)
         if _kind(train, "train") != kind:
             raise InputError(f"audit: the records are {kind.replace('_', ' ')} but train is not")
+    from fastvqa._progress import Progress
+
+    models = 2 if kind == "multiple_choice" else 1
+    # Steps: the priors, retrieval (with train), each fold of each text model, the option checks.
+    bar = Progress(2 + (train is not None) + models * folds_k, progress is not False,
+                   desc="audit", unit="step", force=progress is True)
+    with bar:
+        return _audit(records, train, kind, benchmark, folds_k, seed, threshold, bar)
+
+
+def _audit(records, train, kind, benchmark, folds_k, seed, threshold, bar) -> AuditResult:
     source = train if train is not None else records
     marked = "" if train is not None else "from the audited set itself (no --train)"
     chance = _chance(records, source, kind)
@@ -539,6 +560,7 @@ def audit(records: Sequence[Any], train: Optional[Sequence[Any]] = None, *,
     else:
         scores.append(Score("question-type prior", None, None, n,
                             note="not computed: the records have no question type"))
+    bar.update(1)
     leaked = None
     if train is not None:
         preds, top, nearest, missed = retrieval_predictions(records, train, kind)
@@ -549,22 +571,24 @@ def audit(records: Sequence[Any], train: Optional[Sequence[Any]] = None, *,
         scores.append(Score("question retrieval", _accuracy(preds, records, kind),
                             _chance(records, train, kind), n, note=note))
         leaked = leakage(records, train, top, nearest, threshold)
+        bar.update(1)
     else:
         scores.append(Score("question retrieval", None, None, n,
                             note="not computed: needs a training split (--train)"))
     splits, description = folds(records, folds_k, seed)
     if kind == "multiple_choice":
         scores.append(_cross_validated("option only (logistic regression)", records, kind,
-                                       splits, description, option_only_predictions))
+                                       splits, description, option_only_predictions, bar))
     scores.append(_cross_validated("question only (logistic regression)", records, kind,
                                    splits, description,
-                                   lambda tr, te: question_only_predictions(tr, te, kind)))
+                                   lambda tr, te: question_only_predictions(tr, te, kind), bar))
     position = length = None
     if kind == "multiple_choice":
         length = length_bias(records)
         scores.append(Score("longest option", length.longest, length.chance, n))
         scores.append(Score("shortest option", length.shortest, length.chance, n))
         position = position_check(records)
+    bar.update(bar.total - bar.done)  # the option checks, and folds not run (too few questions)
     return AuditResult(benchmark, kind, n, None if train is None else len(train),
                        "train" if train is not None else "self", seed, description,
                        tuple(scores), position, length, leaked)

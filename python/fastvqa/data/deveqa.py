@@ -27,7 +27,7 @@ import numpy as np
 
 from fastvqa.data.answers import INVALID_ANSWER
 from fastvqa.data.errors import DataFormatError
-from fastvqa.data.io import iter_json_lines, read_json, stream_json
+from fastvqa.data.io import iter_json_lines, read_json, split_file, stream_json
 from fastvqa.data.nextgqa import grounding_spans, is_number, parse_span
 from fastvqa.data.record import QARecord
 
@@ -53,12 +53,15 @@ def load_deveqa(
     schema: str = "auto",
     fields: Optional[Mapping[str, str]] = None,
     durations: Union[None, PathLike, Mapping[str, Any]] = None,
+    split: str = "test",
 ) -> list[QARecord]:
     """Loads DeVE-QA questions.
 
     Args:
         path: a JSON list of records, a JSON object ``{qid: record}`` or a
-            JSON Lines file (``.jsonl``).
+            JSON Lines file (``.jsonl``); or a folder holding the split's file,
+            ``<split>.json`` (else ``<split>.jsonl``).
+        split: with a folder: which file (ignored for a file).
         schema: ``"devi"``, ``"release"`` or ``"auto"`` (from the first
             record's fields: ``gt_span``/``options`` -> devi,
             ``timestamp``/``distract_answers`` -> release).
@@ -93,7 +96,8 @@ def load_deveqa(
             matches no option, a bad span, repeated qids.
         ValueError: an unknown schema or canonical field name.
     """
-    path = Path(path)
+    path = split_file(path, [f"{split}.json", f"{split}.jsonl"], split=split,
+                      what="DeVE-QA annotation file")
     with _read_records(path) as raw:
         head = []  # the records up to the first object, which tells the layout
         for entry in raw:

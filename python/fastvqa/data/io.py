@@ -16,6 +16,7 @@ baseline`` input) goes through these functions, so the checks live once:
   whole-file ``json.loads``;
 - :func:`read_json`: the same document built whole (small files);
 - :func:`iter_input_files`: the files of a "file or folder" input;
+- :func:`split_file`: the one file of a split, for a "file or folder" input;
 - :func:`iter_json_lines`: JSON Lines streamed line by line (the file is never
   held in memory whole);
 - :func:`open_text`: a checked text file (CSV).
@@ -208,6 +209,8 @@ class JsonStream:
         self._cut: Optional[re.Pattern] = None  # see _batch
         self._slow_until = 0
         first = self._checked(self._peek)
+        if first == "":  # nothing but whitespace: say so, not "Expecting value"
+            raise DataFormatError(path, "is empty (no JSON in it); expected a JSON document")
         if first == "{":
             self.kind: type = dict
         elif first == "[":
@@ -272,7 +275,12 @@ class JsonStream:
         if isinstance(err, _Invalid):
             line, col = self._line_col(err.pos)
             detail = f"{err.msg}: line {line} column {col} (char {err.pos})"
-            return DataFormatError(self.path, f"not valid JSON ({detail})")
+            hint = ""
+            if err.msg == _MSG_EXTRA and line > 1 and col == 1:
+                # A second value at the start of a line: one value per line.
+                hint = ("; this looks like JSON Lines (one value per line), and one JSON "
+                        "document (an object or an array) is expected here")
+            return DataFormatError(self.path, f"not valid JSON ({detail}){hint}")
         if isinstance(err, UnicodeDecodeError):
             # The codec's "position" counts from the chunk, not the file: left out.
             byte = err.object[err.start:err.start + 1].hex()
@@ -524,12 +532,20 @@ def iter_json_lines(path: PathLike) -> Iterator[tuple[int, Any]]:
         the errors of :func:`read_json`, the record named ``"line N"``.
     """
     path = input_file(path)
+    first = True
     with path.open("rb") as f:
         for line_no, line in enumerate(f, start=1):
             if line_no == 1 and line.startswith(b"\xef\xbb\xbf"):
                 line = line[3:]
             if not line.strip():
                 continue
+            if first and line.strip() in (b"[", b"{"):
+                # An indented JSON document: its first line opens it and holds nothing else.
+                raise DataFormatError(path, f"line {line_no} is a lone {line.strip().decode()!r}: "
+                                      "this looks like one JSON document spread over lines, "
+                                      "and JSON Lines (one complete JSON object per line) are "
+                                      "expected here")
+            first = False
             yield line_no, loads(line, path, where=f"line {line_no}")
 
 
@@ -546,6 +562,30 @@ def first_char(path: PathLike) -> str:
             stripped = chunk.lstrip(b" \t\r\n\xef\xbb\xbf")
             if stripped:
                 return chr(stripped[0])
+
+
+def split_file(path: PathLike, names: Iterable[str], *, split: str, what: str) -> Path:
+    """The file a loader reads for ``path``: ``path`` itself when it is a
+    file, or for a folder as released the first of ``names`` (the split's
+    file names, e.g. ``("test.json",)``) that it holds. One rule for every
+    loader that takes "the folder or the file".
+
+    Raises:
+        FileNotFoundError: nothing at ``path``; a folder without any of
+            ``names`` (the message names them, the split and up to 8 files
+            the folder does hold).
+        DataFormatError: ``path`` is not a regular file nor a folder.
+    """
+    path = Path(path)
+    if not path.is_dir():
+        return input_file(path)
+    names = list(names)
+    for name in names:
+        if (path / name).is_file():
+            return path / name
+    present = sorted(p.name for p in path.iterdir() if p.is_file())[:8]
+    raise FileNotFoundError(f"{path} holds no {' or '.join(names)} (the {what} of split "
+                            f"{split!r}); it holds {', '.join(present) or 'no files'}")
 
 
 def iter_input_files(path: PathLike, pattern: str = "*.json", *, exclude: Iterable[str] = (),

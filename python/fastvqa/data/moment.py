@@ -33,7 +33,7 @@ from typing import Any, Iterator, Optional, Union
 import numpy as np
 
 from fastvqa.data.errors import DataFormatError
-from fastvqa.data.io import first_char, iter_json_lines, stream_json
+from fastvqa.data.io import first_char, iter_json_lines, split_file, stream_json
 from fastvqa.data.record import QARecord
 
 PathLike = Union[str, Path]
@@ -121,8 +121,12 @@ def _windows(path: Path, value: Any, where: str, name: str, width: int,
 # ----------------------------------------------------------------------------
 
 
-def load_qvhighlights(path: PathLike) -> list[QARecord]:
+def load_qvhighlights(path: PathLike, *, split: str = "val") -> list[QARecord]:
     """Loads a QVHighlights ground-truth JSON Lines file.
+
+    ``path`` is the file, or the folder holding it as released (``data/``):
+    ``highlight_<split>_release.jsonl`` (else ``<split>.jsonl``) in it, with
+    ``split`` ``"train"``, ``"val"`` or ``"test"`` (ignored for a file).
 
     Returns:
         One :class:`QARecord` per line, in file order: ``video_id`` = ``vid``,
@@ -138,9 +142,11 @@ def load_qvhighlights(path: PathLike) -> list[QARecord]:
             ``qid``/``query``/``vid``/``duration``, wrong types, windows that
             are not ``[start, end]`` finite numbers with start <= end, a
             duplicated qid. The message names the file, the line and field.
-        FileNotFoundError: the file does not exist.
+        FileNotFoundError: the file does not exist; a folder without the
+            split's file.
     """
-    path = Path(path)
+    path = split_file(path, [f"highlight_{split}_release.jsonl", f"{split}.jsonl"],
+                      split=split, what="QVHighlights annotation file")
     records: list[QARecord] = []
     seen: dict[str, str] = {}
     with _json_objects(path) as objects:
@@ -313,12 +319,16 @@ def _repair(video_id: str, index: int, s: float, e: float, duration: float, poli
     return kept, repairs
 
 
-def load_activitynet_captions(path: PathLike, *, policy: str = "repair") -> RepairedRecords:
+def load_activitynet_captions(path: PathLike, *, policy: str = "repair",
+                              split: str = "val_1") -> RepairedRecords:
     """Loads an ActivityNet Captions JSON file, one record per sentence.
 
     Args:
         path: ``train.json``, ``val_1.json`` or ``val_2.json`` (any file of
-            the format ``{video_id: {"duration", "timestamps", "sentences"}}``).
+            the format ``{video_id: {"duration", "timestamps", "sentences"}}``),
+            or the folder holding them as released, read as
+            ``<path>/<split>.json`` (``split``: ``"train"``, ``"val_1"`` or
+            ``"val_2"``; ignored for a file).
         policy: what to do with timestamps outside ``0 <= start <= end <=
             duration`` (the released files have some):
 
@@ -356,12 +366,14 @@ def load_activitynet_captions(path: PathLike, *, policy: str = "repair") -> Repa
             of timestamps and sentences; with ``policy="strict"``, any
             timestamp outside ``[0, duration]`` or reversed.
         ValueError: an unknown policy.
-        FileNotFoundError: the file does not exist.
+        FileNotFoundError: the file does not exist; a folder without
+            ``<split>.json``.
     """
     if policy not in ACTIVITYNET_POLICIES:
         raise ValueError(f"load_activitynet_captions: unknown policy {policy!r}; expected one of "
                          f"{', '.join(ACTIVITYNET_POLICIES)}")
-    path = Path(path)
+    path = split_file(path, [f"{split}.json"], split=split,
+                      what="ActivityNet Captions file")
     with stream_json(path) as doc:
         if doc.kind is not dict:
             raise DataFormatError(path, f"expected a JSON object {{video_id: {{...}}}} at the "

@@ -101,6 +101,11 @@ def _resolve(src: Any, split: str) -> tuple[Path, Optional[Path]]:
             return gsub, (csv_path if csv_path.is_file() else None)
         if not path.exists():
             raise FileNotFoundError(f"{path} does not exist")
+        if path.suffix.lower() == ".csv":
+            # The csv holds the questions only; the grounding is gsub_<split>.json.
+            raise DataFormatError(path, f"is the question csv; the NExT-GQA ground truth is "
+                                  f"gsub_{split}.json: pass the folder holding both, or "
+                                  f"gsub_{split}.json alone")
         return path, None
     files = [Path(p) for p in src]
     if len(files) != 2:

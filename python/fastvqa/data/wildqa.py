@@ -15,7 +15,7 @@ from typing import Any, Union
 import numpy as np
 
 from fastvqa.data.errors import DataFormatError
-from fastvqa.data.io import stream_json
+from fastvqa.data.io import split_file, stream_json
 from fastvqa.data.record import QARecord
 
 #: Fields every record must have, and the type each must hold.
@@ -31,13 +31,17 @@ _MAPPED = ("question", "answer", "duration", "video_id")
 LONG_SPAN_FRACTION = 0.25
 
 
-def load_wildqa(path: Union[str, Path], *, evidence_filter: bool = False) -> list[QARecord]:
+def load_wildqa(path: Union[str, Path], *, split: str = "test",
+                evidence_filter: bool = False) -> list[QARecord]:
     """Reads a WildQA split file into one :class:`QARecord` per question, in file
     order.
 
     Args:
         path: ``dev.json``, ``test.json``, ``raw_dev.json`` or ``raw_test.json``
-            (or any file of the same format).
+            (or any file of the same format), or the folder holding them
+            (``wildQA-data/``, as released), read as ``<path>/<split>.json``.
+        split: with a folder: ``"test"``, ``"dev"``, ``"raw_test"`` or
+            ``"raw_dev"`` (ignored for a file).
         evidence_filter: apply the release's long-evidence filter
             (``filter_long_span.py``) to the alternative (Phase-2) evidence:
             drop every span with ``end - start > duration / 4`` (strict ``>``)
@@ -71,7 +75,7 @@ def load_wildqa(path: Union[str, Path], *, evidence_filter: bool = False) -> lis
         - ``"evidence_filter"``: whether the filter was applied.
 
     Raises:
-        FileNotFoundError: no such file.
+        FileNotFoundError: no such file; a folder without ``<split>.json``.
         DataFormatError: invalid JSON, a top level that is not a list, a record
             that is not an object, a missing field, a field of the wrong type, an
             evidence entry that is not a one-key ``{"i": [start, end]}`` object,
@@ -79,6 +83,7 @@ def load_wildqa(path: Union[str, Path], *, evidence_filter: bool = False) -> lis
             duration that is not a positive finite number. The message names the
             file, the record index and the field.
     """
+    path = split_file(path, [f"{split}.json"], split=split, what="WildQA split file")
     with stream_json(path) as doc:
         if doc.kind is not list:
             raise DataFormatError(doc.path, "expected a JSON list with one object per question, "

@@ -155,6 +155,71 @@ def keywords(fn: Callable[..., Any], options: argparse.Namespace) -> dict[str, A
             if param.kind is inspect.Parameter.KEYWORD_ONLY and hasattr(options, name)}
 
 
+#: Fields only ground-truth records hold (questions, gold spans and windows),
+#: in every benchmark's annotation files; no prediction format has them.
+_GT_FIELDS = frozenset(("question", "query", "location", "relevant_windows", "evidences"))
+
+
+def _holds_gt_fields(value: Any, depth: int = 3) -> bool:
+    """Whether ``value`` (a parsed JSON entry) holds a ground-truth field,
+    looking through the first element of lists and every key of objects, at
+    most ``depth`` levels down (bounded work on any input)."""
+    if depth <= 0:
+        return False
+    if isinstance(value, dict):
+        return bool(_GT_FIELDS & value.keys()) or any(
+            _holds_gt_fields(v, depth - 1) for v in list(value.values())[:4])
+    if isinstance(value, list) and value:
+        return _holds_gt_fields(value[0], depth - 1)
+    return False
+
+
+def looks_like_ground_truth(path: Any) -> bool:
+    """Whether ``path`` looks like a benchmark's annotation file rather than
+    predictions: a folder, or a JSON / JSON Lines file whose first entry
+    holds a question, query or gold-span field (:data:`_GT_FIELDS`). Reads
+    the first entry only; False for anything unreadable."""
+    from fastvqa.data.io import stream_json
+
+    try:
+        p = Path(path)
+        if p.is_dir():
+            return True
+        with stream_json(p) as doc:  # JSON Lines: its first line is the document read
+            # The first few entries: the keys of one record (a JSON Lines
+            # line, SOK-Bench's one question) or the first records of a file.
+            for n, (key, value) in enumerate(doc):
+                if (doc.kind is dict and key in _GT_FIELDS) or _holds_gt_fields(value):
+                    return True
+                if n >= 8:
+                    break
+    except Exception:  # unreadable: no guess (the evaluation's own error stands)
+        return False
+    return False
+
+
+def run_benchmark(benchmark: Benchmark, options: dict[str, Any]) -> MetricResult:
+    """``benchmark.evaluate(**options)``; when it fails on the user's input
+    and the ``pred`` file looks like ground truth
+    (:func:`looks_like_ground_truth`), the error says so: ``--gt`` and
+    ``--pred`` swapped (the ``gt`` file does not look like ground truth), or
+    the ground truth given as the predictions. The files are sniffed only
+    after a failure, so a good run reads nothing twice."""
+    try:
+        return benchmark.evaluate(**options)
+    except (_errors.InputError, IsADirectoryError) as err:
+        gt, pred = options.get("gt"), options.get("pred")
+        if gt is None or pred is None or not looks_like_ground_truth(pred):
+            raise
+        if not looks_like_ground_truth(gt):
+            raise _errors.CommandError(
+                f"--gt {gt} looks like predictions and --pred {pred} like the ground truth: "
+                f"are --gt and --pred swapped? ({err})") from None
+        raise _errors.CommandError(
+            f"--pred {pred} looks like ground truth (it holds question or gold-span fields), "
+            f"not predictions ({err})") from None
+
+
 def evaluate(benchmark: str, **options: Any) -> MetricResult:
     """Evaluates with the benchmark named ``benchmark`` (``"nextgqa"``,
     ``"deveqa"``, ``"wildqa evidence"``, ``"wildqa qa"``, ``"dvd"``,
@@ -164,7 +229,7 @@ def evaluate(benchmark: str, **options: Any) -> MetricResult:
     load_all()
     if benchmark not in BENCHMARKS:
         raise _errors.CommandError(f"no benchmark {benchmark!r}; known: {', '.join(sorted(BENCHMARKS))}")
-    return BENCHMARKS[benchmark].evaluate(**options)
+    return run_benchmark(BENCHMARKS[benchmark], options)
 
 
 def run_baseline(benchmark: str, name: str, **options: Any) -> Any:
@@ -387,11 +452,43 @@ def odd_spans_warning(result: MetricResult, counts: dict[str, int], *,
         result.info.setdefault("warnings", []).extend(lines)
 
 
+def fraction_spans_warning(result: MetricResult, spans: list, durations: list, *,
+                           advice: str) -> None:
+    """Adds to ``result.info["warnings"]`` that every predicted span lies in
+    ``[0, 1]`` while a predicted video is longer than 1 s: almost surely
+    fractions of the video scored as seconds (a silently tiny score).
+
+    Args:
+        spans: per item, its predicted spans as an ``(k, 2+)`` array (start
+            and end first), or None (no prediction).
+        durations: per item, its video's length in seconds, or None.
+        advice: what to do, e.g. ``"pass --normalized"``.
+    """
+    import numpy as np
+
+    low, high, longest = np.inf, -np.inf, 0.0
+    for windows, duration in zip(spans, durations):
+        if windows is None or len(windows) == 0:
+            continue
+        ends = np.asarray(windows, dtype=np.float64).reshape(len(windows), -1)[:, :2]
+        if np.isnan(ends).all():
+            continue
+        low, high = min(low, float(np.nanmin(ends))), max(high, float(np.nanmax(ends)))
+        if duration is not None and np.isfinite(duration):
+            longest = max(longest, float(duration))
+    if low >= 0.0 and high <= 1.0 and longest > 1.0:
+        result.info.setdefault("warnings", []).append(
+            f"every predicted span lies in [0, 1] while the videos are up to {longest:g} s "
+            f"long: spans are scored as seconds; if these are fractions of the video, {advice}")
+
+
 # ``fastvqa.evaluation.nextgqa`` etc. import (and so register) on first access.
 __getattr__, __dir__ = lazy_exports(__name__, submodules=(*MODULES, "plots"))
 
 __all__ = ["BASELINES", "BENCHMARKS", "MODULES", "Baseline", "Benchmark",
-           "add_question_columns", "choice", "evaluate", "flag", "input_digests", "keywords",
-           "load_all", "missing_warning", "odd_spans", "odd_spans_warning", "question_type",
+           "add_question_columns", "choice", "evaluate", "flag", "fraction_spans_warning",
+           "input_digests", "keywords",
+           "load_all", "looks_like_ground_truth", "missing_warning", "odd_spans",
+           "odd_spans_warning", "question_type",
            "refuse_self_retrieval", "register_baseline", "register_benchmark", "require_records",
-           "run_baseline", "run_record", "sha256_file", *MODULES, "plots"]
+           "run_baseline", "run_benchmark", "run_record", "sha256_file", *MODULES, "plots"]

@@ -53,7 +53,8 @@ from fastvqa.data.errors import DataFormatError
 from fastvqa.data.record import QARecord, spans_to_csr
 from fastvqa.errors import CommandError
 from fastvqa.evaluation import (Baseline, Benchmark, add_question_columns, choice, flag,
-                                missing_warning, odd_spans, odd_spans_warning, question_type,
+                                fraction_spans_warning, missing_warning, odd_spans,
+                                odd_spans_warning, question_type,
                                 register_baseline, register_benchmark, require_records)
 from fastvqa.metrics.result import MetricResult
 
@@ -315,6 +316,12 @@ def _evaluate(bench: str, records: list[QARecord], *, gt, pred, qa, normalized: 
     result = _score(records, spans, answers, mode=mode, normalized=scaled,
                     benchmark=bench, gt=gt, pred=source, qa=qa, split=split,
                     by_qid=bench == "deveqa", strict=flag("strict", strict))
+    if not normalized:
+        found = [_lookup(spans, rec, bench == "deveqa") for rec in records]
+        fraction_spans_warning(
+            result, [None if k is None or spans[k] is None else [spans[k]] for k in found],
+            [rec.duration for rec in records],
+            advice="pass --normalized (as the official gs=True: seconds = x * duration)")
     if tally is not None:
         tally.report(result, bench, pred_text, multi_span_responses=tally.multi_span,
                      normalized=bool(normalized))

@@ -37,7 +37,8 @@ import numpy as np
 from fastvqa._argtypes import int_at_least
 from fastvqa.errors import CommandError
 from fastvqa.evaluation import (Baseline, Benchmark, add_question_columns, flag,
-                                missing_warning, odd_spans, odd_spans_warning, register_baseline,
+                                fraction_spans_warning, missing_warning, odd_spans,
+                                odd_spans_warning, register_baseline,
                                 register_benchmark, require_records)
 from fastvqa.metrics.result import MetricResult
 
@@ -198,6 +199,9 @@ def evaluate(*, gt, pred, max_pred_windows: int = 10, partial: bool = False,
     # Reversed windows: the metric's line already says how they are scored.
     odd_spans_warning(result, odd, reversed_rule=None,
                       outside_rule="scored on the raw numbers")
+    fraction_spans_warning(result, [predictions.get(rec.question_id) for rec in records],
+                           [rec.duration for rec in records],
+                           advice="multiply them by the video's duration")
     missing_warning(result, len(gt), result.info["missing"], what="ground-truth queries",
                     policy="--partial evaluates the queries in both files only (the "
                            "official script refuses such a submission)")

@@ -34,7 +34,8 @@ from fastvqa.data.errors import DataFormatError
 from fastvqa.data.io import input_file, stream_json
 from fastvqa.errors import CommandError
 from fastvqa.evaluation import (Baseline, Benchmark, add_question_columns, choice, flag,
-                                odd_spans, odd_spans_warning, question_type,
+                                fraction_spans_warning, odd_spans, odd_spans_warning,
+                                question_type,
                                 refuse_self_retrieval, register_baseline, register_benchmark,
                                 require_records)
 from fastvqa.evaluation.plots import save_png
@@ -315,6 +316,8 @@ def evaluate_evidence(*, gt, pred=None, mode: str = "wildqa-2022", split: str = 
     if tally is not None:
         tally.report(result, "wildqa evidence", pred_text)
     odd_spans_warning(result, odd, reversed_rule="they are empty and match nothing")
+    fraction_spans_warning(result, spans, [r.duration for r in records],
+                           advice="multiply them by the video's duration")
     return result
 
 
