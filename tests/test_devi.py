@@ -532,3 +532,30 @@ def test_demo_language_model_answers_and_reconsiders_close_calls():
     first = lm(_qa_messages("What does the red cone do first?", ["flies", "slides", "rotates"]))
     assert first == "The answer is (B). The supporting event is at 2.0s - 4.0s."
     assert S.parse_answer(lm([{"role": "user", "content": "hello"}]), opts).option == -1
+
+
+@pytest.mark.parametrize("which, damage", [
+    ("captions", b"[" * 100_000),          # nested too deeply for json
+    ("captions", b'{"no_captions": 1}'),   # not the entry's layout
+    ("features", b"PK\x03\x04 truncated"),  # not a whole .npz
+    ("llm", b"[" * 100_000),
+])
+def test_a_damaged_cache_entry_is_one_line_naming_it(bench, first_run, tmp_path, which, damage):
+    """The run's own caches are read back as untrusted files: a damaged
+    entry stops the run with one line naming it and what to do, never a
+    traceback from json or numpy."""
+    import shutil
+
+    from fastvqa.errors import InputError
+
+    _, cache, _, _ = first_run
+    copy = tmp_path / "cache"
+    shutil.copytree(cache, copy)
+    entry = sorted(p for p in (copy / which).rglob("*") if p.is_file())[0]
+    entry.write_bytes(damage)
+    with serve_chat_model(devi_models.DemoLanguageModel()) as served:
+        client = ChatCompletionsClient(served.base_url, "demo", cache_dir=copy / "llm")
+        with pytest.raises(InputError, match="remove it to") as err:
+            _run(bench, client, copy)
+    message = str(err.value)
+    assert str(entry) in message and "\n" not in message

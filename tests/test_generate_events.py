@@ -301,6 +301,17 @@ def test_deveqa_cache_rerun_costs_nothing(tmp_path):
     assert other.read_bytes() == before
 
 
+
+def test_a_deeply_nested_cache_line_is_skipped_not_fatal(tmp_path):
+    """A damaged cache line nested too deeply for json is skipped and
+    counted like a line cut short, never a RecursionError."""
+    cache = tmp_path / "cache.jsonl"
+    D.ResponseCache(cache).put("k1", {"m": 1}, "reply one")
+    with open(cache, "a", encoding="utf-8") as fh:
+        fh.write("[" * 100_000 + "\n")
+    c = D.ResponseCache(cache)
+    assert c.get("k1") == "reply one" and len(c) == 1 and c.skipped_lines == 1
+
 def test_deveqa_deterministic_per_seed(tmp_path):
     f = _events(tmp_path)
     a = D.generate_deveqa(f.kept, DeterministicLM(), seed=5)

@@ -430,8 +430,9 @@ class ChatCompletionsClient:
             entry = json.loads(path.read_text(encoding="utf-8"))
         except FileNotFoundError:
             return None
-        except (OSError, ValueError) as err:
-            raise InputError(f"cache entry {path} cannot be read ({err}); remove it to make "
+        except (OSError, ValueError, RecursionError) as err:
+            why = "JSON nested too deeply" if isinstance(err, RecursionError) else err
+            raise InputError(f"cache entry {path} cannot be read ({why}); remove it to make "
                              "the call again") from None
         if not isinstance(entry, dict) or not isinstance(entry.get("content"), str):
             raise InputError(f"cache entry {path} holds no reply; remove it to make the call again")

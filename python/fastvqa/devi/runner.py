@@ -291,12 +291,25 @@ def _cached_captions(cache: Optional[Path], video, hierarchy, timed: _Timed, bac
                     captioner=_component_name(timed.parts.captioner))
     path = cache / "captions" / f"{key}.json"
     if path.is_file():
-        rows = json.loads(path.read_text(encoding="utf-8"))["captions"]
-        return [S.Caption(int(a), float(b), float(c), str(d)) for a, b, c, d in rows]
+        return _read_cached_captions(path)
     captions = S.hierarchical_captions(video, hierarchy, timed, backend=backend)
     _write_once(path, json.dumps({"video": str(video), "captions": [list(c) for c in captions]},
                                  ensure_ascii=False))
     return captions
+
+
+def _read_cached_captions(path: Path) -> list:
+    """The captions a run cached in ``path``; a damaged entry is a one-line
+    :class:`~fastvqa.errors.InputError` naming it (the cache is the run's
+    own, but a disk or a hand can damage it, and a traceback helps no one)."""
+    try:
+        rows = json.loads(path.read_text(encoding="utf-8"))["captions"]
+        return [S.Caption(int(a), float(b), float(c), str(d)) for a, b, c, d in rows]
+    except (OSError, ValueError, RecursionError, KeyError, TypeError) as err:
+        why = "JSON nested too deeply" if isinstance(err, RecursionError) else \
+            f"{type(err).__name__}: {str(err)[:120]}"
+        raise InputError(f"cached captions {path} cannot be read ({why}); remove it to "
+                         "caption that video again") from None
 
 
 def _cached_features(cache: Optional[Path], video, timed: _Timed, fps: float, backend: str):
@@ -305,8 +318,16 @@ def _cached_features(cache: Optional[Path], video, timed: _Timed, fps: float, ba
     key = _file_key(video, fps=fps, encoder=_component_name(timed.parts.encoder))
     path = cache / "features" / f"{key}.npz"
     if path.is_file():
-        with np.load(path) as z:
-            return z["times"], z["features"]
+        import zipfile
+
+        try:
+            # Opened here: np.load leaves its own handle open when the zip is bad.
+            with open(path, "rb") as fh, np.load(fh) as z:
+                return np.asarray(z["times"]), np.asarray(z["features"])
+        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as err:
+            raise InputError(f"cached features {path} cannot be read ({type(err).__name__}: "
+                             f"{str(err)[:120]}); remove it to encode that video "
+                             "again") from None
     times, feats = S.visual_memory(video, timed, fps=fps, backend=backend)
     buf = io.BytesIO()
     np.savez(buf, times=times, features=feats)

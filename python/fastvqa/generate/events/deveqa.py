@@ -136,7 +136,7 @@ class ResponseCache:
                     entry = json.loads(line)
                     ok = isinstance(entry, dict) and isinstance(entry.get("key"), str) \
                         and isinstance(entry.get("content"), str)
-                except ValueError:
+                except (ValueError, RecursionError):  # a damaged line is skipped, never fatal
                     ok = False
                 if not ok:
                     self.skipped_lines += 1
