@@ -284,6 +284,24 @@ def test_concurrent_create_is_atomic_and_idempotent(tmp_path):
         FeatureStore.create(tmp_path / "s0", other)
 
 
+
+def test_create_decides_from_one_listing(tmp_path, monkeypatch):
+    """The interleaving CI once hit (1 in 100 above): another process links
+    store.json into place between a look for it (absent) and the listing of
+    the folder (store.json there, so "not empty, no store.json"). Replayed
+    here by making every look for store.json miss: the decision must rest
+    on one listing alone."""
+    header = {"recipe": FRAMES.to_dict(), "recipe_hash": FRAMES.hash,
+              "model": "fastvqa:tiny-frames", "model_sha256": None}
+    path = tmp_path / "s"
+    FeatureStore.create(path, header)
+    (path / "features").mkdir()  # what the winner's first write makes next
+    real_exists = Path.exists
+    monkeypatch.setattr(Path, "exists",
+                        lambda self, *a, **k: False if self.name == "store.json"
+                        else real_exists(self, *a, **k))
+    assert FeatureStore.create(path, header).header["recipe_hash"] == FRAMES.hash
+
 def test_a_recipe_mismatch_names_both_recipes(videos, tmp_path):
     out = _store([videos / "a.mp4"], tmp_path)
     with pytest.raises(StoreError, match=r"test-frames \(sampler fps:2.*other-frames "

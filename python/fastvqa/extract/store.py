@@ -211,11 +211,13 @@ class FeatureStore:
         header = {"format": FORMAT, **header}
         if path.exists() and not path.is_dir():
             raise StoreError(f"{path} exists and is not a folder")
-        # Another process's header temporary (.store.json.<hex>.part) is no
+        # One listing decides: another process may link store.json into place
+        # between two looks (so "no store.json" then "a stranger's file" is a
+        # race), and its header temporary (.store.json.<hex>.part) is no
         # stranger's file: that process is creating this same store right now.
-        if path.is_dir() and not (path / "store.json").exists() and any(
-                not re.fullmatch(r"\.store\.json\.[0-9a-f]{12}\.part", p.name)
-                for p in path.iterdir()):
+        names = {p.name for p in path.iterdir()} if path.is_dir() else set()
+        if "store.json" not in names and any(
+                not re.fullmatch(r"\.store\.json\.[0-9a-f]{12}\.part", name) for name in names):
             raise StoreError(f"{path} is a folder that is not empty and holds no store.json; "
                              "refusing to write into it")
         text = json.dumps(header, sort_keys=True, indent=1) + "\n"
