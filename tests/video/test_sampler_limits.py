@@ -28,46 +28,49 @@ def _index():
                       time_base=Fraction(1, 10), pts=pts)
 
 
-def _refused(make, sampler, argument):
-    """``make()`` (building and applying a sampler) raises a one-line InputError
-    naming ``sampler`` and ``argument``."""
+def _refusal(make) -> str:
+    """The message of the InputError that ``make()`` (building and applying a
+    sampler) raises."""
     with pytest.raises(InputError) as err:
         make().indices(_index())
-    text = str(err.value)
-    assert "\n" not in text and sampler in text and argument in text, text
+    return str(err.value)
+
+
+def _one_line_naming(text: str, sampler: str, argument: str) -> bool:
+    return "\n" not in text and sampler in text and argument in text
 
 
 @pytest.mark.parametrize("value", HUGE_INTS)
 @pytest.mark.parametrize("name", ["length", "stride", "step"])
 def test_clips_huge_integers(name, value):
     args = {"length": 2, "stride": 1, "step": 1, name: value}
-    _refused(lambda: Clips(**args), "Clips", name)
+    assert _one_line_naming(_refusal(lambda: Clips(**args)), "Clips", name)
 
 
 @pytest.mark.parametrize("value", [0, -1, -2**70])
 @pytest.mark.parametrize("name", ["length", "stride", "step"])
 def test_clips_zero_or_negative(name, value):
     args = {"length": 2, "stride": 1, "step": 1, name: value}
-    _refused(lambda: Clips(**args), "Clips", name)
+    assert _one_line_naming(_refusal(lambda: Clips(**args)), "Clips", name)
 
 
 @pytest.mark.parametrize("value", HUGE_INTS + [0, -1])
 def test_uniform_outside_and_windows_counts(value):
-    _refused(lambda: Uniform(value), "Uniform", "n")
-    _refused(lambda: Outside((1, 2), value), "Outside", "n")
-    _refused(lambda: SecondWindows(value), "SecondWindows", "window")
-    _refused(lambda: Hierarchical([5], [value]), "Hierarchical", "frames")
+    assert _one_line_naming(_refusal(lambda: Uniform(value)), "Uniform", "n")
+    assert _one_line_naming(_refusal(lambda: Outside((1, 2), value)), "Outside", "n")
+    assert _one_line_naming(_refusal(lambda: SecondWindows(value)), "SecondWindows", "window")
+    assert _one_line_naming(_refusal(lambda: Hierarchical([5], [value])), "Hierarchical", "frames")
 
 
 @pytest.mark.parametrize("value", [1e300, 1e308, float("inf"), float("nan"), 0.0, -1.0])
 def test_rates(value):
-    _refused(lambda: Fps(value), "Fps", "fps")
-    _refused(lambda: SecondWindows(2, value), "SecondWindows", "fps")
+    assert _one_line_naming(_refusal(lambda: Fps(value)), "Fps", "fps")
+    assert _one_line_naming(_refusal(lambda: SecondWindows(2, value)), "SecondWindows", "fps")
 
 
 @pytest.mark.parametrize("value", [5e-324, 1e-300, float("inf"), float("nan"), 0.0, -1.0])
 def test_segment_lengths(value):
-    _refused(lambda: Hierarchical([value], [2]), "Hierarchical", "lengths")
+    assert _one_line_naming(_refusal(lambda: Hierarchical([value], [2])), "Hierarchical", "lengths")
 
 
 @pytest.mark.parametrize("spec, sampler, argument", [
@@ -82,7 +85,7 @@ def test_segment_lengths(value):
     ("hierarchical:5e-324/2", "Hierarchical", "lengths"),
 ])
 def test_specs(spec, sampler, argument):
-    _refused(lambda: from_spec(spec), sampler, argument)
+    assert _one_line_naming(_refusal(lambda: from_spec(spec)), sampler, argument)
 
 
 def test_the_limit_itself_is_accepted():
