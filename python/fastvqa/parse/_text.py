@@ -179,39 +179,38 @@ def json_value(text: str) -> Any:
 _TAG = re.compile(r"<(/?)(answer|think)>", re.IGNORECASE)
 
 
-def _answers(text: str) -> list:
-    """The contents of ``<answer>...</answer>`` pairs: each opening tag
-    closed by the first closing tag after it (an opening tag inside is
-    content); an opening tag never closed is ignored."""
-    found, opened = [], None
+def _blocks(text: str, name: str):
+    """Yields ``(opening, closing)`` tag matches of each ``<name>`` block:
+    an opening tag closed by the first closing tag after it (an opening tag
+    inside is content); a last opening tag never closed comes with None."""
+    opened = None
     for m in _TAG.finditer(text):
-        if m.group(2).lower() != "answer":
+        if m.group(2).lower() != name:
             continue
         if not m.group(1) and opened is None:
-            opened = m.end()
+            opened = m
         elif m.group(1) and opened is not None:
-            found.append(text[opened:m.start()])
+            yield opened, m
             opened = None
-    return found
+    if opened is not None:
+        yield opened, None
+
+
+def _answers(text: str) -> list:
+    """The contents of the closed ``<answer>...</answer>`` blocks."""
+    return [text[o.end():c.start()] for o, c in _blocks(text, "answer") if c is not None]
 
 
 def _without_think(text: str) -> str:
     """``text`` with each ``<think>`` block (to its first ``</think>``, or to
     the end where it is never closed) replaced by a space."""
-    pieces, kept, opened = [], 0, None
-    for m in _TAG.finditer(text):
-        if m.group(2).lower() != "think":
-            continue
-        if not m.group(1) and opened is None:
-            opened = m.start()
-        elif m.group(1) and opened is not None:
-            pieces += [text[kept:opened], " "]
-            kept, opened = m.end(), None
-    if opened is not None:
-        # as the regex ``<think>.*?$`` did: a final newline stays
-        end = len(text) - 1 if text.endswith("\n") else len(text)
-        pieces += [text[kept:opened], " "]
-        kept = end
+    pieces, kept = [], 0
+    for opening, closing in _blocks(text, "think"):
+        pieces += [text[kept:opening.start()], " "]
+        if closing is not None:
+            kept = closing.end()
+        else:  # as the regex ``<think>.*?$`` did: a final newline stays
+            kept = len(text) - 1 if text.endswith("\n") else len(text)
     pieces.append(text[kept:])
     return "".join(pieces)
 
