@@ -144,7 +144,8 @@ def _link_no_replace(src: Path, dst: Path) -> None:
     os.unlink(src)
 
 
-def _remove(path: Path) -> None:
+def remove_path(path: Path) -> None:
+    """Removes a file, a link or a whole folder; a missing one is fine."""
     if path.is_dir() and not path.is_symlink():
         shutil.rmtree(path, ignore_errors=True)
     else:
@@ -235,7 +236,7 @@ class OutputFiles:
                 raise OutputError(f"cannot make the folder {d}: {err.strerror}") from None
             self._made_dirs.append(d)
         if final in self._temps:
-            _remove(self._temps.pop(final))
+            remove_path(self._temps.pop(final))
         prefix = f".{final.name}.{uuid.uuid4().hex[:_TEMP_HEX]}"
         if final in self._folders:
             tmp = Path(tempfile.mkdtemp(prefix=prefix + ".", suffix=".part", dir=final.parent))
@@ -269,7 +270,7 @@ class OutputFiles:
                 placed.append(final)
         except BaseException:
             for final in placed:
-                _remove(final)
+                remove_path(final)
             raise
         self._temps.clear()
         self._made_dirs.clear()
@@ -278,7 +279,7 @@ class OutputFiles:
         """Removes the temporaries and the folders made for them (those that
         are still empty: something else may have written there)."""
         for tmp in self._temps.values():
-            _remove(tmp)
+            remove_path(tmp)
         self._temps.clear()
         for d in reversed(self._made_dirs):
             try:

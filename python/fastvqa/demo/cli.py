@@ -324,30 +324,21 @@ def _clear_folder(folder: Path, remove: bool) -> int:
     """Removes the run's output from ``folder`` (``remove``: the folder too),
     except a reply cache holding replies (``cache/llm``); returns how many
     replies were kept."""
-    import shutil
+    from fastvqa._outputs import remove_path
 
     kept = _replies(folder)
     if remove and not kept:
-        shutil.rmtree(folder, ignore_errors=True)
+        remove_path(folder)
         return 0
     for child in folder.iterdir():
         if kept and child.name == LLM_CACHE.parts[0] and child.is_dir() \
                 and not child.is_symlink():
             for inner in child.iterdir():  # the other caches (captions, features) go
                 if inner.name != LLM_CACHE.parts[1]:
-                    _remove_path(inner)
+                    remove_path(inner)
             continue
-        _remove_path(child)
+        remove_path(child)
     return kept
-
-
-def _remove_path(path: Path) -> None:
-    import shutil
-
-    if path.is_dir() and not path.is_symlink():
-        shutil.rmtree(path, ignore_errors=True)
-    else:
-        path.unlink(missing_ok=True)
 
 
 def _features_through_store(out: Path, bench, args: argparse.Namespace, stages,

@@ -213,14 +213,10 @@ def _remove_leftovers(out: Path) -> None:
     """Remove what a killed ``decode`` into ``out`` left beside it: its
     staging file or folder (:func:`fastvqa._outputs.leftover_temporaries`).
     A decode is redone whole, so nothing in them is reusable."""
-    import shutil
+    from fastvqa._outputs import leftover_temporaries, remove_path
 
-    from fastvqa._outputs import leftover_temporaries
-
-    for tmp in leftover_temporaries(out):
-        tmp.unlink(missing_ok=True)
-    for tmp in leftover_temporaries(out, folders=True):
-        shutil.rmtree(tmp, ignore_errors=True)
+    for tmp in leftover_temporaries(out) + leftover_temporaries(out, folders=True):
+        remove_path(tmp)
 
 
 def run(args: argparse.Namespace) -> int:
