@@ -358,7 +358,7 @@ def environment_line(env: dict, busy: int = 0) -> str:
     fv = env["fastvqa"]
     cuda = (f"CUDA {fv['cuda_version']} archs {';'.join(fv['cuda_archs'])}"
             if fv["cuda"] else "no CUDA")
-    omp = f"OpenMP {fv['openmp_max_threads']} thr" if fv["openmp"] else "no OpenMP"
+    omp = f"{fv['threads']} thr"
     line = (
         f"CPU: {env['cpu']} | cores: {env['cores']} (usable {env['usable_cores']}, "
         f"load {env['loadavg_at_start'][0]:.2f}) | "

@@ -1,18 +1,22 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Run every benchmark that carries a BENCHMARKS.md target, idle and busy, and
-tabulate each target's verdict in both conditions.
+"""Run every benchmark that carries a BENCHMARKS.md target, idle and busy, for
+one or more builds of fastvqa, and tabulate each target's verdict.
 
-Each script runs at its target sizes twice, one after the other: once on
-otherwise idle cores (``--busy 0``) and once with ``--busy 2`` (two spinning
-processes beside it, see ``_harness.busy_load``), writing its JSON and log
-under ``OUT/busy0/NAME`` and ``OUT/busy2/NAME``. The table then lists every entry of those
-JSON files that names a target (``"target"`` and ``"target_met"`` fields) with
-its measured value in both runs. A script that fails (a check between
-implementations, a missing optional peer is only a skipped row) is reported
-and the run goes on; the exit status is 1 when a script failed or a target
-was missed, 0 otherwise.
+Each script runs at its target sizes once on otherwise idle cores (``--busy
+0``) and once with ``--busy 2`` (two spinning processes beside it, see
+``_harness.busy_load``), for every build named with ``--python NAME=PATH`` (an
+interpreter whose ``import fastvqa`` is that build; benchmarks/build_envs.py
+makes the README's source build and the release wheel side by side). Without
+``--python`` the build is this interpreter's (``this``). Results go under
+``OUT/BUILD/busyN/SCRIPT`` (JSON and log). The table then lists every entry of
+those JSON files that names a target (``"target"`` and ``"target_met"``
+fields) with its measured value for each build and condition. A script that
+fails (a check between implementations; a missing optional peer is only a
+skipped row) is reported and the run goes on; the exit status is 1 when a
+script failed or a target was missed, 0 otherwise.
 
 Usage: python benchmarks/run_targets.py [--out DIR] [--busy 2] [--only NAME ...]
+           [--python source=/tmp/b/source/bin/python --python wheel=/tmp/b/wheel/bin/python]
 """
 
 from __future__ import annotations
@@ -64,10 +68,11 @@ def _targets(node, path=()):
             yield from _targets(child, path + (i,))
 
 
-def _run(name: str, argv: list, busy: int, out: Path) -> bool:
+def _run(name: str, argv: list, busy: int, out: Path, python: str = sys.executable) -> bool:
     out.mkdir(parents=True, exist_ok=True)
-    cmd = [sys.executable, str(HERE / argv[0]), *argv[1:], "--busy", str(busy), "--out", str(out)]
-    print(f"[{time.strftime('%H:%M:%S')}] {name} busy={busy}: {' '.join(cmd[1:])}", flush=True)
+    cmd = [python, str(HERE / argv[0]), *argv[1:], "--busy", str(busy), "--out", str(out)]
+    print(f"[{time.strftime('%H:%M:%S')}] {name} busy={busy} ({python}): {' '.join(cmd[1:])}",
+          flush=True)
     log = out / "log.txt"
     with open(log, "w") as f:
         rc = subprocess.call(cmd, stdout=f, stderr=subprocess.STDOUT)
@@ -76,40 +81,64 @@ def _run(name: str, argv: list, busy: int, out: Path) -> bool:
     return rc == 0
 
 
+def _build(text: str) -> tuple:
+    name, sep, python = text.partition("=")
+    if not sep or not name or not python:
+        raise argparse.ArgumentTypeError(f"expected NAME=PATH, got {text!r}")
+    if not Path(python).exists():
+        raise argparse.ArgumentTypeError(f"{python}: no such interpreter")
+    return name, python
+
+
+def _fastvqa_of(python: str) -> str:
+    """Where ``python`` imports fastvqa from (printed with the results)."""
+    out = subprocess.run([python, "-c", "import fastvqa; print(fastvqa.__file__)"],
+                         capture_output=True, text=True, cwd="/")
+    return out.stdout.strip() if out.returncode == 0 else f"(import failed: {out.stderr[-200:]})"
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", type=Path, default=HERE / "results" / "targets")
     p.add_argument("--busy", type=int, default=2, help="busy processes of the second run")
     p.add_argument("--only", nargs="+", choices=sorted(SCRIPTS), default=None)
+    p.add_argument("--python", type=_build, action="append", metavar="NAME=PATH",
+                   help="a build to run, by its interpreter (repeat for several builds)")
     args = p.parse_args()
     names = args.only or list(SCRIPTS)
+    builds = dict(args.python or [("this", sys.executable)])
+    for build, python in builds.items():
+        print(f"{build}: {python} imports {_fastvqa_of(python)}")
+    runs = [(build, busy) for busy in (0, args.busy) for build in builds]
     ok = True
-    for busy in (0, args.busy):
+    for build, busy in runs:
         for name in names:
-            ok &= _run(name, SCRIPTS[name], busy, args.out / f"busy{busy}" / name)
+            ok &= _run(name, SCRIPTS[name], busy, args.out / build / f"busy{busy}" / name,
+                       builds[build])
     rows, missed = [], 0
     for name in names:
         found = {}
-        for busy in (0, args.busy):
-            for path in sorted((args.out / f"busy{busy}" / name).glob("*.json")):
+        for run in runs:
+            build, busy = run
+            for path in sorted((args.out / build / f"busy{busy}" / name).glob("*.json")):
                 data = json.loads(path.read_text())
                 for label, target, value, met in _targets(data):
-                    found.setdefault(label, {})[busy] = (target, value, met)
-        for label, by_busy in found.items():
+                    found.setdefault(label, {})[run] = (target, value, met)
+        for label, by_run in found.items():
             cells = []
-            for busy in (0, args.busy):
-                target, value, met = by_busy.get(busy, (None, None, None))
+            for run in runs:
+                target, value, met = by_run.get(run, (None, None, None))
                 missed += met is False
                 cells.append("-" if met is None else
                              f"{value:.3g} {'PASS' if met else 'FAIL'}" if isinstance(value, float)
                              else ("PASS" if met else "FAIL"))
-            target = next(t for t, _, _ in by_busy.values())
+            target = next(t for t, _, _ in by_run.values())
             rows.append([name, label, target, *cells])
     print()
     if not rows:
         print("no target entries found in the results")
         return 1
-    H.print_table(["benchmark", "entry", "target", "busy 0", f"busy {args.busy}"], rows)
+    H.print_table(["benchmark", "entry", "target", *(f"{b} busy {n}" for b, n in runs)], rows)
     print(f"{len(rows)} targets, {missed} missed; scripts {'all ran' if ok else 'FAILED'}")
     return 0 if ok and not missed else 1
 

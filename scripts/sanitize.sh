@@ -73,8 +73,8 @@ export LD_PRELOAD="$libasan $libstdcxx${LD_PRELOAD:+ $LD_PRELOAD}"
 export ASAN_OPTIONS="detect_leaks=0:abort_on_error=1:halt_on_error=1:detect_odr_violation=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"
 export PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}"
-# Two threads: enough to exercise the OpenMP paths, cheap under ASan.
-export OMP_NUM_THREADS="${OMP_NUM_THREADS:-2}"
+# Two threads: enough to exercise the thread pool's paths, cheap under ASan.
+export FASTVQA_NUM_THREADS="${FASTVQA_NUM_THREADS:-2}"
 
 "$py" -c "import fastvqa, sys; f = fastvqa._C.__file__; assert f.startswith('$site'), f; print('sanitized module:', f)"
 

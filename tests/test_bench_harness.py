@@ -112,7 +112,7 @@ def test_busy_zero_starts_nothing():
 def test_environment_line_says_busy():
     env = {"cpu": "x", "cores": 2, "usable_cores": 2, "loadavg_at_start": [1.0, 1.0, 1.0],
            "python": "3", "numpy": "2", "torch": "2", "torch_threads": 2,
-           "fastvqa": {"cuda": False, "openmp": True, "openmp_max_threads": 2,
+           "fastvqa": {"cuda": False, "threads": 2,
                        "version": "0", "compiler": "gcc"},
            "git": None, "thread_env": {}, "gpu": None}
     assert "| busy: 2" in H.environment_line(env, busy=2)

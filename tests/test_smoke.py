@@ -14,7 +14,7 @@ NVIDIA_MIN_DRIVER = {12: "525.60.13", 13: "580.65.06"}
 def test_build_info_keys():
     info = fastvqa.build_info()
     assert info["version"] == fastvqa.__version__
-    for key in ("cuda", "cuda_version", "cuda_archs", "openmp", "compiler"):
+    for key in ("cuda", "cuda_version", "cuda_archs", "threads", "compiler"):
         assert key in info
     if info["cuda"]:
         assert info["cuda_version"] and info["cuda_archs"]

@@ -11,7 +11,7 @@ by what uses them. Start with :func:`build_info` (or ``fastvqa info`` in a shell
 
 from __future__ import annotations
 
-from fastvqa._ext import _C, openmp_runtime
+from fastvqa._ext import _C
 from fastvqa._lazy import lazy_exports
 
 _SUBPACKAGES = ("audit", "data", "devi", "errors", "evaluation", "generate", "metrics", "nn",
@@ -31,41 +31,39 @@ def build_info() -> dict:
         or None), ``cuda_min_driver`` (oldest NVIDIA Linux driver this build
         runs on, such as ``"580.65.06"``, or None), ``cuda_archs`` (list of
         CMake architecture entries such as ``"80-real"``), ``cuda_runtime``
-        (``"static"`` or None), ``openmp`` (bool), ``openmp_version`` (the
-        ``_OPENMP`` date, or None), ``openmp_max_threads``, ``compiler`` and
-        ``cuda_host_compiler``; ``cuda_sass`` and ``cuda_ptx`` (sorted ints:
+        (``"static"`` or None), ``threads`` (int: :func:`get_num_threads`),
+        ``compiler`` and ``cuda_host_compiler``; ``cuda_sass`` and ``cuda_ptx`` (sorted ints:
         the compute capabilities with real code, e.g. ``[75, 90]``, and with
         PTX, which the driver JIT-compiles for any GPU of that capability or
         newer; see :func:`cuda_runs_on`). CUDA fields are None (lists empty) in a CPU-only build.
-        ``openmp_runtime``: ``private`` (bool: fastvqa loads its own libgomp
-        copy, as in a repaired wheel), ``path`` (that copy, or None),
-        ``passive_wait_set`` (bool: fastvqa chose ``OMP_WAIT_POLICY=PASSIVE``
-        for that copy; never for a runtime shared with torch, never over the
-        user's ``OMP_WAIT_POLICY``/``GOMP_SPINCOUNT``) and ``deep_bind`` (bool:
-        the extension was loaded with ``RTLD_DEEPBIND`` so that its OpenMP
-        calls reach that copy). ``openmp_library``: the file of the OpenMP
-        runtime the kernels' calls actually reach (None without OpenMP or
-        off Linux).
     """
     info = dict(_C.build_info())
-    info["openmp_runtime"] = dict(openmp_runtime)
     info.update(_arch_coverage(info["cuda_archs"]))
     return info
 
 
 def get_num_threads() -> int:
-    """The number of threads fastvqa's CPU kernels may use (its OpenMP
-    runtime's ``omp_get_max_threads``). A source build shares torch's runtime,
-    so this follows ``torch.set_num_threads``; a wheel's private runtime starts
-    from torch's count (when torch was imported first), else from
-    ``OMP_NUM_THREADS`` or the core count, and changes only through
-    :func:`set_num_threads`. Small calls run on one thread whatever this is."""
+    """The number of threads fastvqa's CPU kernels may use.
+
+    The kernels run on fastvqa's own pool, whose idle threads sleep (they never
+    spin), in every build; no OpenMP runtime is involved, so neither
+    ``torch.set_num_threads`` nor ``OMP_WAIT_POLICY`` reaches it. The count
+    starts as ``FASTVQA_NUM_THREADS``, else ``OMP_NUM_THREADS`` (its first
+    entry), else the CPUs this process may run on, and changes only through
+    :func:`set_num_threads`. A call shares its rows out only when its estimated
+    single-thread time exceeds about 250 us (a per-op cost model), so small
+    calls run on the calling thread whatever this is.
+
+    >>> import fastvqa
+    >>> fastvqa.get_num_threads() >= 1
+    True
+    """
     return _C.get_num_threads()
 
 
 def set_num_threads(n: int) -> None:
     """Set the number of threads of fastvqa's CPU kernels (``n >= 1``; see
-    :func:`get_num_threads`). With a source build this is torch's setting too."""
+    :func:`get_num_threads`). Other libraries' thread settings are untouched."""
     from fastvqa import _checks
 
     _C.set_num_threads(_checks.integer(n, "set_num_threads", "n", minimum=1))

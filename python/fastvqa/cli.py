@@ -157,7 +157,7 @@ def _cmd_info(args: argparse.Namespace) -> int:
         ("fastvqa", f"{info['version']} ({info['distribution']})"),
         ("python", sys.version.split()[0]),
         ("compiler", info["compiler"]),
-        ("openmp", f"yes ({info['openmp_max_threads']} threads)" if info["openmp"] else "no"),
+        ("cpu threads", f"{info['threads']} (fastvqa's own pool; FASTVQA_NUM_THREADS)"),
         (
             "cuda kernels",
             f"yes (CUDA {info['cuda_version']}, archs {';'.join(info['cuda_archs'])}, "

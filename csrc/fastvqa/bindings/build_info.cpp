@@ -6,13 +6,8 @@
 
 #include "fastvqa/common/cuda_runtime_api.h"
 #include "fastvqa/common/macros.h"
+#include "fastvqa/common/parallel.h"
 
-#if defined(_OPENMP)
-#include <omp.h>
-#endif
-#if defined(__linux__)
-#include <dlfcn.h>
-#endif
 
 namespace py = pybind11;
 
@@ -48,36 +43,6 @@ namespace {
 py::object str_or_none(const char* s) { return *s ? py::object(py::str(s)) : py::none(); }
 }  // namespace
 
-#if defined(_OPENMP)
-// The file of the OpenMP runtime this extension's calls reach: the one its
-// symbols were bound to, which is not always its own dependency (a runtime
-// already in the process's global scope, such as torch's, wins unless the
-// extension was loaded with RTLD_DEEPBIND).
-py::object openmp_library() {
-#if defined(__linux__)
-  Dl_info info;
-  if (dladdr(reinterpret_cast<void*>(&omp_get_max_threads), &info) != 0 && info.dli_fname)
-    return py::str(info.dli_fname);
-#endif
-  return py::none();
-}
-#endif
-
-int get_num_threads() {
-#if defined(_OPENMP)
-  return omp_get_max_threads();
-#else
-  return 1;
-#endif
-}
-
-void set_num_threads(int n) {
-  FASTVQA_CHECK(n >= 1, "set_num_threads: n must be >= 1, got ", n);
-#if defined(_OPENMP)
-  omp_set_num_threads(n);
-#endif
-}
-
 py::dict build_info() {
   py::dict d;
   d["version"] = FASTVQA_VERSION;
@@ -100,17 +65,8 @@ py::dict build_info() {
     }
   }
   d["cuda_archs"] = archs;
-#if defined(_OPENMP)
-  d["openmp"] = true;
-  d["openmp_version"] = static_cast<int>(_OPENMP);
-  d["openmp_max_threads"] = omp_get_max_threads();
-  d["openmp_library"] = openmp_library();
-#else
-  d["openmp"] = false;
-  d["openmp_version"] = py::none();
-  d["openmp_max_threads"] = 1;
-  d["openmp_library"] = py::none();
-#endif
+  // The kernels' threads: fastvqa's own pool (parallel.h), no OpenMP runtime.
+  d["threads"] = num_threads();
   d["compiler"] = FASTVQA_COMPILER;
   d["cuda_host_compiler"] =
       built_with_cuda() ? py::object(py::str(FASTVQA_CUDA_HOST_COMPILER)) : py::none();

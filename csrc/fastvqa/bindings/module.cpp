@@ -4,6 +4,8 @@
 
 #include "fastvqa/common/cuda_runtime_api.h"
 #include "fastvqa/common/macros.h"
+#include "fastvqa/common/op_costs.h"
+#include "fastvqa/common/parallel.h"
 
 namespace py = pybind11;
 
@@ -27,8 +29,6 @@ namespace span_scores {
 void register_span_scores(py::module_& m);
 }
 py::dict build_info();
-int get_num_threads();
-void set_num_threads(int n);
 }  // namespace fastvqa
 
 PYBIND11_MODULE(_C, m) {
@@ -43,10 +43,31 @@ PYBIND11_MODULE(_C, m) {
     }
   });
   m.def("build_info", &fastvqa::build_info, "What this build contains.");
-  m.def("get_num_threads", &fastvqa::get_num_threads,
-        "Threads of fastvqa's CPU kernels (its OpenMP runtime's omp_get_max_threads).");
-  m.def("set_num_threads", &fastvqa::set_num_threads, py::arg("n"),
-        "Set the threads of fastvqa's CPU kernels (omp_set_num_threads in its runtime).");
+  m.def("get_num_threads", &fastvqa::num_threads,
+        "Threads of fastvqa's CPU kernels (its own pool).");
+  m.def(
+      "set_num_threads",
+      [](int n) {
+        FASTVQA_CHECK(n >= 1, "set_num_threads: n must be >= 1, got ", n);
+        fastvqa::set_num_threads(n);
+      },
+      py::arg("n"), "Set the threads of fastvqa's CPU kernels.");
+  m.def(
+      "_loop_counts",
+      [] {
+        const fastvqa::LoopCounts c = fastvqa::loop_counts();
+        return py::make_tuple(c.sized_to_split, c.split);
+      },
+      "(loops the cost model sized to split, loops that split) so far; for tests.");
+  m.def(
+      "_op_costs",
+      [] {
+        py::dict d;
+        for (const auto& e : fastvqa::op_costs::kAll) d[e.name] = py::make_tuple(e.ns, e.per);
+        d["split_ns"] = py::make_tuple(fastvqa::kSplitNs, "call");
+        return d;
+      },
+      "The cost model: {loop: (ns per element on one thread, element)}, and split_ns.");
   m.def("cuda_device_count", &fastvqa::cuda_device_count,
         "CUDA devices visible to fastvqa's runtime (0 without a driver, GPU or CUDA build).");
   m.def("cuda_driver_version", &fastvqa::cuda_driver_version);

@@ -1,29 +1,107 @@
 // SPDX-License-Identifier: Apache-2.0
-// How fastvqa's CPU loops share out rows between OpenMP threads.
+// How fastvqa's CPU loops share out rows between threads.
 //
-// Every parallel region has an `if (work >= grain)` clause, so small calls run
-// on the calling thread alone (no team is woken, no barrier). Above the grain,
-// rows are handed out dynamically in chunks of about kChunkWork elements:
-// when one thread is descheduled (the cores are shared with other processes),
-// the others take its rows instead of waiting at the closing barrier for a
-// statically assigned half. Chunks keep the shared counter's cost far below
-// the rows' work. Dynamic scheduling changes only which thread computes a
-// row, never what is computed: outputs are identical.
+// fastvqa runs its parallel loops on a small pool of its own (parallel.cpp),
+// not on an OpenMP runtime. Whatever runtime a build could link (a wheel's
+// private libgomp, the system's, torch's), its idle threads spin before they
+// sleep, and on cores shared with DataLoader workers that spinning cost many
+// times the call itself (docs/architecture.md, "Threading"). The pool's
+// workers block on a condition variable and never spin; the calling thread
+// works too, and waits at the end only for workers that actually joined, so a
+// worker the scheduler has not woken yet costs nothing.
+//
+// Whether a call splits at all is decided by a cost model: the loop's rows
+// times the op's measured cost per row (ns) estimates its single-thread time,
+// and only calls estimated above kSplitNs are shared out. Rows are handed out
+// dynamically in chunks of about kChunkNs of work, so a descheduled thread's
+// rows are taken by the others. Which thread computes a row never changes
+// what is computed: outputs are identical on any number of threads.
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 namespace fastvqa {
 
-// Elements (band cells, steps) per dynamic chunk of rows.
-constexpr int64_t kChunkWork = 8192;
+// Estimated single-thread time (ns) below which a loop stays on the calling
+// thread. Waking a sleeping worker takes 50-90 us on the shared 2-vCPU
+// machines of benchmarks/ (BENCHMARKS.md, "Threading"), so a split pays only
+// well above twice that.
+constexpr double kSplitNs = 250e3;
+// Target work (ns) of one dynamic chunk: large enough that claiming chunks
+// (one atomic add each) is free, small enough that a thread descheduled
+// mid-chunk holds back little.
+constexpr double kChunkNs = 40e3;
 
-// Rows per chunk for rows of `row_work` elements each (at least 1). An int, as
-// OpenMP's schedule clause takes one.
-inline int rows_per_chunk(int64_t row_work) {
-  if (row_work <= 0) return 1 << 20;
-  const int64_t rows = kChunkWork / row_work;
-  return rows < 1 ? 1 : (rows > (1 << 20) ? (1 << 20) : static_cast<int>(rows));
+// What a parallel loop costs: `rows` independent rows of `ns_per_row` each
+// (the op's measured cost per element times the elements of a row).
+struct LoopCost {
+  int64_t rows;
+  double ns_per_row;
+};
+
+// The threads fastvqa's CPU loops may use (>= 1). Starts as
+// FASTVQA_NUM_THREADS, else OMP_NUM_THREADS (its first entry), else the CPUs
+// this process may run on.
+int num_threads();
+// Sets num_threads(); n >= 1 (checked by the binding).
+void set_num_threads(int n);
+// Loops so far that the cost model sized to split, and those that did split
+// (fewer: one started while another held the pool, or skipped while splits
+// were not paying, see parallel.cpp). Tests read them; never reset.
+struct LoopCounts {
+  int64_t sized_to_split, split;
+};
+LoopCounts loop_counts();
+
+// Chunks of rows handed to one thread of a team; next() claims the next one.
+class Chunks {
+ public:
+  explicit Chunks(struct Job* job) : job_(job) {}  // Job: parallel.cpp's
+  // Claims rows [*lo, *hi); false when every row is taken.
+  bool next(int64_t* lo, int64_t* hi);
+
+ private:
+  struct Job* job_;
+};
+
+namespace detail {
+// A borrowed callable `void(Chunks&)` (no allocation, unlike std::function).
+struct TeamRef {
+  void* self;
+  void (*call)(void*, Chunks&);
+  void operator()(Chunks& c) const { call(self, c); }
+};
+// Runs `team` on the calling thread and up to num_threads() - 1 workers,
+// sharing [0, rows) in chunks of `chunk` rows.
+void run_team(int64_t rows, int64_t chunk, TeamRef team);
+// Rows per chunk and whether to split at all, from the cost model.
+int64_t chunk_rows(const LoopCost& cost);
+bool splits(const LoopCost& cost);
+}  // namespace detail
+
+// Runs `team(chunks)` on every thread that takes part in a loop over
+// cost.rows rows; each thread claims rows with `chunks.next(&lo, &hi)` until
+// it returns false. Per-thread scratch is declared inside `team`. A call the
+// cost model finds small runs `team` once on the calling thread with one
+// chunk of every row.
+template <typename Team>
+void parallel_rows(const LoopCost& cost, Team&& team) {
+  auto call = [](void* self, Chunks& c) {
+    (*static_cast<std::remove_reference_t<Team>*>(self))(c);
+  };
+  const detail::TeamRef ref{const_cast<void*>(static_cast<const void*>(&team)), call};
+  detail::run_team(cost.rows, detail::splits(cost) ? detail::chunk_rows(cost) : cost.rows, ref);
+}
+
+// parallel_rows for a loop body with no per-thread state: body(row).
+template <typename Body>
+void parallel_for(const LoopCost& cost, Body&& body) {
+  parallel_rows(cost, [&](Chunks& chunks) {
+    int64_t lo, hi;
+    while (chunks.next(&lo, &hi))
+      for (int64_t r = lo; r < hi; ++r) body(r);
+  });
 }
 
 }  // namespace fastvqa

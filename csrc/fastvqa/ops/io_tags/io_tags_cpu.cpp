@@ -4,6 +4,8 @@
 #include <numeric>
 #include <vector>
 
+#include "fastvqa/common/op_costs.h"
+#include "fastvqa/common/parallel.h"
 #include "fastvqa/ops/io_tags/io_tags.h"
 
 namespace fastvqa {
@@ -12,56 +14,56 @@ namespace io_tags {
 template <typename T>
 void io_count_cpu(const SpansParams<T>& p) {
   const int64_t batch = p.rows.batch;
-#pragma omp parallel for schedule(static) if (batch * p.rows.steps >= 65536)
-  for (int64_t b = 0; b < batch; ++b)
+  parallel_for(LoopCost{batch, op_costs::kIoToSpans.ns * p.rows.steps}, [&](int64_t b) {
     p.counts[b] = row_runs<T>(p.rows.row(b), p.threshold, p.min_len, nullptr, nullptr);
+  });
 }
 
 template <typename T>
 void io_fill_cpu(const SpansParams<T>& p) {
   const int64_t batch = p.rows.batch;
-#pragma omp parallel if (batch * p.rows.steps >= 65536)
-  {
+  parallel_rows(LoopCost{batch, op_costs::kIoToSpans.ns * p.rows.steps}, [&](Chunks& chunks) {
     std::vector<int64_t> perm;
     std::vector<int64_t> spans;
     std::vector<T> scores;
-#pragma omp for schedule(static)
-    for (int64_t b = 0; b < batch; ++b) {
-      const int64_t begin = p.row_offsets[b];
-      const int64_t count = p.row_offsets[b + 1] - begin;
-      if (count == 0) continue;
-      spans.resize(2 * count);
-      scores.resize(count);
-      // At most `count` runs are written (see row_runs); fewer are found only
-      // when another thread changed the row since the count pass.
-      const int64_t found = std::min(
-          count, row_runs<T>(p.rows.row(b), p.threshold, p.min_len, spans.data(), scores.data(),
-                             count));
-      // Sort a permutation (runs are in start order) with the shared total order.
-      perm.resize(found);
-      std::iota(perm.begin(), perm.end(), int64_t(0));
-      std::sort(perm.begin(), perm.end(), [&](int64_t x, int64_t y) {
-        return run_before(scores[x], spans[2 * x], scores[y], spans[2 * y]);
-      });
-      for (int64_t q = 0; q < found; ++q) {
-        p.out_spans[2 * (begin + q)] = spans[2 * perm[q]];
-        p.out_spans[2 * (begin + q) + 1] = spans[2 * perm[q] + 1];
-        p.out_scores[begin + q] = scores[perm[q]];
+    int64_t lo, hi;
+    while (chunks.next(&lo, &hi)) {
+      for (int64_t b = lo; b < hi; ++b) {
+        const int64_t begin = p.row_offsets[b];
+        const int64_t count = p.row_offsets[b + 1] - begin;
+        if (count == 0) continue;
+        spans.resize(2 * count);
+        scores.resize(count);
+        // At most `count` runs are written (see row_runs); fewer are found only
+        // when another thread changed the row since the count pass.
+        const int64_t found = std::min(
+            count, row_runs<T>(p.rows.row(b), p.threshold, p.min_len, spans.data(), scores.data(),
+                               count));
+        // Sort a permutation (runs are in start order) with the shared total order.
+        perm.resize(found);
+        std::iota(perm.begin(), perm.end(), int64_t(0));
+        std::sort(perm.begin(), perm.end(), [&](int64_t x, int64_t y) {
+          return run_before(scores[x], spans[2 * x], scores[y], spans[2 * y]);
+        });
+        for (int64_t q = 0; q < found; ++q) {
+          p.out_spans[2 * (begin + q)] = spans[2 * perm[q]];
+          p.out_spans[2 * (begin + q) + 1] = spans[2 * perm[q] + 1];
+          p.out_scores[begin + q] = scores[perm[q]];
+        }
+        fill_missing_runs(found, count, p.out_spans + 2 * begin, p.out_scores + begin);
       }
-      fill_missing_runs(found, count, p.out_spans + 2 * begin, p.out_scores + begin);
     }
-  }
+  });
 }
 
 template <typename T>
 void io_start_end_cpu(const StartEndParams<T>& p) {
   const int64_t batch = p.rows.batch, steps = p.rows.steps;
-#pragma omp parallel for schedule(static) if (batch * steps >= 65536)
-  for (int64_t b = 0; b < batch; ++b) {
+  parallel_for(LoopCost{batch, op_costs::kIoStartEnd.ns * steps}, [&](int64_t b) {
     const RowView<T> r = p.rows.row(b);
     for (int64_t t = 0; t < steps; ++t)
       start_end_at(r, t, &p.out_start[b * steps + t], &p.out_end[b * steps + t]);
-  }
+  });
 }
 
 template void io_count_cpu<float>(const SpansParams<float>&);

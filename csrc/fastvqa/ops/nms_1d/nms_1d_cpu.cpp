@@ -7,6 +7,8 @@
 #include <cstring>
 #include <vector>
 
+#include "fastvqa/common/op_costs.h"
+#include "fastvqa/common/parallel.h"
 #include "fastvqa/ops/nms_1d/nms_1d.h"
 
 namespace fastvqa {
@@ -421,24 +423,26 @@ void nms_1d_cpu_select(const Params<T>& p) {
   for (int64_t g = 0; g < p.groups; ++g)
     largest = std::max(largest, p.group_begin(g + 1) - p.group_begin(g));
   const int64_t groups = p.groups;
-#pragma omp parallel if (groups > 1 && p.n >= 2048)
-  {
+  const LoopCost cost{groups, op_costs::kNms1d.ns * double(p.n) / double(groups)};
+  parallel_rows(cost, [&](Chunks& chunks) {
     HardScratch<T> hard;
     std::vector<int64_t> order(p.method == Method::kHard ? 0 : largest);
     std::vector<T> cur(p.method == Method::kHard ? 0 : largest);
     // Group sizes vary, so groups are handed out one at a time.
-#pragma omp for schedule(dynamic, 1)
-    for (int64_t gi = 0; gi < groups; ++gi) {
-      const Group<T> g = p.group(gi);
-      if (p.method == Method::kHard) {
-        p.counts[gi] = hard_group(p, g, hard);
-      } else {
-        p.counts[gi] = soft_nms_group(g, p.method, p.iou_threshold, p.sigma, p.score_threshold,
-                                      order.data(), cur.data(), p.sel_keep + g.begin,
-                                      p.sel_scores + g.begin);
+    int64_t lo, hi;
+    while (chunks.next(&lo, &hi)) {
+      for (int64_t gi = lo; gi < hi; ++gi) {
+        const Group<T> g = p.group(gi);
+        if (p.method == Method::kHard) {
+          p.counts[gi] = hard_group(p, g, hard);
+        } else {
+          p.counts[gi] = soft_nms_group(g, p.method, p.iou_threshold, p.sigma, p.score_threshold,
+                                        order.data(), cur.data(), p.sel_keep + g.begin,
+                                        p.sel_scores + g.begin);
+        }
       }
     }
-  }
+  });
 }
 
 template <typename T>

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "fastvqa/common/macros.h"
+#include "fastvqa/common/op_costs.h"
 #include "fastvqa/common/parallel.h"
 #include "fastvqa/ops/span_argmax/span_argmax.h"
 #include "fastvqa/ops/span_argmax/span_argmax_topk_cpu.h"
@@ -371,31 +372,38 @@ FASTVQA_VECTOR_CLONES void top1_row(const RowView<T>& r, int64_t min_len, int64_
   fill_missing<T>(found ? 1 : 0, 1, out_span, out_score);
 }
 
+template <typename T>
+double row_ns(const Params<T>& p) {
+  const double ns = p.k == 1 ? op_costs::kSpanArgmaxTop1.ns : op_costs::kSpanArgmaxTopk.ns;
+  return ns * double(p.steps);
+}
+
 }  // namespace
 
 template <typename T>
 void span_argmax_cpu(const Params<T>& p) {
   const int64_t batch = p.batch;
-#pragma omp parallel if (batch * p.steps >= 65536)
-  {
+  parallel_rows(LoopCost{batch, row_ns(p)}, [&](Chunks& chunks) {
     BlockMax<T> bm;
     Top1Scratch<T> top1;
     TopkSearch<T> topk;
     if (p.k == 1) top1.resize(p.steps);
-#pragma omp for schedule(dynamic, rows_per_chunk(p.steps))
-    for (int64_t b = 0; b < batch; ++b) {
-      const RowView<T> r = p.row(b);
-      int64_t* spans = p.out_spans + b * p.k * 2;
-      T* scores = p.out_scores + b * p.k;
-      if (p.k == 1) {
-        top1_row(r, p.min_len, p.max_len, top1, bm, spans, scores);
-      } else {
-        const int64_t count =
-            topk_row_best_first(r, p.min_len, p.max_len, p.k, topk, spans, scores);
-        fill_missing(count, p.k, spans, scores);
+    int64_t lo, hi;
+    while (chunks.next(&lo, &hi)) {
+      for (int64_t b = lo; b < hi; ++b) {
+        const RowView<T> r = p.row(b);
+        int64_t* spans = p.out_spans + b * p.k * 2;
+        T* scores = p.out_scores + b * p.k;
+        if (p.k == 1) {
+          top1_row(r, p.min_len, p.max_len, top1, bm, spans, scores);
+        } else {
+          const int64_t count =
+              topk_row_best_first(r, p.min_len, p.max_len, p.k, topk, spans, scores);
+          fill_missing(count, p.k, spans, scores);
+        }
       }
     }
-  }
+  });
 }
 
 template void span_argmax_cpu<float>(const Params<float>&);

@@ -8,6 +8,7 @@
 #include <limits>
 #include <vector>
 
+#include "fastvqa/common/op_costs.h"
 #include "fastvqa/common/parallel.h"
 #include "fastvqa/ops/span_scores/span_scores.h"
 
@@ -15,9 +16,6 @@ namespace fastvqa {
 namespace span_scores {
 
 namespace {
-
-// Below this much work (band cells), starting OpenMP threads costs more than it saves.
-constexpr int64_t kParallelWork = 1 << 15;
 
 template <typename T>
 bool sums_are_exact(double smallest, double total);  // below
@@ -205,49 +203,51 @@ template <Reduce R, typename T>
 void forward_rows(const ForwardParams<T>& p) {
   const int64_t batch = p.in.batch, steps = p.in.steps, width = p.width;
   const T neg_inf = -std::numeric_limits<T>::infinity();
-#pragma omp parallel if (batch * steps * width >= kParallelWork)
-  {
+  const LoopCost cost{batch, op_costs::kSpanScoresForward.ns * double(steps * width)};
+  parallel_rows(cost, [&](Chunks& chunks) {
     RowBuffers buf(steps);
     AlignedBuffer acc_buf(steps);
     double* acc = acc_buf.data;
-#pragma omp for schedule(dynamic, rows_per_chunk(steps * width))
-    for (int64_t b = 0; b < batch; ++b) {
-      bool exact;
-      const RowSums r = buf.build_forward(p.in, b, R == Reduce::kContrast, &exact);
-      const int64_t length = r.length;
-      T* ob = p.out + b * steps * width;
-      if (r.careful || width - 1 > std::numeric_limits<int>::max()) {
-        std::fill(ob, ob + steps * width, neg_inf);
-        BandEmit<T> emit{ob, width};
-        for (int64_t j = 0; j < length; ++j)
-          spans_ending_at<R>(buf.xd.data(), 1, r, j, p.min_len, width, emit);
-        continue;
-      }
-      std::fill(ob + length * width, ob + steps * width, neg_inf);  // padding rows
-      if (exact) {
-        for (int64_t i = 0; i < length; ++i) {
+    int64_t lo, hi;
+    while (chunks.next(&lo, &hi)) {
+      for (int64_t b = lo; b < hi; ++b) {
+        bool exact;
+        const RowSums r = buf.build_forward(p.in, b, R == Reduce::kContrast, &exact);
+        const int64_t length = r.length;
+        T* ob = p.out + b * steps * width;
+        if (r.careful || width - 1 > std::numeric_limits<int>::max()) {
+          std::fill(ob, ob + steps * width, neg_inf);
+          BandEmit<T> emit{ob, width};
+          for (int64_t j = 0; j < length; ++j)
+            spans_ending_at<R>(buf.xd.data(), 1, r, j, p.min_len, width, emit);
+          continue;
+        }
+        std::fill(ob + length * width, ob + steps * width, neg_inf);  // padding rows
+        if (exact) {
+          for (int64_t i = 0; i < length; ++i) {
+            T* o = ob + i * width;
+            int64_t lo, hi;
+            offset_range(i, length, p.min_len, width, &lo, &hi);
+            exact_band_row<R>(buf.pre.data(), buf.suf.data(), i, length, static_cast<int>(lo),
+                              static_cast<int>(hi), o);
+            std::fill(o, o + std::min(lo, hi + 1), neg_inf);  // too short
+            std::fill(o + hi + 1, o + width, neg_inf);        // past the row's end
+          }
+          continue;
+        }
+        std::fill(acc, acc + length, -0.0);
+        for (int64_t i = length - 1; i >= 0; --i) {
           T* o = ob + i * width;
           int64_t lo, hi;
-          offset_range(i, length, p.min_len, width, &lo, &hi);
-          exact_band_row<R>(buf.pre.data(), buf.suf.data(), i, length, static_cast<int>(lo),
-                            static_cast<int>(hi), o);
+          offset_range(i, length, p.min_len, width, &lo, &hi);  // hi >= 0: i < length
+          plain_band_row<R>(buf.xd[i], acc, r.pre, r.suf, i, length,
+                            static_cast<int>(lo), static_cast<int>(hi), o);
           std::fill(o, o + std::min(lo, hi + 1), neg_inf);  // too short
           std::fill(o + hi + 1, o + width, neg_inf);        // past the row's end
         }
-        continue;
-      }
-      std::fill(acc, acc + length, -0.0);
-      for (int64_t i = length - 1; i >= 0; --i) {
-        T* o = ob + i * width;
-        int64_t lo, hi;
-        offset_range(i, length, p.min_len, width, &lo, &hi);  // hi >= 0: i < length
-        plain_band_row<R>(buf.xd[i], acc, r.pre, r.suf, i, length,
-                          static_cast<int>(lo), static_cast<int>(hi), o);
-        std::fill(o, o + std::min(lo, hi + 1), neg_inf);  // too short
-        std::fill(o + hi + 1, o + width, neg_inf);        // past the row's end
       }
     }
-  }
+  });
 }
 
 // ------------------------------------------------------------------ backward
@@ -383,12 +383,14 @@ void backward_row(const BackwardParams<T>& p, int64_t b, BackwardBuffers& buf) {
 
 template <Reduce R, typename T>
 void backward_rows(const BackwardParams<T>& p) {
-#pragma omp parallel if (p.batch * p.steps * p.width >= kParallelWork)
-  {
+  const LoopCost cost{p.batch, op_costs::kSpanScoresBackward.ns * double(p.steps * p.width)};
+  parallel_rows(cost, [&](Chunks& chunks) {
     BackwardBuffers buf(p.steps, p.width);
-#pragma omp for schedule(dynamic, rows_per_chunk(p.steps * p.width))
-    for (int64_t b = 0; b < p.batch; ++b) backward_row<R>(p, b, buf);
-  }
+    int64_t lo, hi;
+    while (chunks.next(&lo, &hi)) {
+      for (int64_t b = lo; b < hi; ++b) backward_row<R>(p, b, buf);
+    }
+  });
 }
 
 // Collects every span ranking after a cursor (nms_full_scan).
@@ -430,38 +432,40 @@ template <Reduce R, typename T>
 void top_rows(const TopParams<T>& p) {
   const int64_t batch = p.in.batch, steps = p.in.steps;
   const Cursor<T> none{false, T(0), 0, 0};
-#pragma omp parallel if (batch * steps * p.max_len >= kParallelWork)
-  {
+  const LoopCost cost{batch, op_costs::kTopSpans.ns * double(steps * p.max_len)};
+  parallel_rows(cost, [&](Chunks& chunks) {
     RowBuffers buf(steps);
     const int64_t cap = p.nms ? nms_round_size(p.k) : p.k;
     std::vector<int64_t> cand_spans(2 * cap);
     std::vector<T> cand_scores(cap);
-#pragma omp for schedule(dynamic, rows_per_chunk(steps * p.max_len))
-    for (int64_t b = 0; b < batch; ++b) {
-      const RowSums r = buf.build(p.in, b, R == Reduce::kContrast);
-      const double* xd = buf.xd.data();
-      int64_t* spans = p.out_spans + b * p.k * 2;
-      T* scores = p.out_scores + b * p.k;
-      if (!p.nms) {
-        const int64_t count =
-            scan_ranked<R>(xd, 1, r, p.min_len, p.max_len, p.k, none, spans, scores);
-        fill_missing(count, p.k, spans, scores);
-        continue;
+    int64_t lo, hi;
+    while (chunks.next(&lo, &hi)) {
+      for (int64_t b = lo; b < hi; ++b) {
+        const RowSums r = buf.build(p.in, b, R == Reduce::kContrast);
+        const double* xd = buf.xd.data();
+        int64_t* spans = p.out_spans + b * p.k * 2;
+        T* scores = p.out_scores + b * p.k;
+        if (!p.nms) {
+          const int64_t count =
+              scan_ranked<R>(xd, 1, r, p.min_len, p.max_len, p.k, none, spans, scores);
+          fill_missing(count, p.k, spans, scores);
+          continue;
+        }
+        const int64_t count = scan_ranked<R>(xd, 1, r, p.min_len, p.max_len, cap, none,
+                                             cand_spans.data(), cand_scores.data());
+        int64_t kept = 0;
+        for (int64_t c = 0; c < count && kept < p.k; ++c)
+          keep_unless_suppressed(cand_scores[c], cand_spans[2 * c], cand_spans[2 * c + 1],
+                                 p.nms_iou, &kept, spans, scores);
+        if (kept < p.k && count == cap) {  // the round ran out; more spans may remain
+          const Cursor<T> after{true, cand_scores[cap - 1], cand_spans[2 * (cap - 1)],
+                                cand_spans[2 * (cap - 1) + 1]};
+          nms_full_scan<R>(p, xd, r, after, &kept, spans, scores);
+        }
+        fill_missing(kept, p.k, spans, scores);
       }
-      const int64_t count = scan_ranked<R>(xd, 1, r, p.min_len, p.max_len, cap, none,
-                                           cand_spans.data(), cand_scores.data());
-      int64_t kept = 0;
-      for (int64_t c = 0; c < count && kept < p.k; ++c)
-        keep_unless_suppressed(cand_scores[c], cand_spans[2 * c], cand_spans[2 * c + 1],
-                               p.nms_iou, &kept, spans, scores);
-      if (kept < p.k && count == cap) {  // the round ran out; more spans may remain
-        const Cursor<T> after{true, cand_scores[cap - 1], cand_spans[2 * (cap - 1)],
-                              cand_spans[2 * (cap - 1) + 1]};
-        nms_full_scan<R>(p, xd, r, after, &kept, spans, scores);
-      }
-      fill_missing(kept, p.k, spans, scores);
     }
-  }
+  });
 }
 
 }  // namespace

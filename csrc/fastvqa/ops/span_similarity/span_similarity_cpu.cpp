@@ -4,6 +4,8 @@
 #include <limits>
 #include <vector>
 
+#include "fastvqa/common/op_costs.h"
+#include "fastvqa/common/parallel.h"
 #include "fastvqa/ops/span_similarity/span_similarity.h"
 
 namespace fastvqa {
@@ -164,13 +166,15 @@ template <typename T, typename RowFn>
 void for_rows(const Params<T>& p, bool backward, RowFn&& fn) {
   const int64_t size = RowWork::size(p.steps, p.dim, p.cells, p.pool, backward);
   const int64_t batch = p.batch;
-#pragma omp parallel if (batch > 1 && batch * p.cells * (p.dim + 1) >= 65536)
-  {
+  const LoopCost cost{batch, op_costs::kSpanSimilarity.ns * double(p.cells * (p.dim + 1))};
+  parallel_rows(cost, [&](Chunks& chunks) {
     std::vector<double> scratch(size);
     const RowWork w = RowWork::at(scratch.data(), p.steps, p.dim, p.pool, backward);
-#pragma omp for schedule(dynamic, 1)
-    for (int64_t b = 0; b < batch; ++b) fn(p, w, b);
-  }
+    int64_t lo, hi;
+    while (chunks.next(&lo, &hi)) {
+      for (int64_t b = lo; b < hi; ++b) fn(p, w, b);
+    }
+  });
 }
 
 }  // namespace

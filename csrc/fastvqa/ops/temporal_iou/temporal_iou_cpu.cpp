@@ -2,15 +2,14 @@
 // CPU loops for the temporal IoU family; the math is in temporal_iou_math.h.
 #include <vector>
 
+#include "fastvqa/common/op_costs.h"
+#include "fastvqa/common/parallel.h"
 #include "fastvqa/ops/temporal_iou/temporal_iou.h"
 
 namespace fastvqa {
 namespace temporal_iou {
 
 namespace {
-
-// Below this many pairs, starting OpenMP threads costs more than it saves.
-constexpr int64_t kParallelPairs = 1 << 15;
 
 template <Mode kMode, typename T>
 void pairwise(const OverlapParams<T>& p) {
@@ -28,19 +27,18 @@ void pairwise(const OverlapParams<T>& p) {
   const T* bs_ptr = bs.data();
   const T* be_ptr = be.data();
   const int64_t n = p.n, m = p.m;
-#pragma omp parallel for schedule(static) if (n * m >= kParallelPairs)
-  for (int64_t i = 0; i < n; ++i) {
+  parallel_for(LoopCost{n, op_costs::kTemporalIou.ns * double(m)}, [&](int64_t i) {
     const T as = p.a[i * p.a_s0];
     const T ae = p.a[i * p.a_s0 + p.a_s1];
     T* row = p.out + i * m;
     if (b_special || special(as) || special(ae)) {
       for (int64_t j = 0; j < m; ++j)
         row[j] = pair_overlap_any<kMode>(as, ae, bs_ptr[j], be_ptr[j]);
-      continue;
+      return;
     }
 #pragma omp simd
     for (int64_t j = 0; j < m; ++j) row[j] = pair_overlap<kMode>(as, ae, bs_ptr[j], be_ptr[j]);
-  }
+  });
 }
 
 template <Mode kMode, typename T>
@@ -48,23 +46,27 @@ void paired(const OverlapParams<T>& p) {
   const int64_t n = p.n;
   // One branch-free sweep decides whether any pair needs the extended path,
   // so the common case keeps the plain (vectorisable) loop.
+  // A sweep over the inputs costs about a tenth of computing the pairs.
   bool any = false;
-#pragma omp parallel for schedule(static) reduction(|| : any) if (n >= kParallelPairs)
   for (int64_t i = 0; i < n; ++i)
-    any = any || any_special(p.a[i * p.a_s0], p.a[i * p.a_s0 + p.a_s1], p.b[i * p.b_s0],
-                             p.b[i * p.b_s0 + p.b_s1]);
+    any |= any_special(p.a[i * p.a_s0], p.a[i * p.a_s0 + p.a_s1], p.b[i * p.b_s0],
+                       p.b[i * p.b_s0 + p.b_s1]);
   if (any) {
-#pragma omp parallel for schedule(static) if (n >= kParallelPairs)
-    for (int64_t i = 0; i < n; ++i)
+    parallel_for(LoopCost{n, op_costs::kTemporalIou.ns}, [&](int64_t i) {
       p.out[i] = pair_overlap_any<kMode>(p.a[i * p.a_s0], p.a[i * p.a_s0 + p.a_s1],
                                          p.b[i * p.b_s0], p.b[i * p.b_s0 + p.b_s1]);
+    });
     return;
   }
-#pragma omp parallel for schedule(static) if (n >= kParallelPairs)
-  for (int64_t i = 0; i < n; ++i) {
-    p.out[i] = pair_overlap<kMode>(p.a[i * p.a_s0], p.a[i * p.a_s0 + p.a_s1], p.b[i * p.b_s0],
-                                   p.b[i * p.b_s0 + p.b_s1]);
-  }
+  parallel_rows(LoopCost{n, op_costs::kTemporalIou.ns}, [&](Chunks& chunks) {
+    int64_t lo, hi;
+    while (chunks.next(&lo, &hi)) {
+      for (int64_t i = lo; i < hi; ++i) {
+        p.out[i] = pair_overlap<kMode>(p.a[i * p.a_s0], p.a[i * p.a_s0 + p.a_s1],
+                                       p.b[i * p.b_s0], p.b[i * p.b_s0 + p.b_s1]);
+      }
+    }
+  });
 }
 
 template <Mode kMode, typename T>
@@ -91,11 +93,13 @@ void overlap_cpu(const OverlapParams<T>& p) {
 template <typename T>
 void grounding_cpu(const GroundingParams<T>& p) {
   const int64_t n = p.n;
-#pragma omp parallel for schedule(static) if (n >= 4096)
-  for (int64_t i = 0; i < n; ++i) {
+  // Predictions own different numbers of ground-truth spans: the mean count
+  // prices a row.
+  const double per_row = n > 0 ? double(p.offsets[n * p.off_s0] - p.offsets[0]) / double(n) : 0;
+  parallel_for(LoopCost{n, op_costs::kGroundingOverlap.ns * (1.0 + per_row)}, [&](int64_t i) {
     grounding_row(p.pred[i * p.p_s0], p.pred[i * p.p_s0 + p.p_s1], p.gt, p.g_s0, p.g_s1,
                   p.offsets[i * p.off_s0], p.offsets[(i + 1) * p.off_s0], &p.iou[i], &p.iop[i]);
-  }
+  });
 }
 
 template void overlap_cpu<float>(const OverlapParams<float>&);
