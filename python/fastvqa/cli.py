@@ -275,47 +275,6 @@ def _cmd_baseline(args: argparse.Namespace) -> int:
     return 0
 
 
-def _add_eval_commands(sub) -> None:
-    from fastvqa._argtypes import benchmark_choices
-    from fastvqa.evaluation import BASELINES, BENCHMARKS, load_all
-
-    load_all()
-    ev = sub.add_parser("eval", help="evaluate predictions with a benchmark's official rules")
-    ev_sub = ev.add_subparsers(dest="benchmark", metavar="BENCHMARK", required=True)
-    by_name: dict[str, list] = {}
-    for bench in BENCHMARKS.values():
-        by_name.setdefault(bench.name, []).append(bench)
-    for name in benchmark_choices(by_name):
-        entries = by_name[name]
-        if entries[0].task is None:
-            _add_eval_parser(ev_sub, name, entries[0])
-            continue
-        tasks_text = ", ".join(sorted(b.task for b in entries))
-        tp = ev_sub.add_parser(name, help=f"{name}, by task: {tasks_text}",
-                               description=f"Evaluate one task of {name}: {tasks_text}.")
-        tasks = tp.add_subparsers(dest="task", metavar="TASK", required=True)
-        for bench in sorted(entries, key=lambda b: b.task):
-            _add_eval_parser(tasks, bench.task, bench)
-
-    bl = sub.add_parser("baseline", help="write a trivial baseline's predictions")
-    bl_sub = bl.add_subparsers(dest="benchmark", metavar="BENCHMARK", required=True)
-    tree: dict[str, dict[Optional[str], list]] = {}
-    for (_, _), baseline in sorted(BASELINES.items()):
-        tree.setdefault(baseline.benchmark, {}).setdefault(baseline.task, []).append(baseline)
-    for name in benchmark_choices(tree):
-        by_task = tree[name]
-        bp = bl_sub.add_parser(name, help=f"baselines for {name}")
-        if None in by_task:
-            names = bp.add_subparsers(dest="baseline", metavar="NAME", required=True)
-            _add_baseline_parsers(names, by_task[None], BENCHMARKS)
-            continue
-        tasks = bp.add_subparsers(dest="task", metavar="TASK", required=True)
-        for task in sorted(by_task):
-            tp = tasks.add_parser(task, help=f"baselines for {name} {task}")
-            names = tp.add_subparsers(dest="baseline", metavar="NAME", required=True)
-            _add_baseline_parsers(names, by_task[task], BENCHMARKS)
-
-
 def _add_eval_parser(sub, word: str, bench) -> None:
     """``fastvqa eval <word>``'s parser, for the registered ``bench``."""
     from fastvqa.metrics.result import TABLE_FORMATS
@@ -397,7 +356,176 @@ def _cmd_stats(args: argparse.Namespace) -> int:
     return stats.run(args)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _build_info(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", action="store_true", help="print machine-readable JSON")
+    p.set_defaults(func=_cmd_info)
+
+
+def _build_eval(p: argparse.ArgumentParser) -> None:
+    from fastvqa._argtypes import benchmark_choices
+    from fastvqa.evaluation import BENCHMARKS, load_all
+
+    load_all()
+    ev_sub = p.add_subparsers(dest="benchmark", metavar="BENCHMARK", required=True)
+    by_name: dict[str, list] = {}
+    for bench in BENCHMARKS.values():
+        by_name.setdefault(bench.name, []).append(bench)
+    for name in benchmark_choices(by_name):
+        entries = by_name[name]
+        if entries[0].task is None:
+            _add_eval_parser(ev_sub, name, entries[0])
+            continue
+        tasks_text = ", ".join(sorted(b.task for b in entries))
+        tp = ev_sub.add_parser(name, help=f"{name}, by task: {tasks_text}",
+                               description=f"Evaluate one task of {name}: {tasks_text}.")
+        tasks = tp.add_subparsers(dest="task", metavar="TASK", required=True)
+        for bench in sorted(entries, key=lambda b: b.task):
+            _add_eval_parser(tasks, bench.task, bench)
+
+
+def _build_baseline(p: argparse.ArgumentParser) -> None:
+    from fastvqa._argtypes import benchmark_choices
+    from fastvqa.evaluation import BASELINES, BENCHMARKS, load_all
+
+    load_all()
+    bl_sub = p.add_subparsers(dest="benchmark", metavar="BENCHMARK", required=True)
+    tree: dict[str, dict[Optional[str], list]] = {}
+    for (_, _), baseline in sorted(BASELINES.items()):
+        tree.setdefault(baseline.benchmark, {}).setdefault(baseline.task, []).append(baseline)
+    for name in benchmark_choices(tree):
+        by_task = tree[name]
+        bp = bl_sub.add_parser(name, help=f"baselines for {name}")
+        if None in by_task:
+            names = bp.add_subparsers(dest="baseline", metavar="NAME", required=True)
+            _add_baseline_parsers(names, by_task[None], BENCHMARKS)
+            continue
+        tasks = bp.add_subparsers(dest="task", metavar="TASK", required=True)
+        for task in sorted(by_task):
+            tp = tasks.add_parser(task, help=f"baselines for {name} {task}")
+            names = tp.add_subparsers(dest="baseline", metavar="NAME", required=True)
+            _add_baseline_parsers(names, by_task[task], BENCHMARKS)
+
+
+def _build_decode(p: argparse.ArgumentParser) -> None:
+    from fastvqa.video.cli import add_arguments, description
+
+    p.description = description()
+    add_arguments(p)
+    p.set_defaults(func=_cmd_decode)
+
+
+def _build_index(p: argparse.ArgumentParser) -> None:
+    from fastvqa.retrieval.cli import add_arguments
+
+    p.description = ("Build (fastvqa index build --texts FILE --out DIR) or search (fastvqa "
+                     "index search DIR --query TEXT) a text index; needs the faiss and text "
+                     "extras.")
+    add_arguments(p)
+
+
+def _build_distractors(p: argparse.ArgumentParser) -> None:
+    from fastvqa.retrieval.cli import add_distractor_arguments
+
+    p.description = ("Mine distractors for a benchmark's questions from the answers of similar "
+                     "questions (the same records, or --bank), optionally building balanced "
+                     "options; needs the faiss and text extras.")
+    add_distractor_arguments(p)
+
+
+def _build_demo(p: argparse.ArgumentParser) -> None:
+    from fastvqa.demo.cli import DESCRIPTION, add_arguments
+
+    p.description = DESCRIPTION
+    add_arguments(p)
+    p.set_defaults(func=_cmd_demo)
+
+
+def _build_duplicates(p: argparse.ArgumentParser) -> None:
+    from fastvqa.retrieval.cli import add_duplicates_arguments
+
+    p.description = ("Count exact, normalised and (--threshold) near-duplicate questions, as "
+                     "DVD Table 1's '# unique questions'.")
+    add_duplicates_arguments(p)
+
+
+def _build_extract(p: argparse.ArgumentParser) -> None:
+    from fastvqa.extract import cli as extract_cli
+
+    p.description = extract_cli.DESCRIPTION
+    extract_cli.add_arguments(p)
+    p.set_defaults(func=_cmd_extract)
+
+
+def _build_store(p: argparse.ArgumentParser) -> None:
+    from fastvqa.extract import cli as extract_cli
+
+    extract_cli.add_store_arguments(p)
+    p.set_defaults(func=_cmd_store)
+
+
+def _build_stats(p: argparse.ArgumentParser) -> None:
+    from fastvqa import stats
+
+    p.description = stats.DESCRIPTION
+    stats.add_arguments(p)
+    p.set_defaults(func=_cmd_stats)
+
+
+def _build_audit(p: argparse.ArgumentParser) -> None:
+    from fastvqa.audit import cli as audit_cli
+
+    p.description = audit_cli.DESCRIPTION
+    audit_cli.add_arguments(p)  # sets func: fastvqa.audit.cli.run
+
+
+def _build_generate(p: argparse.ArgumentParser) -> None:
+    from fastvqa.generate import cli as generate_cli
+
+    p.description = generate_cli.DESCRIPTION
+    generate_cli.add_arguments(p)  # each builder sets func
+
+
+#: Every command: (name, the one-line help ``fastvqa --help`` lists, the
+#: function that adds its options). The help is written here, not taken from
+#: the command's module, so listing the commands imports none of them.
+_COMMANDS = (
+    ("info", "show what this build contains and which backends exist", _build_info),
+    ("eval", "evaluate predictions with a benchmark's official rules", _build_eval),
+    ("baseline", "write a trivial baseline's predictions", _build_baseline),
+    ("decode", "decode the frames a sampler picks from videos", _build_decode),
+    ("index", "build or search a nearest-neighbour index over texts", _build_index),
+    ("distractors", "mine wrong options from similar questions' answers", _build_distractors),
+    ("demo", "generate a synthetic grounded video-QA benchmark, run the pipeline on it and "
+             "report the scores", _build_demo),
+    ("duplicates", "count unique and near-duplicate questions", _build_duplicates),
+    ("extract", "extract per-video features into a resumable store", _build_extract),
+    ("store", "inspect or verify a feature store (fastvqa store info|verify STORE)",
+     _build_store),
+    ("stats", "print a benchmark paper's dataset table from its files", _build_stats),
+    ("audit", "what a model can score on a benchmark without the video (blind baselines, "
+              "biases, leakage)", _build_audit),
+    ("generate", "build a benchmark as its paper did (DVD dialogues from scene graphs; "
+                 "DeVE-QA/SOK-Bench questions from captions)", _build_generate),
+)
+
+
+def _command_in(argv: Sequence[str]) -> Optional[str]:
+    """The command ``argv`` runs: its first word that is not an option (the
+    top-level parser's options, ``-h`` and ``--version``, take no value)."""
+    return next((a for a in argv if not a.startswith("-")), None)
+
+
+def build_parser(command: Optional[str] = None, *, all_commands: bool = True
+                 ) -> argparse.ArgumentParser:
+    """The ``fastvqa`` parser.
+
+    Every command is listed (``fastvqa --help``); the options of a command are
+    added only where asked for, since adding them imports the command's
+    modules (the evaluation registry, retrieval, ...): all of them with
+    ``all_commands`` (the default, for tools that walk the whole tree), else
+    only those of ``command`` (``None``: none), which is what :func:`main`
+    builds, so a run imports only what its command needs.
+    """
     parser = _Parser(
         prog="fastvqa", description="fast, exact tools for grounded video question answering"
     )
@@ -405,74 +533,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    info = sub.add_parser("info", help="show what this build contains and which backends exist")
-    info.add_argument("--json", action="store_true", help="print machine-readable JSON")
-    info.set_defaults(func=_cmd_info)
-    _add_eval_commands(sub)
-    from fastvqa.video.cli import add_arguments as _add_decode_arguments
-    from fastvqa.video.cli import description as _decode_description
-
-    dec = sub.add_parser("decode", help="decode the frames a sampler picks from videos",
-                         description=_decode_description())
-    _add_decode_arguments(dec)
-    dec.set_defaults(func=_cmd_decode)
-    from fastvqa.retrieval.cli import add_arguments as _add_index_arguments
-
-    idx = sub.add_parser("index", help="build or search a nearest-neighbour index over texts",
-                         description="Build (fastvqa index build --texts FILE --out DIR) or "
-                                     "search (fastvqa index search DIR --query TEXT) a text "
-                                     "index; needs the faiss and text extras.")
-    _add_index_arguments(idx)
-    from fastvqa.retrieval.cli import add_distractor_arguments
-
-    dis = sub.add_parser("distractors", help="mine wrong options from similar questions' answers",
-                         description="Mine distractors for a benchmark's questions from the "
-                                     "answers of similar questions (the same records, or "
-                                     "--bank), optionally building balanced options; needs the "
-                                     "faiss and text extras.")
-    add_distractor_arguments(dis)
-    from fastvqa.demo.cli import DESCRIPTION as _DEMO_DESCRIPTION
-    from fastvqa.demo.cli import add_arguments as _add_demo_arguments
-
-    demo = sub.add_parser("demo", help="generate a synthetic grounded video-QA benchmark, "
-                                       "run the pipeline on it and report the scores",
-                          description=_DEMO_DESCRIPTION)
-    _add_demo_arguments(demo)
-    demo.set_defaults(func=_cmd_demo)
-    from fastvqa.retrieval.cli import add_duplicates_arguments
-
-    dup = sub.add_parser("duplicates", help="count unique and near-duplicate questions",
-                         description="Count exact, normalised and (--threshold) near-duplicate "
-                                     "questions, as DVD Table 1's '# unique questions'.")
-    add_duplicates_arguments(dup)
-    from fastvqa.extract import cli as _extract_cli
-
-    ext = sub.add_parser("extract", help="extract per-video features into a resumable store",
-                         description=_extract_cli.DESCRIPTION)
-    _extract_cli.add_arguments(ext)
-    ext.set_defaults(func=_cmd_extract)
-    store = sub.add_parser("store", help="inspect or verify a feature store "
-                                         "(fastvqa store info|verify STORE)")
-    _extract_cli.add_store_arguments(store)
-    store.set_defaults(func=_cmd_store)
-    from fastvqa import stats as _stats
-
-    st = sub.add_parser("stats", help="print a benchmark paper's dataset table from its files",
-                        description=_stats.DESCRIPTION)
-    _stats.add_arguments(st)
-    st.set_defaults(func=_cmd_stats)
-    from fastvqa.audit import cli as _audit_cli
-
-    aud = sub.add_parser("audit", help="what a model can score on a benchmark without "
-                                       "the video (blind baselines, biases, leakage)",
-                         description=_audit_cli.DESCRIPTION)
-    _audit_cli.add_arguments(aud)  # sets func: fastvqa.audit.cli.run
-    from fastvqa.generate import cli as _generate_cli
-
-    gen = sub.add_parser("generate", help="build a benchmark as its paper did (DVD dialogues "
-                                          "from scene graphs; DeVE-QA/SOK-Bench questions from "
-                                          "captions)", description=_generate_cli.DESCRIPTION)
-    _generate_cli.add_arguments(gen)  # each builder sets func
+    for name, help_text, build in _COMMANDS:
+        p = sub.add_parser(name, help=help_text)
+        if all_commands or name == command:
+            build(p)
     return parser
 
 
@@ -496,8 +560,8 @@ def _is_user_error(err: BaseException) -> bool:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(_command_in(argv), all_commands=False)
     args = parser.parse_args(argv)
     args._argv = argv  # for the run record of `eval --json`
     if not hasattr(args, "func"):

@@ -167,3 +167,78 @@ def test_read_batch_gives_each_file_one_decoder_when_files_run_in_parallel(video
     with VideoDecoder(paths[0], backend="pyav", decode_workers=3) as dec:
         dec.get_frames_at([5, 60])
     assert seen == [None, 3]
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+@pytest.mark.parametrize("video_id", SKIPPING + ["vp9-cfr-gop5"])
+def test_decoding_from_the_probes_container_is_exact(videos, video_id, workers, monkeypatch):
+    """``VideoDecoder`` decodes its first read from the container the probe
+    left open at the end of the stream (one open, not two); every read (the
+    first one included, from the first GOP too) gives the plain decode's
+    frames."""
+    import av
+
+    from fastvqa.video import VideoDecoder, pyav_backend
+
+    monkeypatch.setattr(pyav_backend, "MIN_GROUP_FRAMES", 1)
+    path = videos[video_id].path
+    opens = []
+    real_open = av.open
+    monkeypatch.setattr(av, "open", lambda *a, **k: opens.append(1) or real_open(*a, **k))
+    for want in wanted_sets():
+        expected = plain_pick(path, want)
+        opens.clear()
+        with VideoDecoder(path, backend="pyav", decode_workers=workers) as dec:
+            got = dec.get_frames_at(want).data
+            first = len(opens)
+            np.testing.assert_array_equal(got, expected)
+            np.testing.assert_array_equal(dec.get_frames_at(want[::-1]).data, expected[::-1])
+        groups = pyav_backend._split_runs(dec.metadata, np.unique(want), dict(
+            pyav_backend._plan_seeks(dec.metadata, np.unique(want))), workers)
+        # the probe's open serves the first group; other groups open their own
+        assert first == len(groups) or dec.metadata.decode_from_start
+
+
+def test_probe_open_closes_its_container_on_error(tmp_path, monkeypatch):
+    import av
+
+    from fastvqa.video import VideoError
+    from fastvqa.video.index import probe_open
+
+    bad = tmp_path / "text.mp4"
+    bad.write_text("not a video")
+    with pytest.raises(VideoError):
+        probe_open(bad)
+    audio = tmp_path / "a.mp4"
+    from tests.video.fixtures import make_audio_only
+
+    make_audio_only(audio)
+    closed = []
+    real_open = av.open
+
+    def tracking(*a, **k):
+        container = real_open(*a, **k)
+        real_close = container.close
+        closed.append(False)
+        slot = len(closed) - 1
+
+        class Wrapped:
+            def __getattr__(self, name):
+                return getattr(container, name)
+
+            def close(self):
+                closed[slot] = True
+                real_close()
+
+            def __enter__(self):
+                return self
+
+            def __exit__(self, *exc):
+                self.close()
+
+        return Wrapped()
+
+    monkeypatch.setattr(av, "open", tracking)
+    with pytest.raises(VideoError, match="no video stream"):
+        probe_open(audio)
+    assert closed == [True]

@@ -76,8 +76,10 @@ def test_decoder_probes_once_and_mirrors_torchcodec(h264_video, monkeypatch):
     from fastvqa.video import api
 
     calls = []
-    real = api.probe
+    real, real_open = api.probe, api.probe_open
     monkeypatch.setattr(api, "probe", lambda p: calls.append(p) or real(p))
+    # the PyAV path probes with probe_open (keeping the container to decode from)
+    monkeypatch.setattr(api, "probe_open", lambda p: calls.append(p) or real_open(p))
     dec = VideoDecoder(h264_video.path, backend="pyav", size=24)
     assert len(dec) == 96 and dec.rate == Fraction(30) and isinstance(dec.rate, Fraction)
     assert dec.metadata.rate == Fraction(30)

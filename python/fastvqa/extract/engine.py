@@ -156,8 +156,7 @@ def decode_video(v: Video, recipe: Recipe, sampler: Any,
     A file that cannot be read or decoded gives a :class:`Decoded` with its
     error (the run records it), never an exception."""
     from fastvqa.evaluation import sha256_file
-    from fastvqa.video import read_frames
-    from fastvqa.video.index import probe
+    from fastvqa.video import VideoDecoder
 
     try:
         sha, size = sha256_file(v.path), v.path.stat().st_size
@@ -166,9 +165,12 @@ def decode_video(v: Video, recipe: Recipe, sampler: Any,
                        f"cannot read the file: {err.strerror or err}")
     source = {"source": v.source, "source_sha256": sha, "source_bytes": size}
     try:
-        index = probe(v.path)
-        got = read_frames(v.path, sampler, size=recipe.size, crop=recipe.crop, index=index,
-                          decode_workers=decode_workers)
+        # One decoder probes and reads: it decodes from the container its probe
+        # opened (one open of the file, not two).
+        with VideoDecoder(v.path, size=recipe.size, crop=recipe.crop,
+                          decode_workers=decode_workers) as decoder:
+            index = decoder.metadata
+            got = decoder.read(sampler)
     except InputError as err:  # VideoError, or a sampler that finds no frames
         return Decoded(v, source, None, None, None, 0, 0.0, 0, str(err))
     t0 = float(index.timestamps[0])

@@ -24,7 +24,8 @@ from fastvqa.errors import InputError
 from fastvqa.video.device import BACKENDS, Device, gpu_visible, parse_device
 from fastvqa.video.errors import VideoError
 from fastvqa.video.geometry import Geometry, output_geometry
-from fastvqa.video.index import VideoIndex, check_frame_indices, display_rotation, probe
+from fastvqa.video.index import (VideoIndex, check_frame_indices, display_rotation, probe,
+                                 probe_open)
 from fastvqa.video.pyav_backend import PyAVFile
 
 LAYOUTS = ("NHWC", "NCHW")
@@ -227,10 +228,12 @@ class VideoDecoder:
     :meth:`read` for a sampler; each of these but indexing returns
     :class:`Frames`. :attr:`metadata` is the :class:`VideoIndex` (exact
     ``rate``, ``time_base``, every frame's timestamp). Each read decodes
-    only what it asks for. With PyAV the file is opened on the first read and
-    kept open (each later read starts with a seek; reads from several
-    threads take turns), until :meth:`close` or the end of a ``with`` block;
-    DALI reads the file for each read.
+    only what it asks for. With PyAV the file stays open from the probe on
+    (without ``index``, the first read decodes from the container the probe
+    read: one open, not two; with ``index``, it is opened on the first read;
+    each later read starts with a seek; reads from several threads take
+    turns), until :meth:`close` or the end of a ``with`` block; DALI reads
+    the file for each read.
 
     Args:
         source: the video file.
@@ -275,7 +278,25 @@ class VideoDecoder:
         self.device = _device(device)
         self.backend = resolve_backend(backend, self.device)
         _check_rotate(rotate, self.backend)
-        self.metadata = probe(source) if index is None else index
+        self._file = None
+        if index is not None:
+            self.metadata = index
+        elif self.backend == "pyav":
+            # The probe's container is the one the first read decodes from:
+            # one open of the file instead of two.
+            self.metadata, container = probe_open(source)
+            self._file = PyAVFile(container)
+        else:
+            self.metadata = probe(source)
+        try:
+            self._setup(backend, rotate, size, crop)
+        except BaseException:
+            self.close()
+            raise
+        self.decode_workers = decode_workers
+
+    def _setup(self, backend: str, rotate: bool, size, crop) -> None:
+        """The rest of ``__init__``, after the probe."""
         if self.backend == "dali" and getattr(self.metadata, "decode_from_start", False):
             # DALI seeks by packet timestamps these files do not have: "auto"
             # reads them with PyAV (decoded in order, frame-exact), "dali" is refused.
@@ -290,9 +311,10 @@ class VideoDecoder:
         self.turns = rotation // 90
         #: resize and crop, computed once (:func:`geometry_for`)
         self.geometry = geometry_for(self.metadata, size=size, crop=crop, rotation=rotation)
-        # PyAV: the container, opened on the first read (under PyAVFile's lock) and kept open
-        self._file = PyAVFile() if self.backend == "pyav" else None
-        self.decode_workers = decode_workers
+        # PyAV with an index given: the container, opened on the first read (under
+        # PyAVFile's lock) and kept open
+        if self.backend == "pyav" and self._file is None:
+            self._file = PyAVFile()
 
     def close(self) -> None:
         """Close the file kept open for PyAV reads (a later read reopens it)."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import cached_property
@@ -207,6 +207,27 @@ def probe(path: Any, *, strict: bool = True) -> VideoIndex:
 
     The container is closed on every path, errors included.
     """
+    return _probe_path(path, strict, None)
+
+
+def probe_open(path: Any, *, strict: bool = True) -> tuple:
+    """:func:`probe`, leaving the container it read open for decoding:
+    ``(index, container)``, the container standing at the end of the stream
+    (a decode from it seeks first). Opening a container costs about as much
+    as demuxing a whole short video (FFmpeg decodes its first frames to learn
+    the stream's parameters), so a caller that decodes right after probing
+    saves one open. The caller closes the container; on an error it is closed
+    here."""
+    kept: list = []
+    try:
+        return _probe_path(path, strict, kept), kept[0]
+    except BaseException:
+        for container in kept:
+            container.close()
+        raise
+
+
+def _probe_path(path: Any, strict: bool, keep: Optional[list]) -> VideoIndex:
     av = import_av()
     spath = os.fspath(path)
     if not os.path.exists(spath):
@@ -216,17 +237,21 @@ def probe(path: Any, *, strict: bool = True) -> VideoIndex:
     if os.path.getsize(spath) == 0:
         raise VideoError(spath, "empty file (0 bytes)")
     with _ffmpeg_errors(av) as logs:
-        return _probe(av, spath, strict, logs)
+        return _probe(av, spath, strict, logs, keep)
 
 
-def _probe(av, spath: str, strict: bool, logs: list) -> VideoIndex:
+def _probe(av, spath: str, strict: bool, logs: list, keep: Optional[list] = None) -> VideoIndex:
+    """The index of ``spath``; its container is closed on return, or (``keep``
+    a list) appended to ``keep`` right after opening and left open."""
     try:
         container = av.open(spath, mode="r")
     except av.error.FFmpegError as err:
         raise VideoError(spath, f"not a readable video container ({_ffmpeg_reason(err)}); "
                                 "truncated, corrupt or unsupported") from None
     del logs[:]  # messages from opening are in the exception above
-    with container:
+    if keep is not None:
+        keep.append(container)
+    with container if keep is None else nullcontext(container):
         if not container.streams.video:
             audio = len(container.streams.audio)
             detail = f"audio only: {audio} audio stream{'s' if audio != 1 else ''}" if audio else \

@@ -425,19 +425,24 @@ SKIP_NONREF = frozenset({"h264", "hevc", "mpeg1video", "mpeg2video"})
 
 class PyAVFile:
     """One video kept open for many :func:`decode_pyav` calls
-    (:class:`fastvqa.video.VideoDecoder` holds one). Opened on first use;
-    calls are serialised by a lock; after a call that failed the container
-    is closed and the next call reopens it. :meth:`close` closes it."""
+    (:class:`fastvqa.video.VideoDecoder` holds one). Opened on first use, or
+    handed an open ``container`` (the probe's, from
+    :func:`fastvqa.video.index.probe_open`: one open instead of two; nothing
+    decoded from it yet); calls are serialised by a lock; after a call that
+    failed the container is closed and the next call reopens it. :meth:`close`
+    closes it."""
 
-    def __init__(self):
+    def __init__(self, container=None):
         self._reader = None
+        self._container = container  # handed over, not yet wrapped in a _Reader
         self._lock = threading.Lock()
 
     @contextmanager
     def reader(self, av, index: VideoIndex, threads: str):
         with self._lock:
             if self._reader is None:
-                self._reader = _Reader(av, index, threads)
+                container, self._container = self._container, None
+                self._reader = _Reader(av, index, threads, container)
             try:
                 yield self._reader
             except BaseException:
@@ -450,26 +455,35 @@ class PyAVFile:
             if self._reader is not None:
                 self._reader.close()
                 self._reader = None
+            if self._container is not None:
+                self._container.close()
+                self._container = None
 
 
 class _Reader:
-    """The open container and its video stream, reopened from the start on demand."""
+    """The open container and its video stream, reopened from the start on demand.
 
-    def __init__(self, av, index: VideoIndex, threads: str):
+    ``container``: an open one to adopt (closed with this reader), already
+    demuxed (the probe's), so it is not ``fresh``; ``None`` opens the file."""
+
+    def __init__(self, av, index: VideoIndex, threads: str, container=None):
         self.av, self.index, self.threads = av, index, threads
         self.sequential = False  # True once reopened: no more seeks
-        self.fresh = True  # nothing demuxed yet
+        self.fresh = container is None  # nothing demuxed yet
         self.container = None
         #: the probe's packet pts in decode order, once per opened file (:func:`_frames`)
         self.by_decode = _pts_in_decode_order(index)
-        self._open()
+        self._open(container)
 
-    def _open(self):
+    def _open(self, container=None):
         av, path = self.av, self.index.path
-        try:
-            self.container = av.open(path, mode="r")
-        except (av.error.FFmpegError, OSError) as err:
-            raise VideoError(path, f"cannot open for decoding ({err})") from None
+        if container is not None:
+            self.container = container
+        else:
+            try:
+                self.container = av.open(path, mode="r")
+            except (av.error.FFmpegError, OSError) as err:
+                raise VideoError(path, f"cannot open for decoding ({err})") from None
         self.stream = next((st for st in self.container.streams
                             if st.index == self.index.stream_index), None)
         if self.stream is None or self.stream.type != "video":
