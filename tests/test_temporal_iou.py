@@ -1264,3 +1264,46 @@ def test_out_bad_inputs_still_name_the_input():
         paired_temporal_iou(np.zeros((2, 2)), np.zeros((3, 2)), out=np.empty(2))
     with pytest.raises(ValueError, match="mode must be one of"):
         temporal_iou(np.zeros((2, 2)), np.zeros((2, 2)), "bad", out=np.empty((2, 2)))
+
+
+# --------------------------------------------------------------------------
+# Large outputs: written with streaming stores (csrc/fastvqa/common/stream_store.h)
+# --------------------------------------------------------------------------
+
+
+def _numpy_iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """IoU in the inputs' dtype, one IEEE operation at a time, in the order of
+    temporal_iou_math.h's formulas (lengths, intersection, union, guarded
+    ratio): the same bits when both round every operation."""
+    zero = a.dtype.type(0)
+    len_a = np.maximum(a[:, 1] - a[:, 0], zero)[:, None]
+    len_b = np.maximum(b[:, 1] - b[:, 0], zero)[None, :]
+    inter = np.maximum(np.minimum(a[:, None, 1], b[None, :, 1])
+                       - np.maximum(a[:, None, 0], b[None, :, 0]), zero)
+    union = len_a + len_b - inter
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(union > zero, inter / np.where(union > zero, union, 1), zero)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("offset", [0, 1])  # 1: an out= whose rows start off 16-byte alignment
+def test_large_outputs_are_streamed_to_the_same_bits(dtype, offset):
+    # 8 MiB and more is written past the caches, a block at a time; every
+    # value must still equal the plain formula, including rows whose length
+    # is not a multiple of the block or of the vector width.
+    rng = np.random.default_rng(5)
+    n, m = (1100, 2003) if dtype == "float32" else (700, 1601)
+    assert n * m * np.dtype(dtype).itemsize >= 8 << 20
+    start_a, start_b = rng.uniform(0, 90, n), rng.uniform(0, 90, m)
+    a = np.stack([start_a, start_a + rng.uniform(0, 10, n)], 1).astype(dtype)
+    b = np.stack([start_b, start_b + rng.uniform(0, 10, m)], 1).astype(dtype)
+    a[::97, 1] = a[::97, 0]  # zero-length spans: union 0 against themselves' kind
+    expected = _numpy_iou(a, b)
+    assert 0.05 < np.mean(expected > 0) < 0.95
+    np.testing.assert_array_equal(temporal_iou(a, b), expected)
+    out = np.full(n * m + offset, -7.0, dtype)[offset:].reshape(n, m)
+    assert temporal_iou(a, b, out=out) is out
+    np.testing.assert_array_equal(out, expected)
+    for mode in ("iop", "iog", "giou"):  # rows of a small (not streamed) call agree
+        big = temporal_iou(a, b, mode)
+        np.testing.assert_array_equal(big[5:9], temporal_iou(a[5:9], b, mode))
