@@ -282,16 +282,29 @@ def test_dispatcher_kept_for_gradients_modes_and_tracing(monkeypatch):
 
     counts = _counting(monkeypatch, _torch_span_scores)
     x = torch.randn(2, 6, requires_grad=True)
-    out = O.span_scores(x, reduce="mean")  # needs the autograd-registered op
-    assert counts == {"_call": 1, "_call_cpu": 0} and out.requires_grad
-    out.sum().backward()
-    assert x.grad is not None and x.grad.shape == x.shape
+    # A gradient in plain eager mode: an autograd.Function over the NumPy path
+    # (forward and backward kernels), the same values as the registered op.
+    out = O.span_scores(x, reduce="mean")
+    assert counts == {"_call": 0, "_call_cpu": 1} and out.requires_grad
+    out.sum().backward()  # an expanded (zero-stride) upstream gradient
+    assert counts == {"_call": 0, "_call_cpu": 2}
+    x_op = x.detach().clone().requires_grad_(True)
+    _torch_span_scores._span_scores_op(x_op, "mean", 1, None, None).sum().backward()
+    assert counts["_call"] == 2  # the op's forward and backward
+    assert torch.equal(out.detach(), _torch_span_scores._span_scores_op(x_op.detach(), "mean",
+                                                                        1, None, None))
+    assert torch.equal(x.grad, x_op.grad)
+    # An upstream gradient that itself requires grad (create_graph through it)
+    # goes through the op, as before.
+    upstream = torch.ones(2, 6, 6, requires_grad=True)
+    (g,) = torch.autograd.grad(O.span_scores(x, reduce="mean"), x, upstream, create_graph=True)
+    assert counts == {"_call": 4, "_call_cpu": 3} and torch.equal(g, x_op.grad)
     numpy_path = _counting_numpy_path(monkeypatch)
     with torch.no_grad():  # no gradient wanted: the NumPy path, and no grad on the result
         assert not O.span_scores(x, reduce="mean").requires_grad
-    assert counts["_call_cpu"] == 0 and len(numpy_path) == 1
+    assert counts["_call_cpu"] == 3 and len(numpy_path) == 1
     O.top_spans(x, 2, reduce="mean")  # not differentiable: detached, the op body
-    assert counts["_call_cpu"] == 1 and len(numpy_path) == 1
+    assert counts["_call_cpu"] == 4 and len(numpy_path) == 1
 
     class Passthrough(TorchDispatchMode):
         seen: list = []
@@ -327,3 +340,4 @@ def test_dispatcher_kept_for_gradients_modes_and_tracing(monkeypatch):
     assert "fastvqa::span_scores" in str(traced.graph)
     meta = O.span_scores(torch.randn(2, 4, device="meta"), reduce="sum", max_len=3)
     assert meta.device.type == "meta" and meta.shape == (2, 4, 3)
+

@@ -126,6 +126,16 @@ def _fast(*tensors: Optional[Tensor], grad: bool = False) -> bool:
     return True
 
 
+def _fast_autograd(*tensors: Optional[Tensor]) -> bool:
+    """True when an eager call that needs a gradient may take it through a
+    plain ``torch.autograd.Function`` on the NumPy path instead of the
+    registered custom op: :func:`_fast`'s conditions, gradients recorded
+    (``torch.is_grad_enabled()``) and no forward-mode AD. Eager only: under
+    ``torch.compile``, tracing, dispatch or torch-function modes and
+    functorch transforms the custom op (which those see) runs instead."""
+    return _fast(*tensors) and _grad_enabled() and _forward_ad._current_level < 0
+
+
 def _allocator(device: torch.device):
     def alloc(shape: tuple, dtype: str) -> Tensor:
         try:

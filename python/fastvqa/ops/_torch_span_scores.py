@@ -16,8 +16,8 @@ from torch import Tensor
 
 from fastvqa._ext import _C
 from fastvqa.ops._torch_common import (_allocator, _call, _call_cpu, _cast, _check_devices,
-                                       _compute_dtype, _fast, _float_dtype, _prep_float,
-                                       _prep_floats, _prep_index, _stream)
+                                       _compute_dtype, _fast, _fast_autograd, _float_dtype,
+                                       _prep_float, _prep_floats, _prep_index, _stream)
 
 # ----------------------------------------------------------------- span_scores
 
@@ -45,18 +45,20 @@ def _(x: Tensor, reduce: str, min_len: int, max_len: Optional[int], lengths: Opt
     return x.new_empty((batch, steps, width), dtype=_float_dtype("span_scores", x=x))
 
 
-@torch.library.custom_op("fastvqa::span_scores_backward", mutates_args=())
-def _span_scores_backward_op(
-    grad: Tensor, reduce: str, min_len: int, lengths: Optional[Tensor]
-) -> Tensor:
+def _span_scores_backward_body(call, grad, reduce, min_len, lengths):
     op = "span_scores_backward"
     _check_devices(op, grad=grad, lengths=lengths)
     g_w = _prep_float(grad, _compute_dtype(grad.dtype))
     lens = _prep_index(lengths, op, "lengths")
-    # The backward kernel is called directly; _call runs the forward.
-    out = _C.span_scores_backward(g_w, reduce, min_len, lens, _stream(grad.device),
-                                  _allocator(grad.device))
+    out = call(_C.span_scores_backward, grad.device, g_w, reduce, min_len, lens)
     return out.to(grad.dtype)
+
+
+@torch.library.custom_op("fastvqa::span_scores_backward", mutates_args=())
+def _span_scores_backward_op(
+    grad: Tensor, reduce: str, min_len: int, lengths: Optional[Tensor]
+) -> Tensor:
+    return _span_scores_backward_body(_call, grad, reduce, min_len, lengths)
 
 
 @_span_scores_backward_op.register_fake
@@ -85,11 +87,37 @@ def _backward(ctx, grad: Tensor):
 _span_scores_op.register_autograd(_backward, setup_context=_setup_context)
 
 
+class _EagerSpanScores(torch.autograd.Function):
+    """span_scores with its gradient in plain eager mode, both kernels on the
+    NumPy path: the same kernels and checks as the custom op, without two
+    dispatcher round trips and with NumPy's allocations, which are faster to
+    fill (BENCHMARKS.md, "span_scores forward + backward": 1.6x the custom
+    op's time before). A backward that must itself be differentiable
+    (``create_graph=True``), or that meets a mode, goes through the op."""
+
+    @staticmethod
+    def forward(ctx, x, reduce, min_len, max_len, lengths):
+        ctx.reduce, ctx.min_len, ctx.x_dtype = reduce, min_len, x.dtype
+        ctx.lengths = lengths
+        return _span_scores_body(_call_cpu, x.detach(), reduce, min_len, max_len, lengths)
+
+    @staticmethod
+    def backward(ctx, grad):
+        if _fast(grad, ctx.lengths, grad=True):
+            grad_x = _span_scores_backward_body(_call_cpu, grad, ctx.reduce, ctx.min_len,
+                                                ctx.lengths)
+        else:
+            grad_x = _span_scores_backward_op(grad, ctx.reduce, ctx.min_len, ctx.lengths)
+        return grad_x.to(ctx.x_dtype), None, None, None, None
+
+
 def span_scores(
     x: Tensor, reduce: str, min_len: int, max_len: Optional[int], lengths: Optional[Tensor]
 ) -> Tensor:
-    if _fast(x, lengths, grad=True):  # a gradient needs the autograd-registered op
+    if _fast(x, lengths, grad=True):
         return _span_scores_body(_call_cpu, x, reduce, min_len, max_len, lengths)
+    if x.requires_grad and _fast_autograd(x, lengths):
+        return _EagerSpanScores.apply(x, reduce, min_len, max_len, lengths)
     return _span_scores_op(x, reduce, min_len, max_len, lengths)
 
 
