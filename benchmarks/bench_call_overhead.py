@@ -14,9 +14,15 @@ process (each repeat times them back to back, so they meet the same noise):
   (what every torch call cost before; still the path under ``torch.compile``,
   autograd, dispatch modes and CUDA).
 
-The fixed overhead is ``torch - numpy`` at size 3, both as the median of the
-per-repeat differences and as the difference of the fastest repeats (``min``,
-the better estimate of the intrinsic cost on a loaded machine). The default
+The overhead is ``torch - numpy``: the median of the per-repeat differences
+(the number the target is judged on, at every size), with the half-width of a
+distribution-free 95% confidence interval of that median (``+-``, from the
+order statistics of the differences), and the difference of the fastest
+repeats (``min``, shown for comparison with older runs). The target holds
+when every op's median at every size is under it; a row whose interval is
+wider than the target is listed as noisy (at 100k elements a call takes
+milliseconds, and a loaded machine's noise on it can exceed 10 us), so that
+a miss there is read with its interval. The default
 clock is the CPU time of the timing thread (``--clock thread``), which leaves
 out the time a shared machine gives other processes; ``--clock wall`` uses
 ``time.perf_counter``. Target: under 10 us per call for every op. The peer is
@@ -101,6 +107,17 @@ class _Dispatcher:
         self.module._fast = self.saved
 
 
+def _median_ci(diffs: list) -> tuple:
+    """The median of ``diffs`` and the half-width of a distribution-free ~95%
+    confidence interval for it (order statistics ``k`` and ``n - 1 - k`` with
+    ``k = floor((n - 1.96 sqrt(n)) / 2)``, the normal approximation of the
+    binomial; with 5 values that is their range)."""
+    d = sorted(diffs)
+    n = len(d)
+    k = max(0, int((n - 1.96 * n ** 0.5) / 2))
+    return statistics.median(d), (d[n - 1 - k] - d[k]) / 2
+
+
 def _flat(r):
     return [np.asarray(v) for v in (r if isinstance(r, tuple) else (r,))]
 
@@ -149,7 +166,7 @@ def main(argv=None) -> int:
         import torchvision.ops as tvo
     except ImportError as e:
         tvo, tv_reason = None, f"torchvision not installed ({e})"
-    rows, results, overhead = [], [], {}
+    rows, results, overhead, medians = [], [], {}, []
     with H.busy_load(args.busy):  # --busy N: N spinning processes while timing
         for n in sizes:
             d_np = _inputs(n, rng)
@@ -172,16 +189,19 @@ def main(argv=None) -> int:
                         return 1
                 times = _interleaved(fns, args.repeats, args.min_repeat_ms / 1e3)
                 med = {k: statistics.median(v) for k, v in times.items()}
-                extra = statistics.median(t - u for t, u in zip(times["torch"], times["numpy"]))
+                extra, noise = _median_ci([t - u for t, u in zip(times["torch"],
+                                                                 times["numpy"])])
                 extra_min = min(times["torch"]) - min(times["numpy"])
                 if n == sizes[0]:
                     overhead[name] = extra_min
+                medians.append((name, n, extra, noise))
                 results.append({"op": name, "n": n, **{f"{k}_s": v for k, v in med.items()},
                                 **{f"{k}_min_s": min(v) for k, v in times.items()},
-                                "torch_minus_numpy_s": extra, "torch_minus_numpy_min_s": extra_min})
+                                "torch_minus_numpy_s": extra, "torch_minus_numpy_ci95_s": noise,
+                                "torch_minus_numpy_min_s": extra_min})
                 rows.append([name, f"{n:,}", H.fmt_time(med["numpy"]), H.fmt_time(med["torch"]),
                              H.fmt_time(med["torch dispatcher"]), f"{extra * 1e6:+.1f} us",
-                             f"{extra_min * 1e6:+.1f} us",
+                             f"{noise * 1e6:.1f} us", f"{extra_min * 1e6:+.1f} us",
                              f"{(min(times['torch dispatcher']) - min(times['numpy'])) * 1e6:+.1f} us"])
             if tvo is not None:
                 boxes = torch.from_numpy(np.stack([d_np["spans"][:, 0], np.zeros(n, np.float32),
@@ -190,19 +210,27 @@ def main(argv=None) -> int:
                 t = _interleaved({"tv": lambda: tvo.nms(boxes, sc, 0.5)}, args.repeats,
                                  args.min_repeat_ms / 1e3)["tv"]
                 rows.append(["torchvision.ops.nms (peer)", f"{n:,}", "-",
-                             H.fmt_time(statistics.median(t)), "-", "-", "-", "-"])
+                             H.fmt_time(statistics.median(t)), "-", "-", "-", "-", "-"])
     print(f"\nper-call time ({args.clock} clock), CPU, float32 (median over repeats, "
           "interleaved)")
     table = H.print_table(["op", "elements", "numpy", "torch", "torch dispatcher",
-                           "torch - numpy", "(min)", "dispatcher - numpy (min)"], rows)
+                           "torch - numpy", "+-", "(min)", "dispatcher - numpy (min)"], rows)
     if tvo is None:
         print(f"torchvision.ops.nms (peer): skipped, {tv_reason}")
-    worst = max(overhead, key=overhead.get)
-    met = overhead[worst] * 1e6 < TARGET_US
-    verdict = "PASS" if met else "FAIL"
+    worst_min = max(overhead, key=overhead.get)
     print(f"fixed overhead (torch - numpy at {sizes[0]}, fastest repeats): max "
-          f"{overhead[worst] * 1e6:.1f} us "
-          f"({worst}); target < {TARGET_US:g} us: {verdict}")
+          f"{overhead[worst_min] * 1e6:.1f} us ({worst_min})")
+    # The target is judged on the medians, at every size (see the module doc).
+    target_s = TARGET_US / 1e6
+    op, n, extra, noise = max(medians, key=lambda m: m[2])
+    met = extra < target_s
+    noisy = [m for m in medians if m[3] >= target_s]
+    print(f"median overhead (torch - numpy), worst op and size: {extra * 1e6:+.1f} us "
+          f"+- {noise * 1e6:.1f} ({op}, {n:,}); target < {TARGET_US:g} us at every size: "
+          f"{'PASS' if met else 'FAIL'}")
+    for op_u, n_u, extra_u, noise_u in noisy:
+        print(f"  noisy: {op_u} at {n_u:,}: {extra_u * 1e6:+.1f} us +- "
+              f"{noise_u * 1e6:.1f} (interval wider than the target)")
     env = H.environment(args.device)
     print(H.environment_line(env, busy=args.busy))
     config = {"sizes": sizes, "clock": args.clock, "repeats": args.repeats, "busy": args.busy}
@@ -211,11 +239,16 @@ def main(argv=None) -> int:
                                          "fixed_overhead_s": overhead, "table": table,
                                          "target_met": met,
                                          "overhead_target": {
-                                             "name": "fixed overhead at the smallest size, "
-                                                     "worst op (us)",
-                                             "worst_op": worst,
+                                             "name": "torch - numpy, median over repeats, "
+                                                     "worst op and size (us)",
+                                             "worst_op": op, "worst_n": n,
                                              "target": TARGET_US,
-                                             "overhead_us": overhead[worst] * 1e6,
+                                             "overhead_us": extra * 1e6,
+                                             "ci95_us": noise * 1e6,
+                                             "noisy": [
+                                                 {"op": o, "n": k, "overhead_us": e * 1e6,
+                                                  "ci95_us": c * 1e6}
+                                                 for o, k, e, c in noisy],
                                              "target_met": met}})
     print(f"wrote {path}")
     return 0
