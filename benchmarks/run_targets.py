@@ -49,7 +49,8 @@ SCRIPTS = {
 }
 
 #: the measured value of a target entry, by the first field present
-VALUE_FIELDS = ("speedup", "ratio_to_read", "max_len_ratio", "overhead_us", "exponent")
+VALUE_FIELDS = ("speedup", "ratio_to_read", "ratio_to_memset", "max_len_ratio", "overhead_us",
+                "exponent")
 
 
 def _targets(node, path=()):

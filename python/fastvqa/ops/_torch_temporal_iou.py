@@ -102,7 +102,8 @@ def _temporal_iou_out_op(a: Tensor, b: Tensor, measure: str, paired: bool, out: 
     _check_no_overlap(op, out, a=a, b=b)
     (a_w, b_w), out_dtype = _prep_floats(op, a=a, b=b)
     if a_w.dtype == out_dtype:  # float32/float64: the kernel writes out itself, once
-        _C.temporal_iou(a_w, b_w, measure, paired, _stream(a.device), lambda _shape, _dtype: out)
+        _C.temporal_iou(a_w, b_w, measure, paired, _stream(a.device), lambda _shape, _dtype: out,
+                        True)
     else:  # float16/bfloat16: computed in float32, then cast into out
         out.copy_(_call(_C.temporal_iou, a.device, a_w, b_w, measure, paired))
 

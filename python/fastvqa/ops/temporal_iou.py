@@ -123,7 +123,7 @@ def _overlap(a: Any, b: Any, mode: str, paired: bool, out: Any = None) -> Any:
     def use_out(shape, _dtype):
         return _arrays.numpy_out(out, op, tuple(shape), a_np.dtype, a=a_np, b=b_np)
 
-    return _C.temporal_iou(a_np, b_np, mode, paired, 0, use_out)
+    return _C.temporal_iou(a_np, b_np, mode, paired, 0, use_out, True)
 
 
 @numpy_on_cpu_tensors(("pred", "gt"), ("gt_offsets",))

@@ -20,6 +20,7 @@ struct OverlapParams {
   int64_t n, m;
   Mode mode;
   bool paired;
+  bool caller_out = false;  ///< out is the caller's (out=), not a fresh allocation
 };
 
 /// Per-prediction max over a ragged row of ground truth (NExT-GQA rules).

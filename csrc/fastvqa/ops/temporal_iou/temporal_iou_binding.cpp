@@ -35,7 +35,7 @@ void check_spans(const TensorView& t, const char* op, const char* arg) {
 }
 
 py::object overlap(py::object a_obj, py::object b_obj, const std::string& mode_name, bool paired,
-                   std::uintptr_t stream, py::object alloc) {
+                   std::uintptr_t stream, py::object alloc, bool caller_out) {
   const char* op = paired ? "paired_temporal_iou" : "temporal_iou";
   const Mode mode = parse_mode(mode_name, op);
   ArrayArg a(a_obj, op, "a", stream), b(b_obj, op, "b", stream);
@@ -67,7 +67,8 @@ py::object overlap(py::object a_obj, py::object b_obj, const std::string& mode_n
                               av.shape[0],
                               bv.shape[0],
                               mode,
-                              paired};
+                              paired,
+                              caller_out};
     py::gil_scoped_release release;
     if (av.is_cuda()) {
       DeviceGuard guard(av.device_index);
@@ -134,8 +135,9 @@ py::tuple grounding(py::object pred_obj, py::object gt_obj, py::object off_obj,
 
 void register_temporal_iou(py::module_& m) {
   m.def("temporal_iou", &overlap, py::arg("a"), py::arg("b"), py::arg("mode"),
-        py::arg("paired"), py::arg("stream"), py::arg("alloc"),
-        "Pairwise or paired temporal overlap; see fastvqa.ops.temporal_iou.");
+        py::arg("paired"), py::arg("stream"), py::arg("alloc"), py::arg("caller_out") = false,
+        "Pairwise or paired temporal overlap; see fastvqa.ops.temporal_iou. caller_out: alloc "
+        "returns the caller's out= array (large ones are then written past the caches).");
   m.def("grounding_overlap", &grounding, py::arg("pred"), py::arg("gt"), py::arg("gt_offsets"),
         py::arg("stream"), py::arg("alloc"),
         "NExT-GQA max-over-ground-truth IoU and IoP; see fastvqa.ops.grounding_overlap.");
