@@ -5,7 +5,8 @@ fastvqa shares a loop between threads only when its estimated single-thread
 time (rows x elements x the op's ns per element, ``fastvqa._C._op_costs()``,
 set in csrc/fastvqa/common/op_costs.h) reaches ``split_ns``. This script
 measures those costs: each op runs on one thread (``fastvqa.set_num_threads(1)``)
-at a size of several milliseconds, and the median time of ``--repeats`` calls
+at a size of about a millisecond (four times the split size, where the cost
+matters), and the median time of ``--repeats`` calls
 divided by the call's elements is its cost per element, printed beside the
 table's value (a ratio within 0.5-2x leaves the cut-over within 2x of where
 one and two threads cost the same).
@@ -140,7 +141,7 @@ def _interleaved(call, repeats: int, threads: int) -> tuple:
 def main() -> int:
     p = H.base_parser(__doc__.splitlines()[0])
     p.add_argument("--threads", type=int, default=2, help="threads of the split calls")
-    p.add_argument("--target-ms", type=float, default=8.0,
+    p.add_argument("--target-ms", type=float, default=1.0,
                    help="single-thread time of the calibration calls")
     args = p.parse_args()
     rng = np.random.default_rng(args.seed)

@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 // What each CPU loop costs on one thread, for parallel.h's cost model.
 //
-// Measured by benchmarks/calibrate_threads.py (the median single-thread time
-// of a large call divided by its elements, rounded); BENCHMARKS.md,
-// "Threading", has the run. A loop splits when rows x ns_per_row reaches
-// kSplitNs, so a cost off by 2x only moves the cut-over by 2x, where one
-// thread or two cost about the same anyway. The binding lists the table as
+// Measured by benchmarks/calibrate_threads.py: the median single-thread time
+// of a call of about 1 ms (four times the split size) divided by its
+// elements, two digits, on the 2-vCPU Xeon VM of BENCHMARKS.md, "Threading",
+// which has the run. A loop splits when rows x ns_per_row reaches kSplitNs,
+// so a cost off by 2x only moves the cut-over by 2x, where one thread or two
+// cost about the same anyway. The binding lists the table as
 // fastvqa._C._op_costs() so tests can check each op's cut-over.
 #pragma once
 
@@ -18,17 +19,17 @@ struct Entry {
   const char* per;  // the element the cost is counted in
 };
 
-constexpr Entry kSpanScoresForward{"span_scores", 1.0, "band cell"};
-constexpr Entry kSpanScoresBackward{"span_scores_backward", 1.0, "band cell"};
-constexpr Entry kTopSpans{"top_spans", 1.0, "band cell"};
-constexpr Entry kSpanArgmaxTop1{"span_argmax", 2.0, "step"};
-constexpr Entry kSpanArgmaxTopk{"span_argmax_topk", 4.0, "step"};
-constexpr Entry kSpanSimilarity{"span_similarity", 1.0, "band cell x (dim + 1)"};
-constexpr Entry kNms1d{"nms_1d", 50.0, "span"};
-constexpr Entry kTemporalIou{"temporal_iou", 0.5, "pair"};
-constexpr Entry kGroundingOverlap{"grounding_overlap", 5.0, "prediction x (1 + its ground truths)"};
-constexpr Entry kIoToSpans{"io_to_spans", 1.0, "step (each of its two passes)"};
-constexpr Entry kIoStartEnd{"io_to_start_end", 2.0, "step"};
+constexpr Entry kSpanScoresForward{"span_scores", 0.30, "band cell"};
+constexpr Entry kSpanScoresBackward{"span_scores_backward", 0.40, "band cell"};
+constexpr Entry kTopSpans{"top_spans", 2.1, "band cell"};
+constexpr Entry kSpanArgmaxTop1{"span_argmax", 1.4, "step"};
+constexpr Entry kSpanArgmaxTopk{"span_argmax_topk", 6.2, "step"};
+constexpr Entry kSpanSimilarity{"span_similarity", 0.92, "band cell x (dim + 1)"};
+constexpr Entry kNms1d{"nms_1d", 160.0, "span"};
+constexpr Entry kTemporalIou{"temporal_iou", 0.40, "pair"};
+constexpr Entry kGroundingOverlap{"grounding_overlap", 4.9, "prediction x (1 + its ground truths)"};
+constexpr Entry kIoToSpans{"io_to_spans", 11.0, "step (each of its two passes)"};
+constexpr Entry kIoStartEnd{"io_to_start_end", 1.0, "step"};
 
 constexpr Entry kAll[] = {kSpanScoresForward, kSpanScoresBackward, kTopSpans, kSpanArgmaxTop1,
                           kSpanArgmaxTopk,    kSpanSimilarity,     kNms1d,    kTemporalIou,
