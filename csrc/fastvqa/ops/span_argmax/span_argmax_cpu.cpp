@@ -16,6 +16,7 @@
 #include "fastvqa/common/macros.h"
 #include "fastvqa/common/op_costs.h"
 #include "fastvqa/common/parallel.h"
+#include "fastvqa/common/scratch.h"
 #include "fastvqa/ops/span_argmax/span_argmax.h"
 #include "fastvqa/ops/span_argmax/span_argmax_topk_cpu.h"
 
@@ -38,6 +39,7 @@ struct BlockMax {
     pre_idx.resize(n);
     suf_idx.resize(n);
   }
+  int64_t bytes() const { return vector_bytes(pre_val, suf_val, pre_idx, suf_idx); }
 
   void build(const RowView<T>& r, int64_t n, int64_t width) {
     for (int64_t block = 0; block < n; block += width) {
@@ -157,6 +159,7 @@ struct Top1Scratch {
   void resize(int64_t n) {
     for (auto* v : {&s, &e, &pre, &win, &tmp, &m}) v->resize(n);
   }
+  int64_t bytes() const { return vector_bytes(s, e, pre, win, tmp, m); }
 };
 
 // pre[t] = plain_max of v[0..t], t < n. Eight independent chains over eight
@@ -384,9 +387,12 @@ template <typename T>
 void span_argmax_cpu(const Params<T>& p) {
   const int64_t batch = p.batch;
   parallel_rows(LoopCost{batch, row_ns(p)}, [&](Chunks& chunks) {
-    BlockMax<T> bm;
-    Top1Scratch<T> top1;
-    TopkSearch<T> topk;
+    ThreadScratch<BlockMax<T>> bm_scratch;
+    ThreadScratch<Top1Scratch<T>> top1_scratch;
+    ThreadScratch<TopkSearch<T>> topk_scratch;
+    BlockMax<T>& bm = *bm_scratch;
+    Top1Scratch<T>& top1 = *top1_scratch;
+    TopkSearch<T>& topk = *topk_scratch;
     if (p.k == 1) top1.resize(p.steps);
     int64_t lo, hi;
     while (chunks.next(&lo, &hi)) {

@@ -31,6 +31,7 @@
 #include <limits>
 #include <vector>
 
+#include "fastvqa/common/scratch.h"
 #include "fastvqa/ops/span_argmax/span_argmax_math.h"
 
 namespace fastvqa {
@@ -109,6 +110,7 @@ struct TopkSearch {
   std::vector<int64_t> next_valid, next_fin;  // first start >= i that is not NaN / nor +inf
   std::vector<TopkCand<T>> heap;
   std::vector<T> end_best, kth;               // per end: best sum (NaN: none); selection buffer
+  int64_t bytes() const { return vector_bytes(table, next_valid, next_fin, heap, end_best, kth); }
   int64_t n = 0;
   int levels = 0;
   bool special = false;  // some start is NaN or +inf (else next_valid/next_fin are the identity)

@@ -10,6 +10,7 @@
 
 #include "fastvqa/common/op_costs.h"
 #include "fastvqa/common/parallel.h"
+#include "fastvqa/common/scratch.h"
 #include "fastvqa/ops/span_scores/span_scores.h"
 
 namespace fastvqa {
@@ -25,9 +26,12 @@ struct RowBuffers {
   std::vector<double> xd, pre, suf, pre_s, suf_s;
   std::vector<int64_t> cnt;
 
-  explicit RowBuffers(int64_t steps)
-      : xd(steps), pre(steps + 1), suf(steps + 1), pre_s(steps + 1), suf_s(steps + 1),
-        cnt(3 * (steps + 1)) {}
+  void resize(int64_t steps) {
+    xd.resize(steps);
+    for (auto* v : {&pre, &suf, &pre_s, &suf_s}) v->resize(steps + 1);
+    cnt.resize(3 * (steps + 1));
+  }
+  int64_t bytes() const { return vector_bytes(xd, pre, suf, pre_s, suf_s, cnt); }
 
   // The row's sums; P and Q only where they are read (contrast, careful rows).
   template <typename T>
@@ -101,11 +105,13 @@ inline int64_t align_up(int64_t j) { return (j + kGroup - 1) / kGroup * kGroup; 
 
 struct AlignedBuffer {
   std::vector<double> raw;
-  double* data;
-  explicit AlignedBuffer(int64_t n) : raw(n + kGroup) {
+  double* data = nullptr;
+  void resize(int64_t n) {
+    raw.resize(n + kGroup);
     const auto addr = reinterpret_cast<std::uintptr_t>(raw.data());
     data = reinterpret_cast<double*>((addr + 31) / 32 * 32);
   }
+  int64_t bytes() const { return vector_bytes(raw); }
 };
 
 // Band row of start i of a plain row (no non-finite value, no overflow):
@@ -205,9 +211,12 @@ void forward_rows(const ForwardParams<T>& p) {
   const T neg_inf = -std::numeric_limits<T>::infinity();
   const LoopCost cost{batch, op_costs::kSpanScoresForward.ns * double(steps * width)};
   parallel_rows(cost, [&](Chunks& chunks) {
-    RowBuffers buf(steps);
-    AlignedBuffer acc_buf(steps);
-    double* acc = acc_buf.data;
+    ThreadScratch<RowBuffers> row_scratch;
+    ThreadScratch<AlignedBuffer> acc_scratch;
+    RowBuffers& buf = *row_scratch;
+    buf.resize(steps);
+    acc_scratch->resize(steps);
+    double* acc = acc_scratch->data;
     int64_t lo, hi;
     while (chunks.next(&lo, &hi)) {
       for (int64_t b = lo; b < hi; ++b) {
@@ -260,8 +269,17 @@ void forward_rows(const ForwardParams<T>& p) {
 struct BackwardBuffers {
   AlignedBuffer col, col_out;
   std::vector<double> partial, f, in_c, out_c;
-  BackwardBuffers(int64_t steps, int64_t width)
-      : col(steps), col_out(steps), partial(steps), f(steps), in_c(width), out_c(width) {}
+  void resize(int64_t steps, int64_t width) {
+    col.resize(steps);
+    col_out.resize(steps);
+    partial.resize(steps);
+    f.resize(steps);
+    in_c.resize(width);
+    out_c.resize(width);
+  }
+  int64_t bytes() const {
+    return col.bytes() + col_out.bytes() + vector_bytes(partial, f, in_c, out_c);
+  }
 };
 
 // col[j] summed over [j0, j1): aligned groups, scalar head and tail.
@@ -385,7 +403,9 @@ template <Reduce R, typename T>
 void backward_rows(const BackwardParams<T>& p) {
   const LoopCost cost{p.batch, op_costs::kSpanScoresBackward.ns * double(p.steps * p.width)};
   parallel_rows(cost, [&](Chunks& chunks) {
-    BackwardBuffers buf(p.steps, p.width);
+    ThreadScratch<BackwardBuffers> scratch;
+    BackwardBuffers& buf = *scratch;
+    buf.resize(p.steps, p.width);
     int64_t lo, hi;
     while (chunks.next(&lo, &hi)) {
       for (int64_t b = lo; b < hi; ++b) backward_row<R>(p, b, buf);
@@ -434,7 +454,9 @@ void top_rows(const TopParams<T>& p) {
   const Cursor<T> none{false, T(0), 0, 0};
   const LoopCost cost{batch, op_costs::kTopSpans.ns * double(steps * p.max_len)};
   parallel_rows(cost, [&](Chunks& chunks) {
-    RowBuffers buf(steps);
+    ThreadScratch<RowBuffers> row_scratch;
+    RowBuffers& buf = *row_scratch;
+    buf.resize(steps);
     const int64_t cap = p.nms ? nms_round_size(p.k) : p.k;
     std::vector<int64_t> cand_spans(2 * cap);
     std::vector<T> cand_scores(cap);
