@@ -134,14 +134,22 @@ def _number(fn, min_s: float) -> int:
 
 
 def _interleaved(fns: dict, repeats: int, min_s: float) -> dict:
-    """Seconds per call of each fn, all timed within each repeat in turn."""
+    """Seconds per call of each fn, all timed within each repeat in turn.
+
+    Each block of calls starts with one untimed call, and the order of the
+    fns alternates (forward, then backward) from repeat to repeat: the first
+    call after another implementation's block meets the memory that block
+    left (freed buffers, the heap's top handed back to the OS), which at
+    100,000 elements cost tens of microseconds, charged to whichever
+    implementation came second."""
     for fn in fns.values():
         fn()
     numbers = {k: _number(fn, min_s) for k, fn in fns.items()}
     times = {k: [] for k in fns}
-    for _ in range(repeats):
-        for k, fn in fns.items():
-            n = numbers[k]
+    for r in range(repeats):
+        for k in (list(fns) if r % 2 == 0 else list(fns)[::-1]):
+            fn, n = fns[k], numbers[k]
+            fn()
             t0 = _clock()
             for _ in range(n):
                 fn()
