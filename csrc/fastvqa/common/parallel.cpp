@@ -223,24 +223,23 @@ void run_team(int64_t rows, int64_t chunk, TeamRef team) {
   const int helpers = static_cast<int>(std::min<int64_t>(num_threads() - 1, chunks - 1));
   if (helpers >= 1) g_loops_sized_to_split.fetch_add(1, std::memory_order_relaxed);
   // A loop started while another one holds the pool (another Python thread,
-  // or a loop inside a worker) runs on its own thread rather than wait.
+  // or a loop inside a worker) runs on its own thread rather than wait; so
+  // does one the back-off skips.
   bool expected = false;
-  if (helpers < 1 || !g_busy.compare_exchange_strong(expected, true, std::memory_order_acquire)) {
-    Chunks all(&job);
-    team(all);
+  struct Hold {
+    bool held;
+    ~Hold() {
+      if (held) g_busy.store(false, std::memory_order_release);
+    }
+  } hold{helpers >= 1 && g_busy.compare_exchange_strong(expected, true, std::memory_order_acquire)};
+  Pool* p = hold.held ? pool() : nullptr;
+  if (p != nullptr && p->backoff.allow()) {
+    g_loops_split.fetch_add(1, std::memory_order_relaxed);
+    p->run(job, helpers);
     return;
   }
-  struct Release {
-    ~Release() { g_busy.store(false, std::memory_order_release); }
-  } release;
-  Pool* p = pool();
-  if (!p->backoff.allow()) {
-    Chunks all(&job);
-    team(all);
-    return;
-  }
-  g_loops_split.fetch_add(1, std::memory_order_relaxed);
-  p->run(job, helpers);
+  Chunks all(&job);
+  team(all);
 }
 
 }  // namespace detail

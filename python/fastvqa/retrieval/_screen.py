@@ -44,6 +44,8 @@ from typing import Callable, Optional
 
 import numpy as np
 
+from fastvqa.ragged import offsets_from_counts
+
 # Bank rows per GEMM tile: a (queries x rows) bfloat16 tile stays in cache
 # while it is compared with the row thresholds.
 _TILE_ROWS = 4096
@@ -177,8 +179,7 @@ def search(screen: Screen, bank: np.ndarray, q: np.ndarray, k: int,
     s32 = exact.astype(np.float32)
     key32 = s32 if l2 else -s32
     order = np.lexsort((ids[rows], key32, qi))
-    counts = np.bincount(qi, minlength=nq)
-    starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
+    starts = offsets_from_counts(np.bincount(qi, minlength=nq))[:-1]
     take = order[(starts[:, None] + np.arange(k)[None, :]).ravel()]
     return s32[take].reshape(nq, k), rows[take].reshape(nq, k).astype(np.int64)
 
@@ -318,7 +319,7 @@ def _kth_per_row(qi: np.ndarray, vals: np.ndarray, k: int, nq: int) -> np.ndarra
     values laid out one row per query (padded with -inf), then partitioned."""
     order = np.argsort(qi, kind="stable")
     counts = np.bincount(qi, minlength=nq)
-    starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
+    starts = offsets_from_counts(counts)[:-1]
     sq = qi[order]
     grid = np.full((nq, int(counts.max())), -np.inf)
     grid[sq, np.arange(sq.size) - starts[sq]] = vals[order]
