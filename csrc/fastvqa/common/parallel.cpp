@@ -25,6 +25,7 @@ namespace fastvqa {
 struct Job {
   detail::TeamRef team;
   int64_t rows, chunk;
+  double one_thread_ns;  // the cost model's estimate of the loop on one thread
   alignas(64) std::atomic<int64_t> next{0};
   std::exception_ptr error;  // the first exception of a worker (pool mutex)
 };
@@ -64,8 +65,11 @@ int64_t now_ns() {
 // When splitting stopped paying. A worker preempted in the middle of a chunk
 // (cores shared with more runnable threads than they have) holds the caller
 // until the scheduler runs it again, which can take milliseconds; one thread
-// alone would have finished sooner. A split is lost when the caller waited
-// for workers longer than it worked itself; then the next splits are skipped
+// alone would have finished sooner. A split is lost when the whole loop took
+// longer than the cost model's estimate of it on one idle thread (on shared
+// cores that is also when a second thread had no free core to run on; the
+// caller's own wait is no measure, since the caller is preempted too); then
+// the next splits are skipped
 // (1, 2, 4, ... up to kMaxBackoff loops, doubling while splits keep losing),
 // so on an oversubscribed machine only a rare probe pays that wait, and on
 // idle cores nothing changes. Guarded by the dispatch flag (one loop at a time).
@@ -79,8 +83,8 @@ struct Backoff {
     --skip;
     return false;
   }
-  void record(int64_t worked_ns, int64_t waited_ns) {
-    if (waited_ns > worked_ns) {
+  void record(int64_t elapsed_ns, double one_thread_ns) {
+    if (static_cast<double>(elapsed_ns) > one_thread_ns) {
       penalty = penalty == 0 ? 1 : std::min(2 * penalty, kMaxBackoff);
       skip = penalty;
     } else {
@@ -112,13 +116,12 @@ class Pool {
     }
     // Every row is claimed: close the job to workers that wake late, then
     // wait only for those inside it.
-    const int64_t worked = now_ns();
     std::unique_lock<std::mutex> lock(mutex_);
     job_ = nullptr;
     wanted_ = 0;
     done_.wait(lock, [&] { return active_ == 0; });
     lock.unlock();
-    backoff.record(worked - start, now_ns() - worked);
+    backoff.record(now_ns() - start, job.one_thread_ns);
     if (own) std::rethrow_exception(own);
     if (job.error) std::rethrow_exception(job.error);
   }
@@ -214,10 +217,11 @@ bool splits(const LoopCost& cost) {
          num_threads() > 1;
 }
 
-void run_team(int64_t rows, int64_t chunk, TeamRef team) {
+void run_team(int64_t rows, int64_t chunk, double one_thread_ns, TeamRef team) {
   Job job;
   job.team = team;
   job.rows = rows;
+  job.one_thread_ns = one_thread_ns;
   job.chunk = std::max<int64_t>(chunk, 1);
   const int64_t chunks = (rows + job.chunk - 1) / job.chunk;
   const int helpers = static_cast<int>(std::min<int64_t>(num_threads() - 1, chunks - 1));

@@ -73,8 +73,9 @@ struct TeamRef {
   void operator()(Chunks& c) const { call(self, c); }
 };
 // Runs `team` on the calling thread and up to num_threads() - 1 workers,
-// sharing [0, rows) in chunks of `chunk` rows.
-void run_team(int64_t rows, int64_t chunk, TeamRef team);
+// sharing [0, rows) in chunks of `chunk` rows; `one_thread_ns` (the cost
+// model's estimate) judges whether the split paid.
+void run_team(int64_t rows, int64_t chunk, double one_thread_ns, TeamRef team);
 // Rows per chunk and whether to split at all, from the cost model.
 int64_t chunk_rows(const LoopCost& cost);
 bool splits(const LoopCost& cost);
@@ -91,7 +92,8 @@ void parallel_rows(const LoopCost& cost, Team&& team) {
     (*static_cast<std::remove_reference_t<Team>*>(self))(c);
   };
   const detail::TeamRef ref{const_cast<void*>(static_cast<const void*>(&team)), call};
-  detail::run_team(cost.rows, detail::splits(cost) ? detail::chunk_rows(cost) : cost.rows, ref);
+  detail::run_team(cost.rows, detail::splits(cost) ? detail::chunk_rows(cost) : cost.rows,
+                   static_cast<double>(cost.rows) * cost.ns_per_row, ref);
 }
 
 // parallel_rows for a loop body with no per-thread state: body(row).
