@@ -134,7 +134,7 @@ def test_a_bug_inside_the_metric_is_not_a_user_error(bench, exc, tmp_path, monke
 # A helper each metric calls after its checks, where a kernel's or a helper's
 # plain ValueError on already validated data would come from.
 DEEPER = {
-    "nextgqa": ("fastvqa.metrics.grounding", "_nextgqa_overlap"),
+    "nextgqa": ("fastvqa.metrics.grounding", "_scanned"),
     "qvhighlights": ("fastvqa.metrics.moment", "_qvh_core"),
     "sokbench": ("fastvqa.metrics.multiple_choice", "align_predictions"),
     "dvd": ("fastvqa.metrics.dialogue", "_answer_string"),

@@ -532,3 +532,121 @@ def test_target_errors_name_the_argument():
         grounded_qa(pred, (np.zeros((1, 2)), np.array([0, 1]), None))
     with pytest.raises(TypeError, match="target must be the pair"):
         grounded_qa(pred, np.zeros((1, 2)))
+
+
+# ------------------------------------- the compiled single pass (NExT-GQA mode)
+#
+# grounded_qa in NExT-GQA mode (seconds) runs one compiled pass
+# (fastvqa.ops.temporal_iou.grounding_scan). Expected values here are the
+# metric written out in NumPy from the public grounding_overlap op: counts
+# with >=, means as NumPy's sum over the evaluated questions (the official
+# np.mean's order), Acc@QA over answered questions.
+
+
+def _numpy_metrics(pred, gt, offsets, pa, ga, thresholds):
+    from fastvqa.ops import grounding_overlap
+
+    iou, iop = grounding_overlap(pred, gt, offsets)
+    ev = ~np.isnan(pred[:, 0])
+    n = int(ev.sum())
+    answered = pa != -1
+    correct = answered & (pa == ga)
+    out = {"Acc@QA": correct.sum() / answered.sum() * 100,
+           "Acc@GQA": (correct & (iop >= 0.5)).sum() / n * 100}
+    for name, v in (("IoP", iop), ("IoU", iou)):
+        out[f"m{name}"] = float(v[ev].sum()) / n * 100
+        for t in thresholds:
+            out[f"{name}@{t:g}"] = (v >= t).sum() / n * 100
+    return out, iou, iop
+
+
+def _random_questions(rng, n):
+    k = rng.integers(0, 4, n)  # some questions without a gold span
+    offsets = np.concatenate([[0], np.cumsum(k)]).astype(np.int64)
+    start = np.round(rng.uniform(0, 100, offsets[-1]), 1)
+    gt = np.stack([start, start + np.round(rng.uniform(0, 30, offsets[-1]), 1)], axis=1)
+    a, b = np.round(rng.uniform(0, 120, n), 1), np.round(rng.uniform(0, 120, n), 1)
+    pred = np.stack([np.minimum(a, b), np.maximum(a, b)], axis=1)
+    odd = rng.random(n)
+    pred[odd < 0.03, 1] = pred[odd < 0.03, 0]  # points
+    pred[(odd >= 0.03) & (odd < 0.05)] = pred[(odd >= 0.03) & (odd < 0.05)][:, ::-1]
+    pred[odd > 0.93] = np.nan  # no prediction
+    ga = rng.integers(0, 5, n)
+    pa = rng.integers(0, 5, n)
+    pa[(odd > 0.93) & (rng.random(n) < 0.5)] = -1  # no answer where there is no span
+    return pred, gt, offsets, pa, ga
+
+
+@pytest.mark.parametrize("seed,n", [(0, 1), (1, 7), (2, 300), (3, 20_011)])
+def test_scan_matches_the_metric_written_in_numpy(seed, n):
+    import fastvqa
+
+    pred, gt, offsets, pa, ga = _random_questions(np.random.default_rng(seed), n)
+    pred[0], pa[0] = [1.0, 2.0], ga[0]  # at least one evaluated and answered question
+    thresholds = (0.1, 0.3, 0.5, 0.7)
+    want, iou, iop = _numpy_metrics(pred, gt, offsets, pa, ga, thresholds)
+    before = fastvqa.get_num_threads()
+    try:
+        for threads in (1, 2, 3):
+            fastvqa.set_num_threads(threads)
+            r = grounded_qa(pred, (gt, offsets), pred_answers=pa, gt_answers=ga,
+                            thresholds=thresholds)
+            assert r.metrics == want  # exact: same counts, same summation order
+            assert np.array_equal(r.per_question["IoU"], iou, equal_nan=True)
+            assert np.array_equal(r.per_question["IoP"], iop, equal_nan=True)
+            assert r.per_question["correct"].tolist() == ((pa != -1) & (pa == ga)).tolist()
+            assert r.per_question["qa_evaluated"].tolist() == (pa != -1).tolist()
+            assert r.info["missing"] == int(np.isnan(pred[:, 0]).sum())
+            assert r.info["answered"] == int((pa != -1).sum())
+    finally:
+        fastvqa.set_num_threads(before)
+
+
+def test_scan_sums_fall_back_to_numpy_when_its_order_differs(monkeypatch):
+    import importlib
+
+    # (fastvqa.ops.temporal_iou is also the name of a function in fastvqa.ops)
+    tiou = importlib.import_module("fastvqa.ops.temporal_iou")
+    pred, gt, offsets, pa, ga = _random_questions(np.random.default_rng(5), 5000)
+    fast = grounded_qa(pred, (gt, offsets), pred_answers=pa, gt_answers=ga)
+    monkeypatch.setattr(tiou, "numpy_order_sums", lambda: False)
+    slow = grounded_qa(pred, (gt, offsets), pred_answers=pa, gt_answers=ga)
+    assert fast.metrics == slow.metrics
+
+
+@pytest.mark.parametrize("n", [*range(0, 20), 127, 128, 129, 136, 1000, 8192, 8193, 100_003])
+def test_pairwise_sum_is_numpys(n):
+    from fastvqa._ext import _C
+
+    rng = np.random.default_rng(n)
+    x = rng.standard_normal(n) * 10.0 ** rng.integers(-4, 5, n)
+    skip = rng.random(n) < 0.2
+    assert _C._pairwise_sum(x, None) == np.add.reduce(x)
+    assert _C._pairwise_sum(x, skip) == x[~skip].sum()
+    # and not a plain left-to-right sum (which the check could not tell apart)
+    if n >= 1000:
+        seq = 0.0
+        for v in x.tolist():
+            seq += v
+        assert seq != np.add.reduce(x)
+
+
+def test_scan_reports_errors_in_the_checks_order():
+    from fastvqa.errors import InputError
+
+    pred = np.array([[0.0, 1.0], [np.nan, 2.0], [1.0, 2.0]])
+    gt = np.array([[0.0, 1.0], [np.inf, 2.0], [0.0, 1.0]])
+    off = np.array([0, 1, 2, 3])
+    with pytest.raises(InputError, match="preds row 1 is not a span or two NaNs"):
+        grounded_qa(pred, (gt, off), pred_answers=np.zeros(2, np.int64), gt_answers=[0, 1, 2])
+    pred[1] = [1.0, 2.0]
+    with pytest.raises(InputError, match=r"gt_spans row 1 is not finite"):
+        grounded_qa(pred, (gt, off), pred_answers=np.zeros(2, np.int64), gt_answers=[0, 1, 2])
+    gt[1] = [0.0, 2.0]
+    with pytest.raises(InputError, match=r"pred_answers must have shape \(N,\) = \(3,\)"):
+        grounded_qa(pred, (gt, off), pred_answers=np.zeros(2, np.int64), gt_answers=[0, 1, -2])
+    with pytest.raises(InputError, match="gt_answers must be >= 0, got -2 at question 2"):
+        grounded_qa(pred, (gt, off), pred_answers=[0, 1, -1], gt_answers=[0, 1, -2])
+    with pytest.raises(InputError, match=r"question 2 has a span prediction but no answer .*"
+                                         r"\(1 such questions\)"):
+        grounded_qa(pred, (gt, off), pred_answers=[0, 1, -1], gt_answers=[0, 1, 2])

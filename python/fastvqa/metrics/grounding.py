@@ -145,9 +145,14 @@ def grounded_qa(
     gt = _spans(gt_spans, "gt_spans")
     offsets = _offsets(gt_offsets, n, gt.shape[0])
     thresholds = _thresholds(thresholds)
-    missing = _missing_rows(pred)
-    _check_gt_finite(gt)
-    answers = _answers(pred_answers, gt_answers, n)
+    scan = None
+    if mode == "nextgqa" and not normalized:
+        scan, answers = _scan(pred, gt, offsets, thresholds, pred_answers, gt_answers, n)
+        missing = scan.missing
+    else:
+        missing = _missing_rows(pred)
+        _check_gt_finite(gt)
+        answers = _answers(pred_answers, gt_answers, n)
     # Only a question with a span prediction is scaled: one without needs no
     # duration (the official gs=True scales the predictions it reads).
     dur = _durations(durations, n, required=~missing if normalized else None)
@@ -162,7 +167,8 @@ def grounded_qa(
     if mode == "nextgqa":
         # A "no prediction" row is NaN in, NaN out of the kernel: exactly the
         # per-question value of a skipped question.
-        iou, iop = _nextgqa_overlap(pred, gt, offsets)
+        iou, iop = (scan.iou, scan.iop) if scan is not None else \
+            _nextgqa_overlap(pred, gt, offsets)
         evaluated = ~missing
     else:
         iou, iop = _deveqa_repo_overlap(pred, gt, offsets, missing, keys)
@@ -176,11 +182,15 @@ def grounded_qa(
     per_question["evaluated"] = evaluated
     if answers is not None:
         pa, ga = answers
-        answered = pa != NO_ANSWER
+        if scan is not None:
+            answered, correct = scan.answered, scan.correct
+        else:
+            answered = pa != NO_ANSWER
+            correct = answered & (pa == ga)
         if mode == "nextgqa":
-            unanswered = evaluated & ~answered
-            if unanswered.any():
-                i = int(np.argmax(unanswered))
+            i = scan.unanswered if scan is not None else _first(evaluated & ~answered)
+            if i >= 0:
+                unanswered = evaluated & ~answered
                 who = f"question {i}" + (f" ({keys[i]!r})" if keys is not None else "")
                 raise InputError(
                     f"{_OP}: {who} has a span prediction but no answer prediction "
@@ -192,7 +202,7 @@ def grounded_qa(
         else:
             qa_denominator = np.ones(n, dtype=bool)  # missing answers count as wrong
         per_question["qa_evaluated"] = qa_denominator
-        per_question["correct"] = answered & (pa == ga)
+        per_question["correct"] = correct
     if dur is not None:
         per_question["duration"] = dur
 
@@ -207,12 +217,63 @@ def grounded_qa(
         "normalized": bool(normalized),
     }
     if answers is not None:
-        info["answered"] = int(np.count_nonzero(answered))
-    metrics = _summarise(per_question, thresholds)
+        info["answered"] = scan.n_answered if scan is not None else \
+            int(np.count_nonzero(answered))
+    metrics = _summarise(per_question, thresholds, _scanned(scan, thresholds))
     return MetricResult("grounded_qa", metrics, per_question, info)
 
 
 # ------------------------------------------------------------------ overlaps
+
+
+def _scan(pred, gt, offsets, thresholds, pred_answers, gt_answers, n):
+    """NExT-GQA mode in seconds: one compiled pass (fastvqa.ops.temporal_iou.
+    grounding_scan) takes the overlaps, the "no prediction" rows, the counts,
+    the answers and the sums; when it finds an invalid row, the checks of the
+    other modes run to raise their own messages, in the same order."""
+    from fastvqa.ops.temporal_iou import grounding_scan
+
+    try:
+        answers, deferred = _answer_arrays(pred_answers, gt_answers, n), None
+    except InputError as err:  # raised after the span errors, as in the other modes
+        answers, deferred = None, err
+    pa, ga = answers if answers is not None else (None, None)
+    scan = grounding_scan(pred, gt, offsets, thresholds, pa, ga, no_answer=NO_ANSWER,
+                          gqa_iop=GQA_IOP)
+    if scan.bad_pred >= 0:
+        _missing_rows(pred)
+    if scan.bad_gt >= 0:
+        _check_gt_finite(gt)
+    if deferred is not None:
+        raise deferred
+    if scan.bad_gt_answer >= 0:
+        _check_gt_answers(ga)
+    if scan.bad_pred >= 0 or scan.bad_gt >= 0 or scan.bad_gt_answer >= 0:
+        raise AssertionError(f"{_OP}: the compiled scan found an invalid row the checks accept")
+    return scan, answers
+
+
+def _first(mask: np.ndarray) -> int:
+    """Index of the first True in ``mask``, or -1."""
+    return int(np.argmax(mask)) if mask.any() else -1
+
+
+def _scanned(scan, thresholds) -> Optional[dict]:
+    """_summarise's counts and sums from a grounding_scan result (the sums only
+    when this NumPy adds in the order the scan reproduces)."""
+    if scan is None:
+        return None
+    from fastvqa.ops.temporal_iou import numpy_order_sums
+
+    k = len(thresholds)
+    out: dict = {("IoU", t): int(scan.counts[j]) for j, t in enumerate(thresholds)}
+    out.update({("IoP", t): int(scan.counts[k + j]) for j, t in enumerate(thresholds)})
+    if numpy_order_sums():
+        out["sum", "IoU"], out["sum", "IoP"] = scan.sum_iou, scan.sum_iop
+    if scan.answered is not None:
+        out.update(correct=scan.n_correct, answered=scan.n_answered, gqa=scan.n_gqa)
+    return out
+
 
 
 def _nextgqa_overlap(pred: np.ndarray, gt: np.ndarray, offsets: np.ndarray):
@@ -269,13 +330,17 @@ def _percent(count: float, total: int) -> float:
     return count / total * 100.0 if total else math.nan
 
 
-def _summarise(per_question: dict[str, Any], thresholds: Sequence[float]) -> dict[str, float]:
+def _summarise(per_question: dict[str, Any], thresholds: Sequence[float],
+               scanned: Optional[dict] = None) -> dict[str, float]:
     """Metrics from per-question columns (also used by the slicing helpers).
 
     IoU/IoP are NaN exactly where a question is not evaluated, and a NaN
     compares False with every threshold, so counts need no mask; sums take
-    the evaluated entries only.
+    the evaluated entries only (NumPy's pairwise sum over them). ``scanned``:
+    the same counts and sums already taken by grounding_scan (see
+    :func:`_scanned`), used instead of counting again.
     """
+    scanned = scanned or {}
     evaluated = np.asarray(per_question["evaluated"], dtype=bool)
     iou = np.asarray(per_question["IoU"], dtype=np.float64)
     iop = np.asarray(per_question["IoP"], dtype=np.float64)
@@ -285,15 +350,23 @@ def _summarise(per_question: dict[str, Any], thresholds: Sequence[float]) -> dic
         qa_evaluated = np.asarray(per_question["qa_evaluated"], dtype=bool)
         correct = np.asarray(per_question["correct"], dtype=bool)
         # correct implies qa_evaluated (a right answer is an answer), so no mask.
-        metrics["Acc@QA"] = _percent(int(np.count_nonzero(correct)),
-                                     int(np.count_nonzero(qa_evaluated)))
-        metrics["Acc@GQA"] = _percent(int(np.count_nonzero(correct & (iop >= GQA_IOP))), n)
+        if "correct" in scanned:
+            right, answered, gqa = scanned["correct"], scanned["answered"], scanned["gqa"]
+        else:
+            right, answered = int(np.count_nonzero(correct)), int(np.count_nonzero(qa_evaluated))
+            gqa = int(np.count_nonzero(correct & (iop >= GQA_IOP)))
+        metrics["Acc@QA"] = _percent(right, answered)
+        metrics["Acc@GQA"] = _percent(gqa, n)
     for name, values in (("IoP", iop), ("IoU", iou)):
-        total = values[evaluated].sum() if n < evaluated.size else values.sum()
-        metrics[f"m{name}"] = _percent(float(total), n)
+        if ("sum", name) in scanned:
+            total = scanned["sum", name]
+        else:
+            total = float(values[evaluated].sum() if n < evaluated.size else values.sum())
+        metrics[f"m{name}"] = _percent(total, n)
         for t in thresholds:
-            metrics[f"{name}@{_fmt_threshold(t)}"] = _percent(
-                int(np.count_nonzero(values >= t)), n)
+            count = scanned[name, t] if (name, t) in scanned else \
+                int(np.count_nonzero(values >= t))
+            metrics[f"{name}@{_fmt_threshold(t)}"] = _percent(count, n)
     return metrics
 
 
@@ -406,16 +479,25 @@ def _int_vector(x: Any, name: str, n: int) -> np.ndarray:
 
 
 def _answers(pred_answers: Any, gt_answers: Any, n: int):
+    answers = _answer_arrays(pred_answers, gt_answers, n)
+    if answers is not None:
+        _check_gt_answers(answers[1])
+    return answers
+
+
+def _answer_arrays(pred_answers: Any, gt_answers: Any, n: int):
+    """Both answer arrays as (N,) int64, or None; types and shapes only."""
     if pred_answers is None and gt_answers is None:
         return None
     if pred_answers is None or gt_answers is None:
         raise InputError(f"{_OP}: give both pred_answers and gt_answers, or neither")
-    pa = _int_vector(pred_answers, "pred_answers", n)
-    ga = _int_vector(gt_answers, "gt_answers", n)
+    return _int_vector(pred_answers, "pred_answers", n), _int_vector(gt_answers, "gt_answers", n)
+
+
+def _check_gt_answers(ga: np.ndarray) -> None:
     if (ga < 0).any():
         i = int(np.argmax(ga < 0))
         raise InputError(f"{_OP}: gt_answers must be >= 0, got {int(ga[i])} at question {i}")
-    return pa, ga
 
 
 def _durations(x: Any, n: int, required: Optional[np.ndarray]) -> Optional[np.ndarray]:

@@ -177,3 +177,74 @@ def grounding_overlap(pred: Any, gt: Any, gt_offsets: Any) -> Overlap:
     pred_np, gt_np = _arrays.numpy_common_float(op, pred=pred, gt=gt)
     offsets = _arrays.numpy_index(gt_offsets, op, "gt_offsets")
     return Overlap(*_C.grounding_overlap(pred_np, gt_np, offsets, 0, _arrays.numpy_alloc))
+
+
+class GroundingScan(NamedTuple):
+    """:func:`grounding_scan`'s result (for fastvqa.metrics.grounded_qa)."""
+
+    iou: Any  #: [N] float64, as grounding_overlap (NaN for a "no prediction" row)
+    iop: Any  #: [N] float64
+    missing: Any  #: [N] bool, the prediction row is two NaNs
+    counts: Any  #: [2 T] int64: rows with IoU >= t per threshold, then with IoP >= t
+    bad_pred: int  #: first prediction row neither finite nor two NaNs, or -1
+    bad_gt: int  #: first ground-truth row that is not finite, or -1
+    sum_iou: float  #: IoU summed over the rows with a span, in NumPy's pairwise order
+    sum_iop: float  #: the same for IoP
+    answered: Any = None  #: [N] bool, pred_answers != no_answer (with answers)
+    correct: Any = None  #: [N] bool, answered and right (with answers)
+    n_answered: int = 0
+    n_correct: int = 0
+    n_gqa: int = 0  #: right answers with IoP >= gqa_iop
+    unanswered: int = -1  #: first row with a span and no answer, or -1
+    bad_gt_answer: int = -1  #: first negative gold answer, or -1
+
+
+def grounding_scan(pred: Any, gt: Any, gt_offsets: Any, thresholds: Any,
+                   pred_answers: Any = None, gt_answers: Any = None, *, no_answer: int = -1,
+                   gqa_iop: float = 0.5) -> GroundingScan:
+    """:func:`grounding_overlap` on float64 NumPy spans, together with what
+    the grounded-QA metric reads next, in the same pass over the rows: which
+    rows are "no prediction" (two NaNs), the first invalid prediction and
+    ground-truth rows (for the metric's error), the threshold counts (``>=``;
+    NaN counts nowhere), the answer flags and counts, and the IoU/IoP sums
+    over the rows with a span prediction, added in NumPy's pairwise order (as
+    ``iou[~missing].sum()`` adds them; :func:`numpy_order_sums` says whether
+    this NumPy adds that way). The overlaps are grounding_overlap's bit for
+    bit, and nothing depends on the number of threads.
+
+    ``pred`` ``(N, 2)`` and ``gt`` ``(K, 2)`` float64, ``gt_offsets``
+    ``(N + 1,)`` int64 (checked here), ``thresholds`` ``(T,)`` floats,
+    ``pred_answers``/``gt_answers`` ``(N,)`` int64 or both None.
+
+    >>> import numpy as np
+    >>> s = grounding_scan(np.array([[0.0, 5.0], [np.nan, np.nan]]),
+    ...                    np.array([[0.0, 10.0], [2.0, 3.0]]), np.array([0, 1, 2]), [0.5])
+    >>> float(s.iou[0]), bool(s.missing[1]), s.counts.tolist(), s.bad_pred, s.sum_iou
+    (0.5, True, [1, 1], -1, 0.5)
+    """
+    offsets = _arrays.numpy_index(gt_offsets, "grounded_qa", "gt_offsets")
+    return GroundingScan(**_C._grounding_scan(pred, gt, offsets, thresholds, pred_answers,
+                                              gt_answers, no_answer, gqa_iop))
+
+
+_numpy_order: Any = None
+
+
+def numpy_order_sums() -> bool:
+    """Whether fastvqa's compiled pairwise sum adds float64 values exactly as
+    this process's NumPy ``np.add.reduce`` does (checked once, on arrays of
+    sizes around every block boundary of the algorithm, masked and not)."""
+    global _numpy_order
+    if _numpy_order is None:
+        import numpy as np
+
+        ok = True
+        for n in (*range(0, 18), 63, 127, 128, 129, 136, 255, 256, 257, 1000, 8193, 20011):
+            i = np.arange(n)
+            # Full mantissas over six decades: any other order rounds differently.
+            x = np.sin(i * 1.7) * 10.0 ** (i % 7 - 3)
+            skip = i % 10 == 3
+            ok &= (_C._pairwise_sum(x, None) == np.add.reduce(x)
+                   and _C._pairwise_sum(x, skip) == x[~skip].sum())
+        _numpy_order = bool(ok)
+    return _numpy_order

@@ -37,8 +37,35 @@ struct GroundingParams {
   int64_t n;
 };
 
+/// What fastvqa.metrics.grounded_qa needs besides the overlaps, gathered in
+/// the same pass over the rows (host float64 only).
+struct GroundingScan {
+  uint8_t* missing;          ///< n: 1 where the prediction row is two NaNs ("no prediction")
+  const double* thresholds;  ///< n_thresholds values compared with >=
+  int64_t n_thresholds;
+  int64_t* counts;           ///< 2 * n_thresholds: rows with IoU >= t, then with IoP >= t
+  int64_t bad_pred = -1;     ///< first prediction row neither finite nor two NaNs, or -1
+  int64_t bad_gt = -1;       ///< first ground-truth row with a NaN or an infinity, or -1
+  // Answers (optional: pred_answers == nullptr skips them).
+  const int64_t* pred_answers = nullptr;  ///< n predicted option indices
+  const int64_t* gt_answers = nullptr;    ///< n gold option indices
+  int64_t no_answer = -1;    ///< the pred_answers value meaning "no answer prediction"
+  double gqa_iop = 0.5;      ///< Acc@GQA: a right answer with IoP >= this
+  uint8_t* answered = nullptr;  ///< n: pred_answers != no_answer
+  uint8_t* correct = nullptr;   ///< n: answered and pred_answers == gt_answers
+  int64_t n_answered = 0, n_correct = 0, n_gqa = 0;
+  int64_t unanswered = -1;   ///< first row with a span prediction and no answer, or -1
+  int64_t bad_gt_answer = -1;  ///< first negative gt_answers value, or -1
+  // NumPy-order sums of IoU and IoP over the rows with a span prediction.
+  double sum_iou = 0, sum_iop = 0;
+};
+
 template <typename T>
 void overlap_cpu(const OverlapParams<T>& p);
+/// grounding_cpu's overlaps (bit for bit) plus `scan`; NaN compares false
+/// with every threshold, so a "no prediction" row is counted nowhere. The
+/// sums follow common/pairwise_sum.h; nothing depends on the thread count.
+void grounding_scan_cpu(const GroundingParams<double>& p, GroundingScan* scan);
 template <typename T>
 void grounding_cpu(const GroundingParams<T>& p);
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Validation and dispatch for the temporal IoU family. Every caller-facing
 // check lives here, once.
+#include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
 #include <vector>
@@ -9,6 +10,7 @@
 #include "fastvqa/bindings/array_arg.h"
 #include "fastvqa/common/cuda_runtime_api.h"
 #include "fastvqa/common/dispatch.h"
+#include "fastvqa/common/pairwise_sum.h"
 #include "fastvqa/ops/temporal_iou/temporal_iou.h"
 
 namespace py = pybind11;
@@ -131,6 +133,108 @@ py::tuple grounding(py::object pred_obj, py::object gt_obj, py::object off_obj,
   return py::make_tuple(iou.object(), iop.object());
 }
 
+// fastvqa.metrics.grounded_qa's single pass (NExT-GQA mode, spans in
+// seconds): float64 host spans and int64 answers, which the metric's own
+// checks have made of its inputs. Returns a dict (see GroundingScan).
+py::dict grounding_scan(py::object pred_obj, py::object gt_obj, py::object off_obj,
+                        py::array_t<double, py::array::c_style | py::array::forcecast> thr,
+                        py::object pred_answers, py::object gt_answers, int64_t no_answer,
+                        double gqa_iop) {
+  const char* op = "grounded_qa";
+  ArrayArg pred(pred_obj, op, "preds", 0), gt(gt_obj, op, "gt_spans", 0),
+      off(off_obj, op, "gt_offsets", 0);
+  const TensorView &pv = pred.view(), &gv = gt.view(), &ov = off.view();
+  check_spans(pv, op, "preds");
+  check_spans(gv, op, "gt_spans");
+  FASTVQA_CHECK_TYPE(pv.dtype == DType::kFloat64 && gv.dtype == DType::kFloat64 &&
+                         !pv.is_cuda() && !gv.is_cuda(),
+                     op, ": the scan takes float64 host spans, got ", pv.dtype_str, " and ",
+                     gv.dtype_str);
+  check_int64(ov, op, "gt_offsets");
+  const int64_t n = pv.shape[0], k = gv.shape[0];
+  FASTVQA_CHECK(ov.ndim == 1 && ov.shape[0] == n + 1, op,
+                ": gt_offsets must have shape (N + 1,) = (", n + 1, ",) for N = ", n,
+                " predictions, got shape ", ov.shape_str());
+  FASTVQA_CHECK(thr.ndim() == 1, op, ": thresholds must be 1-D");
+  const std::vector<int64_t> offsets = host_row_offsets(ov, k, op, "gt_offsets",
+                                                        "ground-truth spans", 0);
+  const int64_t n_t = thr.shape(0);
+  py::array_t<double> iou(n), iop(n);
+  py::array_t<bool> missing(n);
+  py::array_t<int64_t> counts(2 * n_t);
+  GroundingParams<double> p{static_cast<const double*>(pv.data), pv.strides[0], pv.strides[1],
+                            static_cast<const double*>(gv.data), gv.strides[0], gv.strides[1],
+                            offsets.data(), 1, iou.mutable_data(), iop.mutable_data(), n};
+  GroundingScan scan{reinterpret_cast<uint8_t*>(missing.mutable_data()), thr.data(), n_t,
+                     counts.mutable_data()};
+  // Answers are only compared, never used as addresses, so the pass reads the
+  // caller's arrays (held here) like the spans, not a checked copy.
+  using Int64s = py::array_t<int64_t, py::array::c_style | py::array::forcecast>;
+  Int64s pa, ga;
+  py::array_t<bool> answered, correct;
+  const bool with_answers = !pred_answers.is_none();
+  if (with_answers) {
+    pa = Int64s::ensure(pred_answers);
+    ga = Int64s::ensure(gt_answers);
+    FASTVQA_CHECK(pa && ga && pa.ndim() == 1 && ga.ndim() == 1 && pa.shape(0) == n &&
+                      ga.shape(0) == n,
+                  op, ": pred_answers and gt_answers must be (N,) integers");
+    answered = py::array_t<bool>(n);
+    correct = py::array_t<bool>(n);
+    scan.pred_answers = pa.data();
+    scan.gt_answers = ga.data();
+    scan.no_answer = no_answer;
+    scan.gqa_iop = gqa_iop;
+    scan.answered = reinterpret_cast<uint8_t*>(answered.mutable_data());
+    scan.correct = reinterpret_cast<uint8_t*>(correct.mutable_data());
+  }
+  {
+    py::gil_scoped_release release;
+    grounding_scan_cpu(p, &scan);
+  }
+  py::dict out;
+  out["iou"] = iou;
+  out["iop"] = iop;
+  out["missing"] = missing;
+  out["counts"] = counts;
+  out["bad_pred"] = scan.bad_pred;
+  out["bad_gt"] = scan.bad_gt;
+  out["sum_iou"] = scan.sum_iou;
+  out["sum_iop"] = scan.sum_iop;
+  if (with_answers) {
+    out["answered"] = answered;
+    out["correct"] = correct;
+    out["n_answered"] = scan.n_answered;
+    out["n_correct"] = scan.n_correct;
+    out["n_gqa"] = scan.n_gqa;
+    out["unanswered"] = scan.unanswered;
+    out["bad_gt_answer"] = scan.bad_gt_answer;
+  }
+  return out;
+}
+
+// NumPy's pairwise sum of the float64 values of `x` whose `skip` flag is
+// false (common/pairwise_sum.h); fastvqa.metrics checks it against
+// np.add.reduce before it trusts the scan's sums.
+double pairwise_sum(py::array_t<double, py::array::c_style | py::array::forcecast> x,
+                    py::object skip_obj) {
+  FASTVQA_CHECK(x.ndim() == 1, "pairwise_sum: x must be 1-D");
+  const int64_t n = x.shape(0);
+  std::vector<uint8_t> skip;
+  int64_t kept = n;
+  if (!skip_obj.is_none()) {
+    auto s = py::array_t<bool, py::array::c_style | py::array::forcecast>::ensure(skip_obj);
+    FASTVQA_CHECK(s && s.ndim() == 1 && s.shape(0) == n, "pairwise_sum: skip must be (n,) bools");
+    skip.assign(reinterpret_cast<const uint8_t*>(s.data()),
+                reinterpret_cast<const uint8_t*>(s.data()) + n);
+    for (uint8_t f : skip) kept -= f != 0;
+  }
+  double sx, sy;
+  MaskedPairwiseSum2(x.data(), x.data(), skip.empty() ? nullptr : skip.data())
+      .sum(kept, &sx, &sy);
+  return sx;
+}
+
 }  // namespace
 
 void register_temporal_iou(py::module_& m) {
@@ -141,6 +245,12 @@ void register_temporal_iou(py::module_& m) {
   m.def("grounding_overlap", &grounding, py::arg("pred"), py::arg("gt"), py::arg("gt_offsets"),
         py::arg("stream"), py::arg("alloc"),
         "NExT-GQA max-over-ground-truth IoU and IoP; see fastvqa.ops.grounding_overlap.");
+  m.def("_grounding_scan", &grounding_scan, py::arg("pred"), py::arg("gt"),
+        py::arg("gt_offsets"), py::arg("thresholds"), py::arg("pred_answers"),
+        py::arg("gt_answers"), py::arg("no_answer"), py::arg("gqa_iop"),
+        "grounded_qa's one pass; see fastvqa.ops.temporal_iou.grounding_scan.");
+  m.def("_pairwise_sum", &pairwise_sum, py::arg("x"), py::arg("skip"),
+        "NumPy's pairwise float64 sum of x where skip is false (fastvqa.metrics' parity check).");
 }
 
 }  // namespace temporal_iou
