@@ -190,24 +190,39 @@ FASTVQA_ALWAYS_INLINE void prefix_max(const T* v, int64_t n, T* pre) {
   }
 }
 
-// win[i] = plain_max of v[i .. i + width - 1] for i <= n - width, by doubling
+// The window maxima max(v[i .. i + width - 1]) for i <= n - width, by doubling
 // (four at a time): about log4(width) contiguous, branch-free sweeps
-// (vectorised), then one sweep
-// combining two overlapping power-of-two windows. Needs width <= n; uses tmp
-// as scratch.
+// (vectorised), then, unless width is a power of four, one sweep combining
+// two overlapping power-of-two windows. Needs 1 <= width <= n. Returns where
+// they are: `a` or `b` (two scratch rows of n), or v itself when width is 1;
+// no sweep is spent copying them into place.
+//
+// v may hold NaN (an unusable start): the first sweep folds each window into
+// a running maximum that starts at -inf, which a NaN never replaces, so the
+// maxima are those of v with NaN read as -inf (and -inf where a window holds
+// nothing else); later sweeps see no NaN. With width 1, v is returned as is.
 template <typename T>
-FASTVQA_ALWAYS_INLINE void window_max(const T* v, int64_t n, int64_t width, T* win,
-                                      T* tmp) {
+FASTVQA_ALWAYS_INLINE const T* window_max(const T* v, int64_t n, int64_t width, T* a, T* b) {
+  const T none = -std::numeric_limits<T>::infinity();
   const T* cur = v;
   int64_t p = 1;
-  T* bufs[2] = {tmp, win};
+  T* bufs[2] = {a, b};
   int which = 0;
   while (4 * p <= width) {  // four windows at a time: half the sweeps
     T* dst = bufs[which];
     const int64_t len = n - 4 * p + 1;  // dst[i] = max of v[i .. i + 4p - 1]
+    if (cur == v) {
 #pragma omp simd
-    for (int64_t i = 0; i < len; ++i)
-      dst[i] = plain_max(plain_max(cur[i], cur[i + p]), plain_max(cur[i + 2 * p], cur[i + 3 * p]));
+      for (int64_t i = 0; i < len; ++i)
+        dst[i] = plain_max(plain_max(plain_max(plain_max(none, cur[i]), cur[i + p]),
+                                     cur[i + 2 * p]),
+                           cur[i + 3 * p]);
+    } else {
+#pragma omp simd
+      for (int64_t i = 0; i < len; ++i)
+        dst[i] =
+            plain_max(plain_max(cur[i], cur[i + p]), plain_max(cur[i + 2 * p], cur[i + 3 * p]));
+    }
     cur = dst;
     which ^= 1;
     p *= 4;
@@ -215,20 +230,23 @@ FASTVQA_ALWAYS_INLINE void window_max(const T* v, int64_t n, int64_t width, T* w
   while (2 * p <= width) {
     T* dst = bufs[which];
     const int64_t len = n - 2 * p + 1;  // dst[i] = max of v[i .. i + 2p - 1]
+    if (cur == v) {
 #pragma omp simd
-    for (int64_t i = 0; i < len; ++i) dst[i] = plain_max(cur[i], cur[i + p]);
+      for (int64_t i = 0; i < len; ++i) dst[i] = plain_max(plain_max(none, cur[i]), cur[i + p]);
+    } else {
+#pragma omp simd
+      for (int64_t i = 0; i < len; ++i) dst[i] = plain_max(cur[i], cur[i + p]);
+    }
     cur = dst;
     which ^= 1;
     p *= 2;
   }
+  if (p == width) return cur;
   const int64_t count = n - width + 1, shift = width - p;
-  T* dst = cur == win ? tmp : win;
+  T* dst = bufs[which];
 #pragma omp simd
   for (int64_t i = 0; i < count; ++i) dst[i] = plain_max(cur[i], cur[i + shift]);
-  if (dst != win) {
-#pragma omp simd
-    for (int64_t i = 0; i < count; ++i) win[i] = dst[i];
-  }
+  return dst;
 }
 
 // The smallest i in [lo, stop] with s[i] + e == target, or -1; checked
@@ -250,23 +268,32 @@ FASTVQA_ALWAYS_INLINE int64_t first_sum_equal(const T* s, int64_t lo, int64_t st
 
 // Step 2 over the ends j in [from, to): m_at_j[j] = best_at_j[j] + e[j] (NaN
 // where no span ends at j); raises `top` to the largest non-NaN sum and sets
-// `any` when one exists. One vectorised pass.
+// `any` when one exists. Vectorised, in blocks of 64 ends: `first` becomes the
+// first end of the first block that holds `top` (where the search for the
+// ends at the best score can begin), -1 while top is -inf.
 template <typename T>
-FASTVQA_ALWAYS_INLINE void sums_at_ends(const T* best_at_j, const T* e, int64_t from, int64_t to, T* m_at_j, T& top_io,
-                  int& any_io) {
+FASTVQA_ALWAYS_INLINE void sums_at_ends(const T* best_at_j, const T* e, int64_t from, int64_t to,
+                                        T* m_at_j, T& top_io, int& any_io, int64_t& first_io) {
+  constexpr int64_t kBlock = 64;
   const T neg_inf = -std::numeric_limits<T>::infinity();
-  T top = top_io;
-  int any = any_io;
+  for (int64_t block = from; block < to; block += kBlock) {
+    const int64_t stop = block + kBlock < to ? block + kBlock : to;
+    T top = neg_inf;
+    int any = 0;
 #pragma omp simd reduction(max : top) reduction(| : any)
-  for (int64_t j = from; j < to; ++j) {
-    const T mj = best_at_j[j] + e[j];
-    m_at_j[j] = mj;
-    const T v = mj == mj ? mj : neg_inf;  // NaN: no span ends at j
-    top = v > top ? v : top;
-    any |= static_cast<int>(mj == mj);
+    for (int64_t j = block; j < stop; ++j) {
+      const T mj = best_at_j[j] + e[j];
+      m_at_j[j] = mj;
+      const T v = mj == mj ? mj : neg_inf;  // NaN: no span ends at j
+      top = v > top ? v : top;
+      any |= static_cast<int>(mj == mj);
+    }
+    any_io |= any;
+    if (top > top_io) {
+      top_io = top;
+      first_io = block;
+    }
   }
-  top_io = top;
-  any_io = any;
 }
 
 // Top-1 in branch-free, vectorised passes over contiguous rows, then an exact
@@ -293,18 +320,20 @@ FASTVQA_VECTOR_CLONES void top1_row(const RowView<T>& r, int64_t min_len, int64_
   T best = T(0);
   int64_t bi = -1, bj = -1;
   if (n > 0) {
-    T* s = w.s.data();
     T* m = w.m.data();
-    const T* src = r.start;
-    const int64_t ss = r.ss;
     const T neg_inf = -std::numeric_limits<T>::infinity();
-    // NaN (an unusable start) becomes -inf, so the maxima below need no NaN
-    // test; a best score of -inf, where the two could differ, is left to
+    // The start scores, contiguous (copied only when strided). A NaN start
+    // (unusable) reads as -inf in every pass below: the maxima start from
+    // -inf and a NaN never beats it, a NaN sum never equals the best score,
+    // and a best score of -inf, where the two could differ, is left to
     // top1_row_exact.
+    const T* s = r.start;
+    if (r.ss != 1) {
+      T* sc = w.s.data();
+      const int64_t ss = r.ss;
 #pragma omp simd
-    for (int64_t i = 0; i < n; ++i) {
-      const T v = src[i * ss];
-      s[i] = v == v ? v : neg_inf;
+      for (int64_t i = 0; i < n; ++i) sc[i] = s[i * ss];
+      s = sc;
     }
     // Ends j in [min_len - 1, length), window [max(j - max_len + 1, 0), j - min_len + 1]:
     // clipped at 0 (a prefix) for j < j_split, full width from j_split on.
@@ -320,17 +349,17 @@ FASTVQA_VECTOR_CLONES void top1_row(const RowView<T>& r, int64_t min_len, int64_
     }
     T top = neg_inf;
     int any = 0;
+    int64_t first = -1;
     if (j_split > j0) {
       T* pre = w.pre.data();
       prefix_max(s, j_split - j0, pre);
       const T* pre_at_j = pre - j0;  // pre_at_j[j] = max of s[0 .. j - min_len + 1]
-      sums_at_ends(pre_at_j, e, j0, j_split, m - j0, top, any);
+      sums_at_ends(pre_at_j, e, j0, j_split, m - j0, top, any, first);
     }
     if (j_end > j_split) {
-      T* win = w.win.data();
-      window_max(s, n, width, win, w.tmp.data());
+      const T* win = window_max(s, n, width, w.win.data(), w.tmp.data());
       const T* win_at_j = win - (max_len - 1);  // win_at_j[j] = max of the window of j
-      sums_at_ends(win_at_j, e, j_split, j_end, m - j0, top, any);
+      sums_at_ends(win_at_j, e, j_split, j_end, m - j0, top, any, first);
     }
     // Only -inf sums, or none: the exact path decides (the sums above are NaN
     // where a +inf start meets a -inf end, hiding that end's -inf spans).
@@ -341,8 +370,13 @@ FASTVQA_VECTOR_CLONES void top1_row(const RowView<T>& r, int64_t min_len, int64_
     if (any) {
       found = true;
       best = top;
-      for (int64_t j = j0; j < j_end; ++j) {
-        j = j0 + first_sum_equal(m, j - j0, j_end - 1 - j0, T(0), best);  // next end at best
+      for (int64_t j = first; j < j_end; ++j) {  // no end before `first` is at best
+        // Once a start bi is found, an end from bi + max_len - 1 on has no
+        // start before bi in its window, so it cannot win: the search for the
+        // next end at the best score stops there.
+        const int64_t last = bi >= 0 && bi + max_len - 2 < j_end - 1 ? bi + max_len - 2 : j_end - 1;
+        if (j > last) break;
+        j = j0 + first_sum_equal(m, j - j0, last - j0, T(0), best);  // next end at best
         if (j < j0) break;
         int64_t lo, hi;
         start_window(j, min_len, max_len, &lo, &hi);
