@@ -10,7 +10,10 @@ makes the README's source build and the release wheel side by side). Without
 ``--python`` the build is this interpreter's (``this``). Results go under
 ``OUT/BUILD/busyN/SCRIPT`` (JSON and log). The table then lists every entry of
 those JSON files that names a target (``"target"`` and ``"target_met"``
-fields) with its measured value for each build and condition. A script that
+fields) with its measured value for each build and condition. An entry
+whose script reports that its target cannot be met, with the measured reason
+(``"target_met": null`` and an ``"explained"`` text), is listed as EXPLAINED
+with that reason under the table, not as a miss. A script that
 fails (a check between implementations; a missing optional peer is only a
 skipped row) is reported and the run goes on; the exit status is 1 when a
 script failed or a target was missed, 0 otherwise.
@@ -48,6 +51,9 @@ SCRIPTS = {
     "extract": ["bench_extract.py"],
 }
 
+#: a target entry's verdict when its script reports why it cannot be met
+EXPLAINED = "explained"
+
 #: the measured value of a target entry, by the first field present
 VALUE_FIELDS = ("speedup", "ratio_to_read", "ratio_to_memset", "max_len_ratio", "overhead_us",
                 "exponent")
@@ -61,7 +67,11 @@ def _targets(node, path=()):
             label = " / ".join(str(node[k]) for k in ("case", "impl", "input", "name")
                                if node.get(k) is not None) or "/".join(map(str, path))
             value = next((node[k] for k in VALUE_FIELDS if node.get(k) is not None), None)
-            yield label, node["target"], value, node["target_met"]
+            # A target the script judges unmeetable for a measured reason
+            # ("explained", target_met None) is listed as such, not as a miss.
+            met = EXPLAINED if node["target_met"] is None and node.get("explained") \
+                else node["target_met"]
+            yield label, node["target"], value, met, node.get("explained")
         for key, child in node.items():
             yield from _targets(child, path + (key,))
     elif isinstance(node, list):
@@ -116,23 +126,26 @@ def main() -> int:
         for name in names:
             ok &= _run(name, SCRIPTS[name], busy, args.out / build / f"busy{busy}" / name,
                        builds[build])
-    rows, missed = [], 0
+    rows, missed, explained, reasons = [], 0, 0, {}
     for name in names:
         found = {}
         for run in runs:
             build, busy = run
             for path in sorted((args.out / build / f"busy{busy}" / name).glob("*.json")):
                 data = json.loads(path.read_text())
-                for label, target, value, met in _targets(data):
+                for label, target, value, met, why in _targets(data):
                     found.setdefault(label, {})[run] = (target, value, met)
+                    if why:
+                        reasons[label] = why
         for label, by_run in found.items():
             cells = []
             for run in runs:
                 target, value, met = by_run.get(run, (None, None, None))
                 missed += met is False
+                explained += met == EXPLAINED
+                verdict = "EXPLAINED" if met == EXPLAINED else "PASS" if met else "FAIL"
                 cells.append("-" if met is None else
-                             f"{value:.3g} {'PASS' if met else 'FAIL'}" if isinstance(value, float)
-                             else ("PASS" if met else "FAIL"))
+                             f"{value:.3g} {verdict}" if isinstance(value, float) else verdict)
             target = next(t for t, _, _ in by_run.values())
             rows.append([name, label, target, *cells])
     print()
@@ -140,7 +153,10 @@ def main() -> int:
         print("no target entries found in the results")
         return 1
     H.print_table(["benchmark", "entry", "target", *(f"{b} busy {n}" for b, n in runs)], rows)
-    print(f"{len(rows)} targets, {missed} missed; scripts {'all ran' if ok else 'FAILED'}")
+    print(f"{len(rows)} targets, {missed} missed, {explained} cells explained; scripts "
+          f"{'all ran' if ok else 'FAILED'}")
+    for label, why in reasons.items():
+        print(f"explained: {label}: {why}")
     return 0 if ok and not missed else 1
 
 
