@@ -36,7 +36,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator, List, Optional, Sequence
+from typing import Any, Callable, Iterator, List, Mapping, Optional, Sequence
 
 import numpy as np
 
@@ -169,6 +169,67 @@ def cuda_sync(device: str) -> Optional[Callable[[], None]]:
     return torch.cuda.synchronize
 
 
+def _number(fn: Callable[[], Any], min_repeat_s: float, sync: Callable[[], None]) -> int:
+    """Calls per timed block so that a block lasts about ``min_repeat_s``."""
+    t0 = time.perf_counter()
+    fn()
+    sync()
+    one = time.perf_counter() - t0
+    return 1 if one >= min_repeat_s else min(10_000, math.ceil(min_repeat_s / max(one, 1e-7)))
+
+
+def _summary(times: Sequence[float], number: int) -> dict:
+    q25, med, q75 = np.percentile(times, [25, 50, 75])
+    return {
+        "median_s": float(med),
+        "iqr_s": float(q75 - q25),
+        "min_s": float(min(times)),
+        "repeats": len(times),
+        "number": number,
+        "times_s": [float(t) for t in times],
+    }
+
+
+def measure_interleaved(
+    fns: Mapping[Any, Callable[[], Any]],
+    *,
+    repeats: int,
+    warmup: int,
+    min_repeat_s: float = 0.02,
+    sync: Optional[Callable[[], None]] = None,
+) -> dict:
+    """Time several functions round by round; returns ``{key: seconds per call}``
+    (median, IQR, min, all repeats) in :func:`measure`'s format.
+
+    After ``warmup`` untimed calls of each, every one of the ``repeats``
+    rounds times one block of calls of each function (a block lasts about
+    ``min_repeat_s``), in key order on even rounds and reversed on odd ones.
+    Load that comes and goes (other processes, ``--busy``, a neighbour's
+    build) then falls on every row of a round alike, so the ratios hold
+    where the absolute times drift; the alternating order spreads the cost
+    the first call after another function's block meets (the memory it
+    left) over both sides.
+    """
+    sync = sync or (lambda: None)
+    keys = list(fns)
+    for key in keys:
+        for _ in range(max(warmup, 1)):
+            fns[key]()
+    sync()
+    numbers = {key: _number(fns[key], min_repeat_s, sync) for key in keys}
+    times: dict = {key: [] for key in keys}
+    for r in range(repeats):
+        for key in (keys if r % 2 == 0 else keys[::-1]):
+            fn, number = fns[key], numbers[key]
+            sync()
+            t0 = time.perf_counter()
+            for _ in range(number):
+                fn()
+            sync()
+            times[key].append((time.perf_counter() - t0) / number)
+    return {key: _summary(times[key], numbers[key]) for key in keys}
+
+
 def measure(
     fn: Callable[[], Any],
     *,
@@ -177,34 +238,9 @@ def measure(
     min_repeat_s: float = 0.02,
     sync: Optional[Callable[[], None]] = None,
 ) -> dict:
-    """Time ``fn()``; returns seconds per call (median, IQR, min, all repeats)."""
-    sync = sync or (lambda: None)
-    for _ in range(max(warmup, 1)):
-        fn()
-    sync()
-    # One more call to size the inner loop.
-    t0 = time.perf_counter()
-    fn()
-    sync()
-    one = time.perf_counter() - t0
-    number = 1 if one >= min_repeat_s else min(10_000, math.ceil(min_repeat_s / max(one, 1e-7)))
-    times = []
-    for _ in range(repeats):
-        sync()
-        t0 = time.perf_counter()
-        for _ in range(number):
-            fn()
-        sync()
-        times.append((time.perf_counter() - t0) / number)
-    q25, med, q75 = np.percentile(times, [25, 50, 75])
-    return {
-        "median_s": float(med),
-        "iqr_s": float(q75 - q25),
-        "min_s": float(min(times)),
-        "repeats": repeats,
-        "number": number,
-        "times_s": [float(t) for t in times],
-    }
+    """Time ``fn()`` alone; returns seconds per call (median, IQR, min, all repeats)."""
+    return measure_interleaved({None: fn}, repeats=repeats, warmup=warmup,
+                               min_repeat_s=min_repeat_s, sync=sync)[None]
 
 
 @dataclass
@@ -229,14 +265,12 @@ class Impl:
 
 
 def time_all(impls: Sequence[Impl], args: argparse.Namespace) -> dict:
-    """Time every implementation, under ``args.busy`` busy processes."""
-    sync = cuda_sync(args.device)
+    """Time every implementation, interleaved round by round
+    (:func:`measure_interleaved`), under ``args.busy`` busy processes."""
     with busy_load(getattr(args, "busy", 0)):
-        return {
-            i.key: measure(i.fn, repeats=args.repeats, warmup=args.warmup,
-                           min_repeat_s=args.min_repeat_ms / 1e3, sync=sync)
-            for i in impls
-        }
+        return measure_interleaved({i.key: i.fn for i in impls}, repeats=args.repeats,
+                                   warmup=args.warmup, min_repeat_s=args.min_repeat_ms / 1e3,
+                                   sync=cuda_sync(args.device))
 
 
 def report(name: str, title: str, impls: Sequence[Impl], timed: dict, *, work: float,

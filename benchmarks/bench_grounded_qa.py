@@ -187,7 +187,6 @@ def main() -> int:
     p.add_argument("--n", type=int, default=1_000_000, help="questions given to fastvqa")
     p.add_argument("--subset", type=int, default=20_000,
                    help="questions the Python loop is timed on (then scaled to --n)")
-    p.add_argument("--loop-repeats", type=int, default=5, help="timed repeats of the loop")
     args = p.parse_args()
     if args.device != "cpu":
         print("--device cuda: grounded_qa takes host (NumPy) arrays; run with --device cpu",
@@ -200,7 +199,7 @@ def main() -> int:
     scale = n / m
     config = {"n": n, "loop_subset": m, "loop_scale": scale, "max_segments": 3,
               "questions_per_video": QUESTIONS_PER_VIDEO, "seed": args.seed, "device": "cpu",
-              "repeats": args.repeats, "loop_repeats": args.loop_repeats, "warmup": args.warmup,
+              "repeats": args.repeats, "warmup": args.warmup,
               "busy": args.busy}
     env = H.environment("cpu")
     name = f"{NAME}_cpu"
@@ -218,12 +217,8 @@ def main() -> int:
                lambda: official_loop(*official), ref=fv,
                target=TARGET_VS_LOOP if at_target else None),
     ]
-    with H.busy_load(args.busy):
-        timed = {impls[0].key: H.measure(impls[0].fn, repeats=args.repeats,
-                                         warmup=args.warmup,
-                                         min_repeat_s=args.min_repeat_ms / 1e3)}
-        loop = H.measure(impls[1].fn, repeats=args.loop_repeats, warmup=1,
-                         min_repeat_s=args.min_repeat_ms / 1e3)
+    timed = H.time_all(impls, args)  # round by round: both rows see the same load
+    loop = timed[impls[1].key]
     # Scale the loop's per-call times from m questions to n (linear cost).
     timed[impls[1].key] = {**loop, "median_s": loop["median_s"] * scale,
                            "iqr_s": loop["iqr_s"] * scale, "min_s": loop["min_s"] * scale,

@@ -149,38 +149,12 @@ def main_cpu(args) -> int:
                             lambda nn=nn, q=q: nn.kneighbors(q),
                             ref=("fastvqa Index (FAISS flat)", "numpy"), target=TARGET))
 
-    timed = time_interleaved(impls, args)
+    timed = H.time_all(impls, args)
     H.report(f"{NAME}_cpu", f"exact kNN search: bank {n} x {d} float32, {nq} queries, k={k}, "
              f"CPU, median of {args.repeats} interleaved rounds (IQR); queries/s = queries / median",
              impls, timed, work=nq, rate_unit="queries/s", config=config, env=env,
              out_dir=args.out)
     return 0
-
-
-def time_interleaved(impls, args) -> dict:
-    """Seconds per call of each row, in ``H.measure``'s format: after
-    ``args.warmup`` untimed calls of each, ``args.repeats`` rounds in which
-    every row runs once in turn (these calls take 0.1-2 s, so no inner loop),
-    all under ``args.busy`` busy processes. Load that comes and goes then
-    falls on every row alike, so the ratios hold where absolute times drift."""
-    import time
-
-    times = {i.key: [] for i in impls}
-    with H.busy_load(args.busy):
-        for _ in range(max(args.warmup, 1)):
-            for i in impls:
-                i.fn()
-        for _ in range(args.repeats):
-            for i in impls:
-                t0 = time.perf_counter()
-                i.fn()
-                times[i.key].append(time.perf_counter() - t0)
-    out = {}
-    for key, ts in times.items():
-        q25, med, q75 = np.percentile(ts, [25, 50, 75])
-        out[key] = {"median_s": float(med), "iqr_s": float(q75 - q25), "min_s": float(min(ts)),
-                    "repeats": len(ts), "number": 1, "times_s": [float(t) for t in ts]}
-    return out
 
 
 def faiss_gpu_problem() -> str | None:
