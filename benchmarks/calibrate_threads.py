@@ -47,15 +47,15 @@ def _cases(rng: np.random.Generator):
     def rows(n_el, steps, per_step):
         return max(1, round(n_el / (steps * per_step)))
 
-    def span_scores(n_el):
+    def span_scores(n_el, reduce="sum"):
         b = rows(n_el, 512, MAX_LEN)
         x = rng.standard_normal((b, 512)).astype(np.float32)
-        return (lambda: O.span_scores(x, reduce="sum", max_len=MAX_LEN)), b * 512 * MAX_LEN
+        return (lambda: O.span_scores(x, reduce=reduce, max_len=MAX_LEN)), b * 512 * MAX_LEN
 
-    def span_scores_backward(n_el):
+    def span_scores_backward(n_el, reduce="sum"):
         b = rows(n_el, 512, MAX_LEN)
         g = rng.standard_normal((b, 512, MAX_LEN)).astype(np.float32)
-        return (lambda: _C.span_scores_backward(g, "sum", 1, None, 0, numpy_alloc)), g.size
+        return (lambda: _C.span_scores_backward(g, reduce, 1, None, 0, numpy_alloc)), g.size
 
     def top_spans(n_el):
         b = rows(n_el, 512, MAX_LEN)
@@ -107,7 +107,11 @@ def _cases(rng: np.random.Generator):
         return (lambda: O.io_to_start_end(p)), b * steps
 
     return {
-        "span_scores": span_scores, "span_scores_backward": span_scores_backward,
+        "span_scores": span_scores,
+        "span_scores_mean": lambda n: span_scores(n, "mean"),
+        "span_scores_contrast": lambda n: span_scores(n, "contrast"),
+        "span_scores_backward": span_scores_backward,
+        "span_scores_backward_contrast": lambda n: span_scores_backward(n, "contrast"),
         "top_spans": top_spans, "span_argmax": span_argmax,
         "span_argmax_topk": lambda n: span_argmax(n, k=5), "span_similarity": span_similarity,
         "nms_1d": nms_1d, "temporal_iou": temporal_iou, "grounding_overlap": grounding_overlap,

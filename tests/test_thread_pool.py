@@ -21,6 +21,7 @@ import pytest
 import fastvqa
 import fastvqa.ops as O
 from fastvqa import _C
+from fastvqa._arrays import numpy_alloc
 
 MAX_LEN = 64
 
@@ -97,9 +98,14 @@ def _call(loop: str, elements: float, rng: np.random.Generator):
     def rows(per_row):
         return max(1, int(round(elements / per_row)))
 
-    if loop == "span_scores":
+    if loop in ("span_scores", "span_scores_mean", "span_scores_contrast"):
         x = rng.standard_normal((rows(512 * MAX_LEN), 512)).astype(np.float32)
-        return lambda: O.span_scores(x, reduce="sum", max_len=MAX_LEN)
+        reduce = {"span_scores": "sum"}.get(loop, loop.rsplit("_", 1)[-1])
+        return lambda: O.span_scores(x, reduce=reduce, max_len=MAX_LEN)
+    if loop in ("span_scores_backward", "span_scores_backward_contrast"):
+        g = rng.standard_normal((rows(256 * MAX_LEN), 256, MAX_LEN)).astype(np.float32)
+        reduce = "contrast" if loop.endswith("contrast") else "sum"
+        return lambda: _C.span_scores_backward(g, reduce, 1, None, 0, numpy_alloc)
     if loop == "top_spans":
         x = rng.standard_normal((rows(512 * MAX_LEN), 512)).astype(np.float32)
         return lambda: O.top_spans(x, k=3, reduce="sum", max_len=MAX_LEN)
@@ -137,13 +143,14 @@ def _call(loop: str, elements: float, rng: np.random.Generator):
     raise AssertionError(loop)
 
 
-_LOOPS = ["span_scores", "top_spans", "span_argmax", "span_argmax_topk", "span_similarity",
+_LOOPS = ["span_scores", "span_scores_mean", "span_scores_contrast", "span_scores_backward",
+          "span_scores_backward_contrast", "top_spans", "span_argmax", "span_argmax_topk", "span_similarity",
           "temporal_iou", "grounding_overlap", "nms_1d", "io_to_spans", "io_to_start_end"]
 
 
 def test_the_cost_table_covers_every_parallel_loop():
     table = _C._op_costs()
-    assert set(table) == set(_LOOPS) | {"span_scores_backward", "split_ns"}
+    assert set(table) == set(_LOOPS) | {"split_ns"}
     assert all(ns > 0 for ns, _ in table.values())
 
 

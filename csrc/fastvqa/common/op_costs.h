@@ -10,6 +10,10 @@
 // fastvqa._C._op_costs() so tests can check each op's cut-over.
 #pragma once
 
+#include <cstdint>
+
+#include "fastvqa/common/parallel.h"
+
 namespace fastvqa {
 namespace op_costs {
 
@@ -19,8 +23,13 @@ struct Entry {
   const char* per;  // the element the cost is counted in
 };
 
+// span_scores by reduce: "mean" divides every cell, "contrast" also adds
+// the row total's complement (about 3.3x the sum's forward).
 constexpr Entry kSpanScoresForward{"span_scores", 0.30, "band cell"};
+constexpr Entry kSpanScoresForwardMean{"span_scores_mean", 0.50, "band cell"};
+constexpr Entry kSpanScoresForwardContrast{"span_scores_contrast", 0.99, "band cell"};
 constexpr Entry kSpanScoresBackward{"span_scores_backward", 0.40, "band cell"};
+constexpr Entry kSpanScoresBackwardContrast{"span_scores_backward_contrast", 0.59, "band cell"};
 constexpr Entry kTopSpans{"top_spans", 2.1, "band cell"};
 constexpr Entry kSpanArgmaxTop1{"span_argmax", 1.4, "step"};
 constexpr Entry kSpanArgmaxTopk{"span_argmax_topk", 6.2, "step"};
@@ -31,9 +40,17 @@ constexpr Entry kGroundingOverlap{"grounding_overlap", 4.9, "prediction x (1 + i
 constexpr Entry kIoToSpans{"io_to_spans", 11.0, "step (each of its two passes)"};
 constexpr Entry kIoStartEnd{"io_to_start_end", 1.0, "step"};
 
-constexpr Entry kAll[] = {kSpanScoresForward, kSpanScoresBackward, kTopSpans, kSpanArgmaxTop1,
-                          kSpanArgmaxTopk,    kSpanSimilarity,     kNms1d,    kTemporalIou,
-                          kGroundingOverlap,  kIoToSpans,          kIoStartEnd};
+// A loop of `rows` rows of `elements` (in `entry`'s unit) each; the entry's
+// name is the loop's kind, which keeps its own back-off (parallel.h).
+inline LoopCost loop_cost(const Entry& entry, int64_t rows, double elements) {
+  return LoopCost{rows, entry.ns * elements, entry.name};
+}
+
+constexpr Entry kAll[] = {kSpanScoresForward,  kSpanScoresForwardMean, kSpanScoresForwardContrast,
+                          kSpanScoresBackward, kSpanScoresBackwardContrast,
+                          kTopSpans,           kSpanArgmaxTop1,        kSpanArgmaxTopk,
+                          kSpanSimilarity,     kNms1d,                 kTemporalIou,
+                          kGroundingOverlap,   kIoToSpans,             kIoStartEnd};
 
 }  // namespace op_costs
 }  // namespace fastvqa

@@ -34,10 +34,14 @@ constexpr double kSplitNs = 250e3;
 constexpr double kChunkNs = 40e3;
 
 // What a parallel loop costs: `rows` independent rows of `ns_per_row` each
-// (the op's measured cost per element times the elements of a row).
+// (the op's measured cost per element times the elements of a row). `kind`
+// names the loop (its op_costs entry's name): each kind judges for itself
+// whether splitting pays (parallel.cpp's back-off), so one op whose rows
+// cost more than its estimate cannot keep every other op on one thread.
 struct LoopCost {
   int64_t rows;
   double ns_per_row;
+  const char* kind = nullptr;
 };
 
 // The threads fastvqa's CPU loops may use (>= 1). Starts as
@@ -60,9 +64,12 @@ class Chunks {
   explicit Chunks(struct Job* job) : job_(job) {}  // Job: parallel.cpp's
   // Claims rows [*lo, *hi); false when every row is taken.
   bool next(int64_t* lo, int64_t* hi);
+  // Rows this thread claimed so far.
+  int64_t claimed() const { return claimed_; }
 
  private:
   struct Job* job_;
+  int64_t claimed_ = 0;
 };
 
 namespace detail {
@@ -74,8 +81,11 @@ struct TeamRef {
 };
 // Runs `team` on the calling thread and up to num_threads() - 1 workers,
 // sharing [0, rows) in chunks of `chunk` rows; `one_thread_ns` (the cost
-// model's estimate) judges whether the split paid.
-void run_team(int64_t rows, int64_t chunk, double one_thread_ns, TeamRef team);
+// model's estimate) judges whether the split paid when the caller computed
+// no row itself (else its measured rows do, parallel.cpp); `kind` picks the
+// back-off state.
+void run_team(int64_t rows, int64_t chunk, double one_thread_ns, const char* kind,
+              TeamRef team);
 // Rows per chunk and whether to split at all, from the cost model.
 int64_t chunk_rows(const LoopCost& cost);
 bool splits(const LoopCost& cost);
@@ -93,7 +103,7 @@ void parallel_rows(const LoopCost& cost, Team&& team) {
   };
   const detail::TeamRef ref{const_cast<void*>(static_cast<const void*>(&team)), call};
   detail::run_team(cost.rows, detail::splits(cost) ? detail::chunk_rows(cost) : cost.rows,
-                   static_cast<double>(cost.rows) * cost.ns_per_row, ref);
+                   static_cast<double>(cost.rows) * cost.ns_per_row, cost.kind, ref);
 }
 
 // parallel_rows for a loop body with no per-thread state: body(row).

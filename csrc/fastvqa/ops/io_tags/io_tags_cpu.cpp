@@ -14,7 +14,7 @@ namespace io_tags {
 template <typename T>
 void io_count_cpu(const SpansParams<T>& p) {
   const int64_t batch = p.rows.batch;
-  parallel_for(LoopCost{batch, op_costs::kIoToSpans.ns * p.rows.steps}, [&](int64_t b) {
+  parallel_for(op_costs::loop_cost(op_costs::kIoToSpans, batch, p.rows.steps), [&](int64_t b) {
     p.counts[b] = row_runs<T>(p.rows.row(b), p.threshold, p.min_len, nullptr, nullptr);
   });
 }
@@ -22,7 +22,8 @@ void io_count_cpu(const SpansParams<T>& p) {
 template <typename T>
 void io_fill_cpu(const SpansParams<T>& p) {
   const int64_t batch = p.rows.batch;
-  parallel_rows(LoopCost{batch, op_costs::kIoToSpans.ns * p.rows.steps}, [&](Chunks& chunks) {
+  const LoopCost cost = op_costs::loop_cost(op_costs::kIoToSpans, batch, p.rows.steps);
+  parallel_rows(cost, [&](Chunks& chunks) {
     std::vector<int64_t> perm;
     std::vector<int64_t> spans;
     std::vector<T> scores;
@@ -59,7 +60,7 @@ void io_fill_cpu(const SpansParams<T>& p) {
 template <typename T>
 void io_start_end_cpu(const StartEndParams<T>& p) {
   const int64_t batch = p.rows.batch, steps = p.rows.steps;
-  parallel_for(LoopCost{batch, op_costs::kIoStartEnd.ns * steps}, [&](int64_t b) {
+  parallel_for(op_costs::loop_cost(op_costs::kIoStartEnd, batch, steps), [&](int64_t b) {
     const RowView<T> r = p.rows.row(b);
     for (int64_t t = 0; t < steps; ++t)
       start_end_at(r, t, &p.out_start[b * steps + t], &p.out_end[b * steps + t]);

@@ -423,7 +423,7 @@ void nms_1d_cpu_select(const Params<T>& p) {
   for (int64_t g = 0; g < p.groups; ++g)
     largest = std::max(largest, p.group_begin(g + 1) - p.group_begin(g));
   const int64_t groups = p.groups;
-  const LoopCost cost{groups, op_costs::kNms1d.ns * double(p.n) / double(groups)};
+  const LoopCost cost = op_costs::loop_cost(op_costs::kNms1d, groups, double(p.n) / double(groups));
   parallel_rows(cost, [&](Chunks& chunks) {
     HardScratch<T> hard;
     std::vector<int64_t> order(p.method == Method::kHard ? 0 : largest);

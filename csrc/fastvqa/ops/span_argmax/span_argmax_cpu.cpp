@@ -410,17 +410,16 @@ FASTVQA_VECTOR_CLONES void top1_row(const RowView<T>& r, int64_t min_len, int64_
 }
 
 template <typename T>
-double row_ns(const Params<T>& p) {
-  const double ns = p.k == 1 ? op_costs::kSpanArgmaxTop1.ns : op_costs::kSpanArgmaxTopk.ns;
-  return ns * double(p.steps);
+LoopCost loop_cost(const Params<T>& p) {
+  return op_costs::loop_cost(p.k == 1 ? op_costs::kSpanArgmaxTop1 : op_costs::kSpanArgmaxTopk,
+                             p.batch, p.steps);
 }
 
 }  // namespace
 
 template <typename T>
 void span_argmax_cpu(const Params<T>& p) {
-  const int64_t batch = p.batch;
-  parallel_rows(LoopCost{batch, row_ns(p)}, [&](Chunks& chunks) {
+  parallel_rows(loop_cost(p), [&](Chunks& chunks) {
     ThreadScratch<BlockMax<T>> bm_scratch;
     ThreadScratch<Top1Scratch<T>> top1_scratch;
     ThreadScratch<TopkSearch<T>> topk_scratch;

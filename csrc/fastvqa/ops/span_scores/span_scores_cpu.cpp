@@ -209,7 +209,10 @@ template <Reduce R, typename T>
 void forward_rows(const ForwardParams<T>& p) {
   const int64_t batch = p.in.batch, steps = p.in.steps, width = p.width;
   const T neg_inf = -std::numeric_limits<T>::infinity();
-  const LoopCost cost{batch, op_costs::kSpanScoresForward.ns * double(steps * width)};
+  const op_costs::Entry& per_cell = R == Reduce::kContrast ? op_costs::kSpanScoresForwardContrast
+                                    : R == Reduce::kMean   ? op_costs::kSpanScoresForwardMean
+                                                           : op_costs::kSpanScoresForward;
+  const LoopCost cost = op_costs::loop_cost(per_cell, batch, steps * width);
   parallel_rows(cost, [&](Chunks& chunks) {
     ThreadScratch<RowBuffers> row_scratch;
     ThreadScratch<AlignedBuffer> acc_scratch;
@@ -401,7 +404,9 @@ void backward_row(const BackwardParams<T>& p, int64_t b, BackwardBuffers& buf) {
 
 template <Reduce R, typename T>
 void backward_rows(const BackwardParams<T>& p) {
-  const LoopCost cost{p.batch, op_costs::kSpanScoresBackward.ns * double(p.steps * p.width)};
+  const op_costs::Entry& per_cell = R == Reduce::kContrast ? op_costs::kSpanScoresBackwardContrast
+                                                           : op_costs::kSpanScoresBackward;
+  const LoopCost cost = op_costs::loop_cost(per_cell, p.batch, p.steps * p.width);
   parallel_rows(cost, [&](Chunks& chunks) {
     ThreadScratch<BackwardBuffers> scratch;
     BackwardBuffers& buf = *scratch;
@@ -452,7 +457,7 @@ template <Reduce R, typename T>
 void top_rows(const TopParams<T>& p) {
   const int64_t batch = p.in.batch, steps = p.in.steps;
   const Cursor<T> none{false, T(0), 0, 0};
-  const LoopCost cost{batch, op_costs::kTopSpans.ns * double(steps * p.max_len)};
+  const LoopCost cost = op_costs::loop_cost(op_costs::kTopSpans, batch, steps * p.max_len);
   parallel_rows(cost, [&](Chunks& chunks) {
     ThreadScratch<RowBuffers> row_scratch;
     RowBuffers& buf = *row_scratch;

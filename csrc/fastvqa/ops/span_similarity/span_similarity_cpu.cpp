@@ -166,7 +166,8 @@ template <typename T, typename RowFn>
 void for_rows(const Params<T>& p, bool backward, RowFn&& fn) {
   const int64_t size = RowWork::size(p.steps, p.dim, p.cells, p.pool, backward);
   const int64_t batch = p.batch;
-  const LoopCost cost{batch, op_costs::kSpanSimilarity.ns * double(p.cells * (p.dim + 1))};
+  const LoopCost cost =
+      op_costs::loop_cost(op_costs::kSpanSimilarity, batch, p.cells * (p.dim + 1));
   parallel_rows(cost, [&](Chunks& chunks) {
     std::vector<double> scratch(size);
     const RowWork w = RowWork::at(scratch.data(), p.steps, p.dim, p.pool, backward);

@@ -64,7 +64,7 @@ void pairwise(const OverlapParams<T>& p) {
   // OS on first touch, which leaves their lines in the cache, where plain
   // stores cost nothing more and streaming ones evict them (2.4x slower).
   const bool stream = p.caller_out && n * m * int64_t(sizeof(T)) >= kStreamBytes;
-  parallel_rows(LoopCost{n, op_costs::kTemporalIou.ns * double(m)}, [&](Chunks& chunks) {
+  parallel_rows(op_costs::loop_cost(op_costs::kTemporalIou, n, m), [&](Chunks& chunks) {
     int64_t lo, hi;
     while (chunks.next(&lo, &hi)) {
       for (int64_t i = lo; i < hi; ++i) {
@@ -94,13 +94,13 @@ void paired(const OverlapParams<T>& p) {
     any |= any_special(p.a[i * p.a_s0], p.a[i * p.a_s0 + p.a_s1], p.b[i * p.b_s0],
                        p.b[i * p.b_s0 + p.b_s1]);
   if (any) {
-    parallel_for(LoopCost{n, op_costs::kTemporalIou.ns}, [&](int64_t i) {
+    parallel_for(op_costs::loop_cost(op_costs::kTemporalIou, n, 1), [&](int64_t i) {
       p.out[i] = pair_overlap_any<kMode>(p.a[i * p.a_s0], p.a[i * p.a_s0 + p.a_s1],
                                          p.b[i * p.b_s0], p.b[i * p.b_s0 + p.b_s1]);
     });
     return;
   }
-  parallel_rows(LoopCost{n, op_costs::kTemporalIou.ns}, [&](Chunks& chunks) {
+  parallel_rows(op_costs::loop_cost(op_costs::kTemporalIou, n, 1), [&](Chunks& chunks) {
     int64_t lo, hi;
     while (chunks.next(&lo, &hi)) {
       for (int64_t i = lo; i < hi; ++i) {
@@ -152,7 +152,7 @@ void grounding_cpu(const GroundingParams<T>& p) {
   // Predictions own different numbers of ground-truth spans: the mean count
   // prices a row.
   const double per_row = n > 0 ? double(p.offsets[n * p.off_s0] - p.offsets[0]) / double(n) : 0;
-  parallel_rows(LoopCost{n, op_costs::kGroundingOverlap.ns * (1.0 + per_row)}, [&](Chunks& c) {
+  parallel_rows(op_costs::loop_cost(op_costs::kGroundingOverlap, n, 1.0 + per_row), [&](Chunks& c) {
     int64_t lo, hi;
     while (c.next(&lo, &hi)) grounding_rows(p, lo, hi);
   });
@@ -241,7 +241,7 @@ void grounding_scan_cpu(const GroundingParams<double>& p, GroundingScan* scan) {
   const double per_row = double(p.offsets[n * p.off_s0] - p.offsets[0]) / double(n);
   const int64_t *pa = scan->pred_answers, *ga = scan->gt_answers;
   std::mutex merge;
-  parallel_rows(LoopCost{n, op_costs::kGroundingOverlap.ns * (1.0 + per_row)}, [&](Chunks& c) {
+  parallel_rows(op_costs::loop_cost(op_costs::kGroundingOverlap, n, 1.0 + per_row), [&](Chunks& c) {
     std::vector<int64_t> counts(2 * n_t, 0);
     int64_t tallies[5] = {0, 0, 0, 0, 0};
     int64_t bad_pred = -1, bad_gt = -1, unanswered = -1, bad_gt_answer = -1;
