@@ -169,12 +169,13 @@ def cuda_sync(device: str) -> Optional[Callable[[], None]]:
     return torch.cuda.synchronize
 
 
-def _number(fn: Callable[[], Any], min_repeat_s: float, sync: Callable[[], None]) -> int:
+def _number(fn: Callable[[], Any], min_repeat_s: float, sync: Callable[[], None],
+            clock: Callable[[], float]) -> int:
     """Calls per timed block so that a block lasts about ``min_repeat_s``."""
-    t0 = time.perf_counter()
+    t0 = clock()
     fn()
     sync()
-    one = time.perf_counter() - t0
+    one = clock() - t0
     return 1 if one >= min_repeat_s else min(10_000, math.ceil(min_repeat_s / max(one, 1e-7)))
 
 
@@ -197,6 +198,7 @@ def measure_interleaved(
     warmup: int,
     min_repeat_s: float = 0.02,
     sync: Optional[Callable[[], None]] = None,
+    clock: Callable[[], float] = time.perf_counter,
 ) -> dict:
     """Time several functions round by round; returns ``{key: seconds per call}``
     (median, IQR, min, all repeats) in :func:`measure`'s format.
@@ -208,7 +210,9 @@ def measure_interleaved(
     build) then falls on every row of a round alike, so the ratios hold
     where the absolute times drift; the alternating order spreads the cost
     the first call after another function's block meets (the memory it
-    left) over both sides.
+    left) over both sides. ``clock`` is the wall clock by default;
+    ``time.thread_time`` counts only the calling thread's CPU time, for rows
+    that all run on one thread and compare work, not waiting.
     """
     sync = sync or (lambda: None)
     keys = list(fns)
@@ -216,17 +220,17 @@ def measure_interleaved(
         for _ in range(max(warmup, 1)):
             fns[key]()
     sync()
-    numbers = {key: _number(fns[key], min_repeat_s, sync) for key in keys}
+    numbers = {key: _number(fns[key], min_repeat_s, sync, clock) for key in keys}
     times: dict = {key: [] for key in keys}
     for r in range(repeats):
         for key in (keys if r % 2 == 0 else keys[::-1]):
             fn, number = fns[key], numbers[key]
             sync()
-            t0 = time.perf_counter()
+            t0 = clock()
             for _ in range(number):
                 fn()
             sync()
-            times[key].append((time.perf_counter() - t0) / number)
+            times[key].append((clock() - t0) / number)
     return {key: _summary(times[key], numbers[key]) for key in keys}
 
 
