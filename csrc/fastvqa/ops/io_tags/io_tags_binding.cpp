@@ -9,6 +9,7 @@
 
 #include "fastvqa/bindings/arg_checks.h"
 #include "fastvqa/bindings/array_arg.h"
+#include "fastvqa/bindings/run_kernel.h"
 #include "fastvqa/common/cuda_runtime_api.h"
 #include "fastvqa/common/dispatch.h"
 #include "fastvqa/ops/io_tags/io_tags.h"
@@ -52,7 +53,6 @@ py::tuple to_spans(py::object probs_obj, double threshold, int64_t min_len,
   ValidatedIndex lengths;
   const TensorView pv = check_rows(probs, lengths_obj, op, stream, alloc, &lengths);
   const int64_t batch = pv.shape[0];
-  const bool cuda = pv.is_cuda();
   const char* fdt = dtype_name(pv.dtype);
 
   ArrayArg counts = allocate_output(alloc, {batch}, "int64", op, stream);
@@ -68,15 +68,13 @@ py::tuple to_spans(py::object probs_obj, double threshold, int64_t min_len,
                             nullptr};
     std::vector<int64_t> h_counts;
     if (batch > 0) {
-      py::gil_scoped_release release;
-      if (cuda) {
-        DeviceGuard guard(pv.device_index);
-        FASTVQA_CUDA_CALL(io_count_cuda(p, stream));
+      FASTVQA_RUN_KERNEL(pv, {
+        io_count_cuda(p, stream);
         h_counts = int64_to_host(counts.view(), stream);  // waits for the kernel
-      } else {
+      }, {
         io_count_cpu(p);
         h_counts.assign(p.counts, p.counts + batch);
-      }
+      });
     }
     std::vector<int64_t> h_off(batch + 1, 0);
     for (int64_t b = 0; b < batch; ++b) h_off[b + 1] = h_off[b] + h_counts[b];
@@ -84,16 +82,10 @@ py::tuple to_spans(py::object probs_obj, double threshold, int64_t min_len,
     ArrayArg scores = allocate_output(alloc, {h_off[batch]}, fdt, op, stream);
     p.out_spans = static_cast<int64_t*>(spans.view().data);
     p.out_scores = static_cast<scalar_t*>(scores.view().data);
-    {
-      py::gil_scoped_release release;
-      if (cuda) {
-        DeviceGuard guard(pv.device_index);
-        FASTVQA_CUDA_CALL(io_fill_cuda(p, h_off, stream));
-      } else {
-        std::copy(h_off.begin(), h_off.end(), static_cast<int64_t*>(offsets.view().data));
-        if (h_off[batch] > 0) io_fill_cpu(p);
-      }
-    }
+    FASTVQA_RUN_KERNEL(pv, io_fill_cuda(p, h_off, stream), {
+      std::copy(h_off.begin(), h_off.end(), static_cast<int64_t*>(offsets.view().data));
+      if (h_off[batch] > 0) io_fill_cpu(p);
+    });
     spans_obj = spans.object();
     scores_obj = scores.object();
   });
@@ -114,13 +106,7 @@ py::tuple to_start_end(py::object probs_obj, py::object lengths_obj, std::uintpt
     StartEndParams<scalar_t> p{rows_params<scalar_t>(pv, lengths),
                                static_cast<scalar_t*>(start.view().data),
                                static_cast<scalar_t*>(end.view().data)};
-    py::gil_scoped_release release;
-    if (pv.is_cuda()) {
-      DeviceGuard guard(pv.device_index);
-      FASTVQA_CUDA_CALL(io_start_end_cuda(p, stream));
-    } else {
-      io_start_end_cpu(p);
-    }
+    FASTVQA_RUN_KERNEL(pv, io_start_end_cuda(p, stream), io_start_end_cpu(p));
   });
   return py::make_tuple(start.object(), end.object());
 }

@@ -10,6 +10,7 @@
 
 #include "fastvqa/bindings/arg_checks.h"
 #include "fastvqa/bindings/array_arg.h"
+#include "fastvqa/bindings/run_kernel.h"
 #include "fastvqa/common/cuda_runtime_api.h"
 #include "fastvqa/common/dispatch.h"
 #include "fastvqa/ops/nms_1d/nms_1d.h"
@@ -138,15 +139,13 @@ py::tuple run(py::object spans_obj, py::object scores_obj, py::object offsets_ob
                        static_cast<int64_t*>(counts.view().data)};
     std::vector<int64_t> h_counts;
     if (groups > 0) {
-      py::gil_scoped_release release;
-      if (cuda) {
-        DeviceGuard guard(sv.device_index);
-        FASTVQA_CUDA_CALL(nms_1d_cuda_select(p, plan.get(), cs, stream));
+      FASTVQA_RUN_KERNEL(sv, {
+        nms_1d_cuda_select(p, plan.get(), cs, stream);
         h_counts = int64_to_host(counts.view(), stream);  // waits for the kernels
-      } else {
+      }, {
         nms_1d_cpu_select(p);
         h_counts.assign(p.counts, p.counts + groups);
-      }
+      });
     }
     for (int64_t g = 0; g < groups; ++g) out_off[g + 1] = out_off[g] + h_counts[g];
 
@@ -155,22 +154,14 @@ py::tuple run(py::object spans_obj, py::object scores_obj, py::object offsets_ob
     ArrayArg keep = allocate_output(alloc, {total}, "int64", kOp, stream);
     ArrayArg keep_scores = allocate_output(alloc, {total}, fdt, kOp, stream);
     ArrayArg offsets_out = allocate_output(alloc, {groups + 1}, "int64", kOp, stream);
-    {
-      py::gil_scoped_release release;
-      if (cuda) {
-        DeviceGuard guard(sv.device_index);
-        FASTVQA_CUDA_CALL(nms_1d_cuda_gather(p, out_off,
-                                             static_cast<int64_t*>(offsets_out.view().data),
-                                             static_cast<int64_t*>(keep.view().data),
-                                             static_cast<scalar_t*>(keep_scores.view().data),
-                                             stream));
-      } else {
-        std::copy(out_off.begin(), out_off.end(), static_cast<int64_t*>(offsets_out.view().data));
-        if (groups > 0)
-          nms_1d_cpu_gather(p, out_off.data(), static_cast<int64_t*>(keep.view().data),
-                            static_cast<scalar_t*>(keep_scores.view().data));
-      }
-    }
+    int64_t* keep_data = static_cast<int64_t*>(keep.view().data);
+    scalar_t* keep_scores_data = static_cast<scalar_t*>(keep_scores.view().data);
+    int64_t* offsets_data = static_cast<int64_t*>(offsets_out.view().data);
+    FASTVQA_RUN_KERNEL(
+        sv, nms_1d_cuda_gather(p, out_off, offsets_data, keep_data, keep_scores_data, stream), {
+          std::copy(out_off.begin(), out_off.end(), offsets_data);
+          if (groups > 0) nms_1d_cpu_gather(p, out_off.data(), keep_data, keep_scores_data);
+        });
     keep_obj = keep.object();
     keep_scores_obj = keep_scores.object();
     out_off_obj = offsets_out.object();

@@ -6,6 +6,7 @@
 
 #include "fastvqa/bindings/arg_checks.h"
 #include "fastvqa/bindings/array_arg.h"
+#include "fastvqa/bindings/run_kernel.h"
 #include "fastvqa/common/cuda_runtime_api.h"
 #include "fastvqa/common/dispatch.h"
 #include "fastvqa/ops/span_argmax/span_argmax.h"
@@ -63,13 +64,7 @@ py::tuple run(py::object start_obj, py::object end_obj, py::object max_len_obj, 
                        topk,
                        static_cast<int64_t*>(spans.view().data),
                        static_cast<scalar_t*>(scores.view().data)};
-    py::gil_scoped_release release;
-    if (sv.is_cuda()) {
-      DeviceGuard guard(sv.device_index);
-      FASTVQA_CUDA_CALL(span_argmax_cuda(p, stream));
-    } else {
-      span_argmax_cpu(p);
-    }
+    FASTVQA_RUN_KERNEL(sv, span_argmax_cuda(p, stream), span_argmax_cpu(p));
   });
   return py::make_tuple(spans.object(), scores.object());
 }

@@ -4,11 +4,13 @@
 
 #include <cmath>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "fastvqa/bindings/arg_checks.h"
 #include "fastvqa/bindings/array_arg.h"
+#include "fastvqa/bindings/run_kernel.h"
 #include "fastvqa/common/cuda_runtime_api.h"
 #include "fastvqa/common/dispatch.h"
 #include "fastvqa/ops/span_scores/span_scores.h"
@@ -72,19 +74,15 @@ py::object forward(py::object x_obj, const std::string& reduce_name, int64_t min
                               data_of<scalar_t>(out),
                               nullptr,
                               nullptr};
+    std::optional<ArrayArg> prefix, counts;  // CUDA scratch
     if (xv.is_cuda()) {
-      ArrayArg prefix =
-          allocate_output(alloc, {batch, row_sums_size(steps)}, "float64", op, stream);
-      ArrayArg counts = allocate_output(alloc, {batch, steps + 1, 3}, "int64", op, stream);
-      p.prefix = data_of<double>(prefix);
-      p.counts = data_of<int64_t>(counts);
-      py::gil_scoped_release release;
-      DeviceGuard guard(xv.device_index);
-      FASTVQA_CUDA_CALL(forward_cuda(p, stream));
-    } else {
-      py::gil_scoped_release release;
-      forward_cpu(p);
+      prefix.emplace(
+          allocate_output(alloc, {batch, row_sums_size(steps)}, "float64", op, stream));
+      counts.emplace(allocate_output(alloc, {batch, steps + 1, 3}, "int64", op, stream));
+      p.prefix = data_of<double>(*prefix);
+      p.counts = data_of<int64_t>(*counts);
     }
+    FASTVQA_RUN_KERNEL(xv, forward_cuda(p, stream), forward_cpu(p));
   });
   return out.object();
 }
@@ -121,18 +119,14 @@ py::object backward(py::object grad_obj, const std::string& reduce_name, int64_t
                                data_of<scalar_t>(gx),
                                nullptr,
                                nullptr};
+    std::optional<ArrayArg> colsum, rowsum;  // CUDA scratch
     if (gv.is_cuda()) {
-      ArrayArg colsum = allocate_output(alloc, {batch, steps, width}, "float64", op, stream);
-      ArrayArg rowsum = allocate_output(alloc, {batch, 3, steps}, "float64", op, stream);
-      p.colsum = data_of<double>(colsum);
-      p.rowsum = data_of<double>(rowsum);
-      py::gil_scoped_release release;
-      DeviceGuard guard(gv.device_index);
-      FASTVQA_CUDA_CALL(backward_cuda(p, stream));
-    } else {
-      py::gil_scoped_release release;
-      backward_cpu(p);
+      colsum.emplace(allocate_output(alloc, {batch, steps, width}, "float64", op, stream));
+      rowsum.emplace(allocate_output(alloc, {batch, 3, steps}, "float64", op, stream));
+      p.colsum = data_of<double>(*colsum);
+      p.rowsum = data_of<double>(*rowsum);
     }
+    FASTVQA_RUN_KERNEL(gv, backward_cuda(p, stream), backward_cpu(p));
   });
   return gx.object();
 }
@@ -177,25 +171,21 @@ py::tuple top_spans(py::object x_obj, int64_t k, const std::string& reduce_name,
                           nms_round_size(k),
                           nullptr,
                           nullptr};
+    std::optional<ArrayArg> prefix, counts, cs, cv;  // CUDA scratch
     if (xv.is_cuda()) {
       const int64_t cap = nms ? p.cap : 1;  // no candidate list without NMS
       p.cap = cap;
-      ArrayArg prefix =
-          allocate_output(alloc, {batch, row_sums_size(steps)}, "float64", op, stream);
-      ArrayArg counts = allocate_output(alloc, {batch, steps + 1, 3}, "int64", op, stream);
-      ArrayArg cs = allocate_output(alloc, {batch, cap, 2}, "int64", op, stream);
-      ArrayArg cv = allocate_output(alloc, {batch, cap}, dtype_name(xv.dtype), op, stream);
-      p.prefix = data_of<double>(prefix);
-      p.counts = data_of<int64_t>(counts);
-      p.cand_spans = data_of<int64_t>(cs);
-      p.cand_scores = data_of<scalar_t>(cv);
-      py::gil_scoped_release release;
-      DeviceGuard guard(xv.device_index);
-      FASTVQA_CUDA_CALL(top_spans_cuda(p, stream));
-    } else {
-      py::gil_scoped_release release;
-      top_spans_cpu(p);
+      prefix.emplace(
+          allocate_output(alloc, {batch, row_sums_size(steps)}, "float64", op, stream));
+      counts.emplace(allocate_output(alloc, {batch, steps + 1, 3}, "int64", op, stream));
+      cs.emplace(allocate_output(alloc, {batch, cap, 2}, "int64", op, stream));
+      cv.emplace(allocate_output(alloc, {batch, cap}, dtype_name(xv.dtype), op, stream));
+      p.prefix = data_of<double>(*prefix);
+      p.counts = data_of<int64_t>(*counts);
+      p.cand_spans = data_of<int64_t>(*cs);
+      p.cand_scores = data_of<scalar_t>(*cv);
     }
+    FASTVQA_RUN_KERNEL(xv, top_spans_cuda(p, stream), top_spans_cpu(p));
   });
   return py::make_tuple(spans.object(), scores.object());
 }

@@ -9,6 +9,7 @@
 
 #include "fastvqa/bindings/arg_checks.h"
 #include "fastvqa/bindings/array_arg.h"
+#include "fastvqa/bindings/run_kernel.h"
 #include "fastvqa/common/cuda_runtime_api.h"
 #include "fastvqa/common/dispatch.h"
 #include "fastvqa/ops/span_similarity/span_similarity.h"
@@ -146,14 +147,8 @@ py::object forward(py::object frames, py::object query, py::object spans, const 
   FASTVQA_DISPATCH_FLOAT(f.dtype, scalar_t, [&] {
     Params<scalar_t> p = c.params<scalar_t>();
     p.out = static_cast<scalar_t*>(out.view().data);
-    py::gil_scoped_release release;
-    if (f.is_cuda()) {
-      p.work = static_cast<double*>(work->view().data);
-      DeviceGuard guard(f.device_index);
-      FASTVQA_CUDA_CALL(forward_cuda(p, stream));
-    } else {
-      forward_cpu(p);
-    }
+    if (work) p.work = static_cast<double*>(work->view().data);  // CUDA scratch
+    FASTVQA_RUN_KERNEL(f, forward_cuda(p, stream), forward_cpu(p));
   });
   return out.object();
 }
@@ -186,14 +181,8 @@ py::tuple backward(py::object grad_obj, py::object frames, py::object query, py:
     p.g_s2 = g.ndim > 2 ? g.strides[2] : 0;
     p.grad_frames = static_cast<scalar_t*>(gf.view().data);
     p.grad_query = static_cast<scalar_t*>(gq.view().data);
-    py::gil_scoped_release release;
-    if (f.is_cuda()) {
-      p.work = static_cast<double*>(work->view().data);
-      DeviceGuard guard(f.device_index);
-      FASTVQA_CUDA_CALL(backward_cuda(p, stream));
-    } else {
-      backward_cpu(p);
-    }
+    if (work) p.work = static_cast<double*>(work->view().data);  // CUDA scratch
+    FASTVQA_RUN_KERNEL(f, backward_cuda(p, stream), backward_cpu(p));
   });
   return py::make_tuple(gf.object(), gq.object());
 }

@@ -8,6 +8,7 @@
 
 #include "fastvqa/bindings/arg_checks.h"
 #include "fastvqa/bindings/array_arg.h"
+#include "fastvqa/bindings/run_kernel.h"
 #include "fastvqa/common/cuda_runtime_api.h"
 #include "fastvqa/common/dispatch.h"
 #include "fastvqa/common/pairwise_sum.h"
@@ -71,13 +72,7 @@ py::object overlap(py::object a_obj, py::object b_obj, const std::string& mode_n
                               mode,
                               paired,
                               caller_out};
-    py::gil_scoped_release release;
-    if (av.is_cuda()) {
-      DeviceGuard guard(av.device_index);
-      FASTVQA_CUDA_CALL(overlap_cuda(p, stream));
-    } else {
-      overlap_cpu(p);
-    }
+    FASTVQA_RUN_KERNEL(av, overlap_cuda(p, stream), overlap_cpu(p));
   });
   return out.object();
 }
@@ -121,13 +116,7 @@ py::tuple grounding(py::object pred_obj, py::object gt_obj, py::object off_obj,
                                   static_cast<scalar_t*>(iou.view().data),
                                   static_cast<scalar_t*>(iop.view().data),
                                   n};
-      py::gil_scoped_release release;
-      if (pv.is_cuda()) {
-        DeviceGuard guard(pv.device_index);
-        FASTVQA_CUDA_CALL(grounding_cuda(p, stream));
-      } else {
-        grounding_cpu(p);
-      }
+      FASTVQA_RUN_KERNEL(pv, grounding_cuda(p, stream), grounding_cpu(p));
     });
   }
   return py::make_tuple(iou.object(), iop.object());
