@@ -22,8 +22,8 @@ import fastvqa
 PACKAGE_ROOT = Path(fastvqa.__file__).resolve().parents[1]
 
 #: The subpackages ``fastvqa`` exposes as attributes.
-SUBPACKAGES = ["audit", "data", "devi", "evaluation", "metrics", "nn", "ops", "parse", "ragged",
-               "retrieval", "stats", "video"]
+SUBPACKAGES = ["audit", "data", "devi", "evaluation", "llm", "metrics", "nn", "ops", "parse",
+               "ragged", "retrieval", "stats", "video"]
 #: Those whose names need torch to resolve (``fastvqa.nn``; ``VideoDataset``).
 NEEDS_TORCH = {"fastvqa.nn": None, "fastvqa.video": {"VideoDataset"}}
 

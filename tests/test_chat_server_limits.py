@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The local chat-completions server (fastvqa.devi.serve_chat_model) against
+"""The local chat-completions server (fastvqa.llm.serve_chat_model) against
 misbehaving clients: oversized, unannounced, malformed, deeply nested and
 trickled requests are refused or cut off, never read whole or held forever."""
 
@@ -12,7 +12,7 @@ import urllib.parse
 
 import pytest
 
-from fastvqa.devi.serve import serve_chat_model
+from fastvqa.llm.serve import serve_chat_model
 
 
 def _echo(messages):

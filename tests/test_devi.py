@@ -34,7 +34,7 @@ from fastvqa.devi import (
 from fastvqa.devi import pipeline as S
 from fastvqa.devi import prompts as P
 from fastvqa.devi.runner import COMPONENTS, STAGES, score
-from fastvqa.devi.serve import Reply
+from fastvqa.llm.serve import Reply
 
 # Stated range for the deterministic demo models (devi_models), measured with
 # run_devi at this size (2 videos of 8 s, 10-12 questions) over seeds 0-7:

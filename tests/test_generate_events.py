@@ -325,7 +325,7 @@ def test_deveqa_deterministic_per_seed(tmp_path):
 
 
 def test_deveqa_through_a_local_server(tmp_path):
-    from fastvqa.devi import ChatCompletionsClient, serve_chat_model
+    from fastvqa.llm import ChatCompletionsClient, serve_chat_model
 
     f = _events(tmp_path, 2)
     cache = tmp_path / "served.jsonl"
@@ -669,7 +669,7 @@ def test_cli_lone_surrogate_is_one_line(tmp_path):
 
 
 def test_request_key_refuses_a_lone_surrogate():
-    from fastvqa.devi.openai_client import request_key
+    from fastvqa.llm.client import request_key
     from fastvqa.errors import InputError
 
     with pytest.raises(InputError, match="lone surrogate"):

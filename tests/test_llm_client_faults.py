@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from fastvqa.devi import ChatCompletionsClient, LanguageModelError
+from fastvqa.llm import ChatCompletionsClient, LanguageModelError
 
 HI = [{"role": "user", "content": "hi"}]
 CAP = 64 * 1024

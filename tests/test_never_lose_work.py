@@ -12,8 +12,8 @@ import threading
 
 import pytest
 
-from fastvqa.devi import serve_chat_model
-from fastvqa.devi.serve import Reply
+from fastvqa.llm import serve_chat_model
+from fastvqa.llm.serve import Reply
 
 
 class Counting:
@@ -145,7 +145,7 @@ def _pairs(messages):
 
 
 def test_generate_events_keeps_its_cache_and_a_rerun_makes_only_the_missing_calls(tmp_path):
-    from fastvqa.devi import LanguageModelError
+    from fastvqa.llm import LanguageModelError
     from fastvqa.generate.events import cli
 
     caps, cache = _captions(tmp_path), tmp_path / "cache.jsonl"

@@ -14,8 +14,8 @@ from __future__ import annotations
 from fastvqa._ext import _C
 from fastvqa._lazy import lazy_exports
 
-_SUBPACKAGES = ("audit", "data", "devi", "errors", "evaluation", "generate", "metrics", "nn",
-                "ops", "parse", "ragged", "retrieval", "stats", "video")
+_SUBPACKAGES = ("audit", "data", "devi", "errors", "evaluation", "generate", "llm", "metrics",
+                "nn", "ops", "parse", "ragged", "retrieval", "stats", "video")
 
 __version__: str = _C.build_info()["version"]
 

@@ -447,13 +447,9 @@ def _run_devi_in(out: Path, args: argparse.Namespace, shown: Path) -> int:
     ``--llm-url``), its caches under ``out/cache``; score, print, write
     ``results.json``."""
     from fastvqa.demo import devi_models, options, report, synth
-    from fastvqa.devi import (
-        ChatCompletionsClient,
-        Components,
-        run_devi,
-        serve_chat_model,
-    )
+    from fastvqa.devi import Components, run_devi
     from fastvqa.devi.runner import score
+    from fastvqa.llm import ChatCompletionsClient, serve_chat_model
 
     stages = _Stages(not args.no_progress)
     config = {"videos": args.videos, "duration": args.duration, "seed": args.seed,

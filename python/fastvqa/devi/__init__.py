@@ -2,14 +2,11 @@
 """DeVi, the DeVE-QA paper's training-free grounded video QA pipeline, with
 pluggable models (``docs/devi.md``).
 
-- :mod:`fastvqa.devi.protocols`: the components (captioner, language model,
-  image-text encoder) and adapters for plain callables;
-- :mod:`fastvqa.devi.openai_client`: :class:`ChatCompletionsClient`, the
-  OpenAI chat-completions protocol (vLLM, llama.cpp, SGLang, hosted APIs)
-  with timeouts, retries, a concurrency limit and a per-call cache;
-- :mod:`fastvqa.devi.serve`: :func:`serve_chat_model`, a local server of
-  that protocol for any Python function;
-- :mod:`fastvqa.devi.prompts`: the prompts, with their provenance;
+- :mod:`fastvqa.devi.protocols`: :class:`Components`, the three models one
+  run uses (captioner, language model, image-text encoder; the interfaces and
+  the client that reaches a served model are :mod:`fastvqa.llm`'s, and their
+  names are also importable from here);
+- :mod:`fastvqa.devi.prompts`: the paper's prompts, with their provenance;
 - :mod:`fastvqa.devi.pipeline`: the stages; :mod:`fastvqa.devi.runner`:
   :func:`run_devi` and its reports.
 """

@@ -47,7 +47,7 @@ import numpy as np
 
 from fastvqa import _checks
 from fastvqa.devi import prompts as P
-from fastvqa.devi.protocols import embeddings
+from fastvqa.llm.protocols import embeddings
 from fastvqa.errors import InputError
 
 #: sigma and delta of the paper (§4.3).
@@ -137,7 +137,7 @@ def hierarchical_captions(video: Any, sampler_config: Any = None, captioner: Any
         sampler_config: a :class:`fastvqa.video.Hierarchical` (default
             :func:`paper_hierarchy`): segment lengths (s), frames per segment,
             the last-segment policy and the in-segment sampling.
-        captioner: a :class:`~fastvqa.devi.protocols.Captioner` or a function
+        captioner: a :class:`~fastvqa.llm.protocols.Captioner` or a function
             ``(frames, timestamps) -> str``; it gets each segment's ``(n, H, W, 3)``
             uint8 frames and their times in seconds from the first frame.
         backend: the decoder (``"pyav"``, ``"dali"``, ``"auto"``).
@@ -146,7 +146,7 @@ def hierarchical_captions(video: Any, sampler_config: Any = None, captioner: Any
         ``[Caption(scale, start, end, text), ...]``: scale by scale, segments
         in time order (the sampler's :meth:`~fastvqa.video.Hierarchical.segments`).
     """
-    from fastvqa.devi.protocols import as_captioner
+    from fastvqa.llm.protocols import as_captioner
     from fastvqa.video import Hierarchical, VideoDecoder
 
     sampler = paper_hierarchy() if sampler_config is None else sampler_config
@@ -174,7 +174,7 @@ def visual_memory(video: Any, encoder: Any, *, fps: float = FEATURE_FPS,
     """``(times, features)``: the frames at ``fps`` (:class:`fastvqa.video.Fps`)
     and their ``(T, D)`` float32 embeddings from ``encoder.encode_frames``;
     ``times`` ``(T,)`` seconds from the first frame."""
-    from fastvqa.devi.protocols import as_encoder
+    from fastvqa.llm.protocols import as_encoder
     from fastvqa.video import Fps, read_frames
 
     encoder = as_encoder(encoder)
@@ -235,7 +235,7 @@ def event_memory(captions: Sequence[Caption], llm: Any, *, question: Optional[st
     """The :class:`EventMemory` of one video for one question (``question=None``:
     one memory shared by all of the video's questions). One ``llm`` call
     (``reply``: that call's text when the caller made it already)."""
-    from fastvqa.devi.protocols import as_language_model
+    from fastvqa.llm.protocols import as_language_model
 
     captions = list(captions)
     if reply is None:
@@ -291,7 +291,7 @@ def answer_with_grounding(question: str, options: Sequence[str], memory: EventMe
                           prompt: P.Prompt = P.ANSWER) -> Answer:
     """Ask ``llm`` the multiple-choice ``question`` over the memory; the reply
     parsed into an :class:`Answer` (:func:`parse_answer`)."""
-    from fastvqa.devi.protocols import as_language_model
+    from fastvqa.llm.protocols import as_language_model
 
     reply = as_language_model(llm).complete(answer_messages(question, options, memory, prompt))
     return parse_answer(reply, options, duration)
@@ -379,7 +379,7 @@ def self_consistency(answer: Answer, question: str, options: Sequence[str],
     with ``encoder.encode_texts``. ``memory.features``/``times`` are the
     frame embeddings; without them the answer is returned unchecked.
     """
-    from fastvqa.devi.protocols import as_encoder, as_language_model
+    from fastvqa.llm.protocols import as_encoder, as_language_model
 
     _checks.real(threshold, "self_consistency", "threshold", finite=True)
     _checks.integer(max_verify, "self_consistency", "max_verify", minimum=0)

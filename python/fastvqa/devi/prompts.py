@@ -17,33 +17,11 @@ prompt; they are not published, so none are used.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Optional
 
+from fastvqa.llm.prompts import OURS, Prompt
+
 PAPER = "DeVE-QA paper (arXiv 2409.04388)"
-OURS = "fastvqa (the paper does not give this prompt)"
-
-
-@dataclass(frozen=True)
-class Prompt:
-    """One prompt: a system message and a user message template.
-
-    ``system``: the instruction (the paper's words where it gives them);
-    ``user``: a :meth:`str.format` template whose fields the pipeline fills;
-    ``source``: where ``system`` comes from; ``user_source``: where the user
-    template comes from; ``notes``: what was changed or added and why."""
-
-    name: str
-    system: str
-    user: str
-    source: str
-    user_source: str = OURS
-    notes: str = ""
-
-    def messages(self, **fields) -> list:
-        """``[{"role": "system", ...}, {"role": "user", ...}]`` with ``fields`` filled in."""
-        return [{"role": "system", "content": self.system},
-                {"role": "user", "content": self.user.format(**fields)}]
 
 
 CAPTION = Prompt(

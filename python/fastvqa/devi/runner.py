@@ -19,7 +19,8 @@ from typing import Any, Callable, Mapping, NamedTuple, Optional, Sequence
 import numpy as np
 
 from fastvqa.devi import pipeline as S
-from fastvqa.devi.protocols import Components, embeddings
+from fastvqa.devi.protocols import Components
+from fastvqa.llm.protocols import embeddings
 from fastvqa.errors import InputError
 
 #: the stages in run order, as the latency report names them.
@@ -365,7 +366,7 @@ def run_devi(videos: Mapping[str, Any], questions: Sequence[Any], components: An
             frame embeddings per video; keyed by the file's path, size and
             mtime and the component's ``name``), so a rerun skips them; the
             language model's per-call cache is the client's own
-            (:class:`~fastvqa.devi.ChatCompletionsClient` ``cache_dir``).
+            (:class:`~fastvqa.llm.ChatCompletionsClient` ``cache_dir``).
         progress: a bar per stage (None: on a terminal only).
         hierarchy: the :class:`fastvqa.video.Hierarchical` of the captions
             (default :func:`~fastvqa.devi.pipeline.paper_hierarchy`).

@@ -112,7 +112,7 @@ def request_key(body: dict) -> str:
 
 
 class ChatCompletionsClient:
-    """A :class:`~fastvqa.devi.protocols.LanguageModel` served over HTTP.
+    """A :class:`~fastvqa.llm.protocols.LanguageModel` served over HTTP.
 
     Args:
         base_url: the server's API root, e.g. ``http://127.0.0.1:8000/v1``;

@@ -1,11 +1,11 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The three components DeVi is built from, as :class:`typing.Protocol`\\ s,
-and adapters that turn plain callables into them.
+"""The model interfaces fastvqa's pipelines are built from, as
+:class:`typing.Protocol`\\ s, and adapters that turn plain callables into them.
 
 - :class:`Captioner`: frames of one segment -> one caption (the paper's
   Video-LLaVA);
 - :class:`LanguageModel`: chat messages -> the reply text (the paper's GPT-4o;
-  :class:`fastvqa.devi.ChatCompletionsClient` reaches any OpenAI-compatible
+  :class:`fastvqa.llm.ChatCompletionsClient` reaches any OpenAI-compatible
   server);
 - :class:`ImageTextEncoder`: frames and texts -> L2-normalised embeddings in
   one space (the paper's CLIP ViT-L/14), for the self-consistency score.
@@ -17,7 +17,7 @@ Any object with the right methods is a component; :func:`as_captioner`,
 
 from __future__ import annotations
 
-from typing import Any, Callable, NamedTuple, Protocol, Sequence, runtime_checkable
+from typing import Any, Callable, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
@@ -146,16 +146,3 @@ def embeddings(x: Any, rows: int, what: str) -> np.ndarray:
     if not np.isfinite(arr).all():
         raise InputError(f"{what}: embeddings hold NaN or infinite values")
     return arr
-
-
-class Components(NamedTuple):
-    """The models one DeVi run uses (each adapted by ``as_*`` in :func:`components`)."""
-
-    captioner: Captioner
-    llm: LanguageModel
-    encoder: ImageTextEncoder
-
-
-def components(captioner: Any, llm: Any, encoder: Any) -> Components:
-    """:class:`Components` from objects or callables (see the ``as_*`` adapters)."""
-    return Components(as_captioner(captioner), as_language_model(llm), as_encoder(encoder))

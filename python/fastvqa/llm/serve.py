@@ -6,7 +6,7 @@
 an :class:`http.server.ThreadingHTTPServer` in a background thread, for as
 long as the ``with`` block runs. It is how ``fastvqa demo --pipeline devi``
 and the tests run the DeVi pipeline through
-:class:`~fastvqa.devi.ChatCompletionsClient` offline, and a way to put a
+:class:`~fastvqa.llm.ChatCompletionsClient` offline, and a way to put a
 Python model behind the same protocol as vLLM or llama.cpp's server.
 
 The replies follow the schema's shape (``id``, ``object``, ``created``,
@@ -73,7 +73,7 @@ class ServerStats:
 
 class ServedModel(NamedTuple):
     """What :func:`serve_chat_model` yields: ``base_url`` (for
-    :class:`~fastvqa.devi.ChatCompletionsClient`) and the server's ``stats``."""
+    :class:`~fastvqa.llm.ChatCompletionsClient`) and the server's ``stats``."""
 
     base_url: str
     stats: ServerStats

@@ -120,7 +120,7 @@ def language_model(spec: str, model: Any, deadline: Any = None) -> Any:
     if spec.startswith(("http://", "https://")):
         if not model:
             raise CommandError("--llm is a URL: give the served model's name with --model")
-        from fastvqa.devi.openai_client import ChatCompletionsClient
+        from fastvqa.llm.client import ChatCompletionsClient
 
         return ChatCompletionsClient(spec, model, api_key=os.environ.get("OPENAI_API_KEY"),
                                      max_total_seconds=deadline)

@@ -45,7 +45,7 @@ from typing import Any, Callable, NamedTuple, Optional, Sequence, Union
 import numpy as np
 
 from fastvqa import _checks
-from fastvqa.devi.prompts import Prompt
+from fastvqa.llm.prompts import Prompt
 from fastvqa.errors import InputError
 from fastvqa.generate.events.captions import word_count
 from fastvqa.parse._text import find_json
@@ -107,9 +107,9 @@ class ResponseCache:
     """Model replies on disk, one JSON line per request:
     ``{"key": sha256, "request": {...}, "content": reply}``.
 
-    The key is :func:`fastvqa.devi.openai_client.request_key` of the request
+    The key is :func:`fastvqa.llm.client.request_key` of the request
     (the model's name and the messages; for a
-    :class:`~fastvqa.devi.ChatCompletionsClient` its exact request body).
+    :class:`~fastvqa.llm.ChatCompletionsClient` its exact request body).
     The file is read when opened and appended to (never rewritten), one
     flushed line per new reply, so a killed run keeps the replies it got. A
     line that is no entry (one cut short by a kill) is skipped and counted
@@ -177,13 +177,13 @@ class ResponseCache:
 class CachedModel:
     """A language model behind a :class:`ResponseCache`.
 
-    ``llm``: anything :func:`fastvqa.devi.protocols.as_language_model`
+    ``llm``: anything :func:`fastvqa.llm.protocols.as_language_model`
     accepts (a ``complete(messages)`` object or a function of the messages).
     ``calls``: replies asked of the model; ``hits``: replies read from the
     cache. ``name``: the model's name (part of every key)."""
 
     def __init__(self, llm: Any, cache: Optional[ResponseCache] = None):
-        from fastvqa.devi.protocols import as_language_model
+        from fastvqa.llm.protocols import as_language_model
 
         self.llm = as_language_model(llm)
         self.cache = cache if cache is not None else ResponseCache(None)
@@ -201,7 +201,7 @@ class CachedModel:
                 "messages": [{"role": m["role"], "content": m["content"]} for m in messages]}
 
     def complete(self, messages: Sequence[dict]) -> str:
-        from fastvqa.devi.openai_client import request_key
+        from fastvqa.llm.client import request_key
 
         request = self.request(messages)
         key = request_key(request)
@@ -531,7 +531,7 @@ def generate_deveqa(events: Sequence[Any], llm: Any, *, seed: int = 0,
     Args:
         events: the captions to prompt, one prompt each, in order.
         llm: a ``complete(messages)`` object or a function of the messages
-            (a :class:`~fastvqa.devi.ChatCompletionsClient` for a server).
+            (a :class:`~fastvqa.llm.ChatCompletionsClient` for a server).
         seed: seeds the options (pool draws and correct positions); the
             same events, replies and seed give the same set.
         cache: a :class:`ResponseCache`, a JSON Lines path, or None (in memory).
