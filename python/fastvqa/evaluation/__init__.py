@@ -44,7 +44,6 @@ whose ``evaluate`` takes ``pred_text``.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import importlib
 import inspect
 import os
@@ -55,6 +54,7 @@ from typing import Any, Callable, Optional
 from fastvqa import errors as _errors
 from fastvqa._argtypes import benchmark_choices
 from fastvqa._benchmarks import BENCHMARKS as _TABLE
+from fastvqa._digests import input_digests, sha256_file
 from fastvqa._lazy import lazy_exports
 from fastvqa.metrics.result import MetricResult
 
@@ -318,35 +318,6 @@ def add_question_columns(result: MetricResult, *, prediction: Optional[list] = N
     for name, values in columns.items():
         if values is not None and name not in result.per_question:
             result.per_question[name] = list(values)
-
-
-def sha256_file(path: Any) -> str:
-    """The hex sha256 of the file ``path``'s bytes (read in 1 MiB blocks)."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def input_digests(inputs: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """What each input was, byte for byte: ``{keyword: {"path": str,
-    "sha256": hex}}`` for a file; for a folder ``{"path": str, "files":
-    {relative/path: hex}}``, one sha256 per regular file below it (every
-    level, hidden files included, links followed), sorted by its
-    ``/``-separated relative path. Inputs that are None are left out."""
-    out: dict[str, dict[str, Any]] = {}
-    for name, value in inputs.items():
-        if value is None:
-            continue
-        path = Path(value)
-        if path.is_dir():
-            files = {f.relative_to(path).as_posix(): f for f in path.rglob("*") if f.is_file()}
-            out[name] = {"path": str(value),
-                         "files": {rel: sha256_file(files[rel]) for rel in sorted(files)}}
-        else:
-            out[name] = {"path": str(value), "sha256": sha256_file(path)}
-    return out
 
 
 def run_record(benchmark: Benchmark, options: argparse.Namespace, result: MetricResult,

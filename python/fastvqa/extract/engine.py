@@ -20,11 +20,17 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, NamedTuple, Optional, Sequence, Union
 
-import numpy as np
-
+from fastvqa._device import parse_device
+from fastvqa._shards import parse_shard, shard_of  # noqa: F401  (also importable from here)
 from fastvqa.errors import InputError
-from fastvqa.extract.models import SEED, Model, resolve, weights_sha256
+from fastvqa.extract.models import SEED, resolve, weights_sha256
 from fastvqa.extract.recipes import Recipe, get_recipe
+from fastvqa.extract.steps import (  # noqa: F401  (Decoded, decode_video: also importable here)
+    Decoded,
+    Video,
+    Writer,
+    decode_video,
+)
 from fastvqa.extract.store import BadFileError, FeatureStore
 
 ENGINES = ("local", "ray")
@@ -32,15 +38,6 @@ ENGINES = ("local", "ray")
 #: file name endings taken as videos when VIDEOS is a folder (case-insensitive)
 VIDEO_SUFFIXES = (".mp4", ".mkv", ".avi", ".webm", ".mov", ".m4v", ".mpg", ".mpeg", ".ts",
                   ".flv", ".ogv", ".3gp")
-
-
-class Video(NamedTuple):
-    """One input: its store id, its file, and the path recorded (relative to
-    the videos folder, or the file name for a list of files)."""
-
-    id: str
-    path: Path
-    source: str
 
 
 class ExtractSummary(NamedTuple):
@@ -103,192 +100,6 @@ def discover(videos: Union[str, Path, Sequence]) -> list:
     return sorted(items, key=lambda v: v.id)
 
 
-def parse_shard(shard: Union[str, tuple, None]) -> tuple:
-    """``(i, n)`` from ``"i/n"`` or a pair (``0 <= i < n``); ``None``: the
-    ``RANK``/``WORLD_SIZE`` of a torchrun launch when set, else ``(0, 1)``."""
-    if shard is None:
-        world = os.environ.get("WORLD_SIZE")
-        if world is None:
-            return 0, 1
-        shard = (os.environ.get("RANK", "0"), world)
-        what = f"RANK={shard[0]} WORLD_SIZE={shard[1]}"
-    else:
-        what = f"shard {shard!r}"
-    try:
-        i, n = (shard.split("/") if isinstance(shard, str) else shard)
-        i, n = int(i), int(n)
-    except (ValueError, TypeError):
-        raise InputError(f"{what}: expected i/n with integers, e.g. 0/4") from None
-    if n < 1 or not 0 <= i < n:
-        raise InputError(f"{what}: need 0 <= i < n")
-    return i, n
-
-
-def shard_of(videos: list, shard: tuple) -> list:
-    """The videos of shard ``(i, n)``: every n-th of the id-sorted list,
-    starting at the i-th. The n shards partition the list, so their union is
-    one run over all of it."""
-    i, n = shard
-    return videos[i::n]
-
-
-class Decoded(NamedTuple):
-    """One video after the decode step: its pixels (``(n, H, W, 3)`` frames or
-    ``(n, T, H, W, 3)`` clips, uint8), each pixel frame's display time and
-    duration (seconds from the video's first frame, which is 0), the video's
-    duration and frame count, the source fields of its record, and the error
-    that stopped it (``None`` if it decoded)."""
-
-    video: Video
-    source: dict
-    pixels: Optional[np.ndarray]
-    pts: Optional[np.ndarray]
-    durations: Optional[np.ndarray]
-    frames: int
-    duration: float
-    total_frames: int
-    error: Optional[str]
-
-
-def decode_video(v: Video, recipe: Recipe, sampler: Any,
-                 decode_workers: Optional[int] = None) -> Decoded:
-    """The decode step: hash the file, probe it, read the recipe's frames.
-    A file that cannot be read or decoded gives a :class:`Decoded` with its
-    error (the run records it), never an exception."""
-    from fastvqa.evaluation import sha256_file
-    from fastvqa.video import VideoDecoder
-
-    try:
-        sha, size = sha256_file(v.path), v.path.stat().st_size
-    except OSError as err:
-        return Decoded(v, {"source": v.source}, None, None, None, 0, 0.0, 0,
-                       f"cannot read the file: {err.strerror or err}")
-    source = {"source": v.source, "source_sha256": sha, "source_bytes": size}
-    try:
-        # One decoder probes and reads: it decodes from the container its probe
-        # opened (one open of the file, not two).
-        with VideoDecoder(v.path, size=recipe.size, crop=recipe.crop,
-                          decode_workers=decode_workers) as decoder:
-            index = decoder.metadata
-            got = decoder.read(sampler)
-    except InputError as err:  # VideoError, or a sampler that finds no frames
-        return Decoded(v, source, None, None, None, 0, 0.0, 0, str(err))
-    t0 = float(index.timestamps[0])
-    return Decoded(v, source, got.data, np.asarray(got.pts_seconds, np.float64) - t0,
-                   np.asarray(got.duration_seconds, np.float64),
-                   int(np.unique(got.indices).size), float(index.duration),
-                   len(index.timestamps), None)
-
-
-def _feature_times(recipe: Recipe, sampler: Any, d: Decoded, count: int) -> tuple:
-    """``(start, end)`` float64 seconds of each item, from the video's first
-    frame (:class:`~fastvqa.extract.recipes.Recipe`'s ``time``)."""
-    if recipe.time == "grid":
-        offset = float(getattr(sampler, "offset", 0.0))
-        k = np.arange(count, dtype=np.float64)
-        start = offset + k / sampler.fps
-        end = np.minimum(offset + (k + 1) / sampler.fps, d.duration)
-        return start, end
-    pts = d.pts.reshape(count, -1)
-    return pts.min(axis=1), (pts + d.durations.reshape(count, -1)).max(axis=1)
-
-
-class Writer:
-    """The model step and the store write of one video at a time: what both
-    engines run after decoding (the Ray engine in each model actor)."""
-
-    def __init__(self, store: FeatureStore, recipe: Recipe, model: Model, base: dict,
-                 progress: bool = False, device: str = "cpu"):
-        from fastvqa.video.samplers import from_spec
-
-        self.store, self.recipe, self.base = store, recipe, base
-        self.sampler = from_spec(recipe.sampler)
-        self.forward = _Forward(recipe, model, device)
-        self.model_name = model.name
-        self.width = _stored_width(store)
-        self.progress = progress
-
-    def __call__(self, d: Decoded) -> tuple:
-        """``(status, items, frames)``: ``"ok"`` and what was written, or
-        ``"failed"`` (recorded in the store) and ``(0, 0)``."""
-        from fastvqa._progress import Progress
-
-        recipe = self.recipe
-        record = {**self.base, **d.source}
-        count = 0 if d.pixels is None else int(d.pixels.shape[0])
-        error = d.error
-        if error is None and count == 0:
-            error = (f"the sampler {recipe.sampler!r} picks nothing in this video "
-                     f"({d.duration:.3f} s, {d.total_frames} frames)")
-        if error is not None:
-            self.store.write_failure(d.video.id, record, error)
-            return "failed", 0, 0
-        bar = Progress(count, self.progress, desc=d.video.id, unit="item", leave=False,
-                       position=1, force=self.progress)
-        parts = []
-        for b in range(0, count, recipe.batch):
-            parts.append(self.forward(d.pixels[b:b + recipe.batch]))
-            bar.update(len(parts[-1]))
-        bar.close()
-        feats = np.concatenate(parts).astype(recipe.dtype)
-        if self.width is None:
-            self.width = feats.shape[1]
-        elif feats.shape[1] != self.width:
-            raise InputError(f"model {self.model_name!r} gives {feats.shape[1]} values per "
-                             f"item for video {d.video.id!r}, but {self.width} for the videos "
-                             "before; its output size must not change")
-        start, end = _feature_times(recipe, self.sampler, d, count)
-        self.store.write(d.video.id, feats, start, end, {**record, "frames": d.frames})
-        return "ok", count, d.frames
-
-
-class _Forward:
-    """The model on one batch: normalise, lay out, run, take the layer, flatten."""
-
-    def __init__(self, recipe: Recipe, model: Model, device: str = "cpu"):
-        import torch
-
-        self.torch = torch
-        self.recipe, self.model = recipe, model
-        self.device = torch.device(device)
-        self.mean = torch.tensor(recipe.mean, dtype=torch.float32, device=self.device)
-        self.std = torch.tensor(recipe.std, dtype=torch.float32, device=self.device)
-        if model.module is not None:
-            model.module.to(self.device)
-        self.captured = None
-        if recipe.layer is not None:
-            if model.module is None:
-                raise InputError(f"recipe {recipe.name!r} takes layer {recipe.layer!r}, but "
-                                 "the model is a plain callable (no modules to hook)")
-            try:
-                layer = model.module.get_submodule(recipe.layer)
-            except AttributeError:
-                raise InputError(f"model {model.name!r} has no module {recipe.layer!r} "
-                                 f"(recipe {recipe.name!r}'s layer)") from None
-            layer.register_forward_hook(self._capture)
-
-    def _capture(self, module, inputs, output):
-        self.captured = output
-
-    def __call__(self, pixels: np.ndarray) -> np.ndarray:
-        torch = self.torch
-        # uint8 to the device (a quarter of float32's bytes), then scale there
-        x = torch.from_numpy(pixels).to(self.device).to(torch.float32).div_(255.0)
-        x = x.sub_(self.mean).div_(self.std)
-        # NHWC frames -> NCHW; clips (B, T, H, W, C) -> (B, C, T, H, W)
-        x = x.permute(0, 3, 1, 2) if x.ndim == 4 else x.permute(0, 4, 1, 2, 3)
-        with torch.inference_mode():
-            self.captured = None
-            out = self.model.fn(x.contiguous())
-            if self.recipe.layer is not None:
-                out = self.captured
-        if not isinstance(out, torch.Tensor) or out.ndim < 1 or out.shape[0] != len(pixels):
-            shape = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
-            raise InputError(f"model {self.model.name!r} gave {shape} for a batch of "
-                             f"{len(pixels)}; expected one output per item")
-        return out.reshape(len(pixels), -1).to(torch.float32).cpu().numpy()
-
-
 def run(videos: Union[str, Path, Sequence], recipe: Union[str, Recipe], *, out: Any,
         model: Any = None, model_name: Optional[str] = None,
         shard: Union[str, tuple, None] = None, workers: Optional[int] = None,
@@ -323,9 +134,11 @@ def run(videos: Union[str, Path, Sequence], recipe: Union[str, Recipe], *, out: 
             :class:`fastvqa._progress.Progress`); the Ray engine shows Ray
             Data's own.
         device: where the model runs, in fastvqa's one device vocabulary
-            (``"cpu"``, ``"cuda"``, ``"cuda:k"``, a ``torch.device``); frames
-            are decoded on the CPU (PyAV) and sent as uint8. Each record
-            names it: float rounding may differ between devices.
+            (``"cpu"``, ``"cuda"``, ``"cuda:k"``, a ``torch.device``; None
+            is ``"cpu"``); frames are decoded on the CPU (PyAV) and sent as
+            uint8. Each record names it: float rounding may differ between
+            devices. The Ray engine takes ``"cuda"`` (Ray picks each actor's
+            GPU), not ``"cuda:k"``.
         engine: ``"local"`` (module doc) or ``"ray"``
             (:mod:`fastvqa.extract.ray_engine`: Ray Data over the cluster
             ``ray.init`` connects to, writing the same store).
@@ -343,6 +156,12 @@ def run(videos: Union[str, Path, Sequence], recipe: Union[str, Recipe], *, out: 
     if engine not in ENGINES:
         raise InputError(f"engine must be one of {', '.join(ENGINES)}, got {engine!r}")
     recipe = get_recipe(recipe)
+    if engine == "ray" and getattr(parse_device(device), "index", None) is not None:
+        # Ray gives each model actor one GPU of its choosing, visible to the
+        # actor as "cuda"; a store recording "cuda:1" would name the wrong one.
+        raise InputError(f"device {str(parse_device(device))!r}: --engine ray assigns one GPU "
+                         "to each model actor itself; use device='cuda' (or limit the GPUs Ray "
+                         "sees with CUDA_VISIBLE_DEVICES)")
     device = _model_device(device)
     workers = _checks.optional_integer(workers, "extract", "workers", minimum=1)
     items = shard_of(discover(videos), parse_shard(shard))
@@ -416,12 +235,7 @@ def _checked_record(store: FeatureStore, video: str, repair: bool) -> Optional[d
 
 def _model_device(device: Any) -> str:
     """``device`` as ``"cpu"`` or ``"cuda[:k]"``; a GPU torch cannot see is an error."""
-    from fastvqa.video.device import parse_device
-
-    try:
-        parsed = parse_device(device)
-    except (ValueError, TypeError) as err:
-        raise InputError(str(err)) from None
+    parsed = parse_device(device)
     if parsed is None or not parsed.is_cuda:
         return "cpu"
     import torch
@@ -452,12 +266,3 @@ def _run_local(todo: list, recipe: Recipe, write: Writer, workers: int, tick) ->
             results.append(write(decoded))
             tick()
     return results
-
-
-def _stored_width(store: FeatureStore) -> Optional[int]:
-    """The feature width of the videos already in the store (``None`` if none)."""
-    for v in store.videos():
-        shape = store.record(v)["shape"]
-        return int(shape[1]) if len(shape) > 1 else None
-    return None
-

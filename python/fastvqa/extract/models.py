@@ -99,7 +99,7 @@ def _torchvision(spec: str) -> Model:
 
 
 def _file_sha256(path: str) -> str:
-    from fastvqa.evaluation import sha256_file
+    from fastvqa._digests import sha256_file
 
     return sha256_file(Path(path).expanduser())
 

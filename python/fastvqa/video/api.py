@@ -21,7 +21,8 @@ import numpy as np
 from fastvqa import _checks
 from fastvqa._progress import Progress
 from fastvqa.errors import InputError
-from fastvqa.video.device import BACKENDS, Device, gpu_visible, parse_device
+from fastvqa._device import Device, gpu_visible, parse_device
+from fastvqa.video.device import BACKENDS
 from fastvqa.video.errors import VideoError
 from fastvqa.video.geometry import Geometry, output_geometry
 from fastvqa.video.index import (VideoIndex, check_frame_indices, display_rotation, probe,
@@ -413,7 +414,7 @@ class VideoDecoder:
         if self.backend == "dali":
             from fastvqa.video.dali_backend import decode_dali
 
-            frames = decode_dali(index, flat, geometry=geometry, device=str(self.device))
+            frames = decode_dali(index, flat, geometry=geometry, device=self.device)
         else:
             from fastvqa.video.pyav_backend import decode_pyav
 

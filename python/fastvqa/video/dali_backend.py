@@ -280,7 +280,7 @@ def dali_device(device: Any, device_id: Optional[int] = None) -> tuple:
     ``"cuda:k"`` on GPU ``k``, ``"cpu"`` with DALI's CPU decoder; anything
     else (``"gpu"``, ...) is a ``ValueError`` naming the accepted values.
     """
-    from fastvqa.video.device import parse_device
+    from fastvqa._device import parse_device
 
     parsed = parse_device(device)
     if device_id is not None and (isinstance(device_id, bool) or int(device_id) != device_id

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from fastvqa._argtypes import int_at_least, unit_interval
+from fastvqa._shards import shard_argument
 from fastvqa.errors import CommandError
 
 DESCRIPTION = ("Generate DVD-style diagnostic dialogues (10 turns, temporal relations, object "
@@ -20,17 +21,6 @@ DESCRIPTION = ("Generate DVD-style diagnostic dialogues (10 turns, temporal rela
                "together hold exactly the unsharded run's dialogues.")
 
 
-def _shard(text: str) -> tuple[int, int]:
-    """``--shard i/n``, read as ``fastvqa extract --shard`` reads it."""
-    from fastvqa.errors import InputError
-    from fastvqa.extract.engine import parse_shard
-
-    try:
-        return parse_shard(text)
-    except InputError as err:
-        raise argparse.ArgumentTypeError(str(err)) from None
-
-
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--scenes", required=True, metavar="DIR",
                    help="a folder of CATER scene JSON files (*.json, searched recursively; "
@@ -39,7 +29,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="the dialogue JSON file to write (must not exist)")
     p.add_argument("--seed", type=int_at_least(0), default=0,
                    help="the run's seed: one seed, one dataset")
-    p.add_argument("--shard", type=_shard, default=None, metavar="i/n",
+    p.add_argument("--shard", type=shard_argument, default=None, metavar="i/n",
                    help="generate shard i of n (ranges of whole balancing blocks)")
     p.add_argument("--dialogues-per-scene", type=int_at_least(1), default=10, metavar="K",
                    help="dialogues per scene (DVD: 10)")
