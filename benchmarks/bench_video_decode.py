@@ -39,7 +39,7 @@ Target: fastvqa >= 1.5x faster than torchcodec and than decord in every case.
 torchcodec: PyPI's wheels for the CPU torch here need CUDA libraries; a build
 from source against the system FFmpeg works (put it on ``PYTHONPATH``).
 
-Usage: python benchmarks/bench_video_decode.py [--fixture-dir DIR] [--repeats 3] [--busy 2] [--out DIR]
+Usage: python benchmarks/bench_video_decode.py [--fixture-dir DIR] [--repeats 5] [--busy 2] [--out DIR]
 """
 
 from __future__ import annotations
@@ -202,7 +202,7 @@ def compare(a, b) -> str:
 
 def main() -> int:
     p = H.base_parser(__doc__.split("\n\n")[0])
-    p.set_defaults(repeats=3, warmup=1)
+    p.set_defaults(repeats=5, warmup=1)
     p.add_argument("--fixture-dir", type=Path, default=Path(tempfile.gettempdir()),
                    help="folder of the H.264 fixtures (made if missing)")
     p.add_argument("--gops", type=int, nargs="+", default=list(GOPS), help="keyframe intervals")
