@@ -12,7 +12,12 @@
 - :mod:`~fastvqa.generate.dvd.dialogue`: :class:`DialogueGenerator` /
   :func:`generate_dialogues`, 10-turn dialogues with cross-turn relations,
   balancing and filters, written in the released DVD JSON layout
-  (:func:`fastvqa.data.load_dvd` reads it);
+  (:func:`fastvqa.data.load_dvd` reads it); it drives
+  :mod:`~fastvqa.generate.dvd.candidates` (drafting one candidate turn),
+  :mod:`~fastvqa.generate.dvd.filters` (the acceptance filters: answer
+  balancing, redundancy, dependencies), :mod:`~fastvqa.generate.dvd.render`
+  (question text and the JSON layout) over
+  :mod:`~fastvqa.generate.dvd.state` (the dialogue being drafted);
 - :mod:`~fastvqa.generate.dvd.cli`: ``fastvqa generate dvd``.
 
 Every name below is imported on first use.
@@ -43,15 +48,18 @@ _EXPORTS = {
     "expand_program": "templates",
     # dialogue.py
     "DialogueGenerator": "dialogue", "GenerationSummary": "dialogue",
-    "generate_dialogues": "dialogue", "dialogues_to_json": "dialogue",
-    "write_dialogues": "dialogue", "passes_dependency_filter": "dialogue",
-    "shard_scenes": "dialogue", "scene_seed": "dialogue", "AnswerBalancer": "dialogue",
-    "REJECTION_REASONS": "dialogue", "GenerationResult": "dialogue", "Fact": "dialogue",
-    "is_redundant": "dialogue",
+    "generate_dialogues": "dialogue", "shard_scenes": "dialogue", "scene_seed": "dialogue",
+    "GenerationResult": "dialogue",
+    # filters.py
+    "passes_dependency_filter": "filters", "AnswerBalancer": "filters",
+    "REJECTION_REASONS": "filters", "Fact": "filters", "is_redundant": "filters",
+    # render.py
+    "dialogues_to_json": "render", "write_dialogues": "render",
 }
 
 __getattr__, __dir__ = lazy_exports(
     __name__, _EXPORTS,
-    submodules=("scene", "intervals", "executor", "templates", "dialogue", "cli"))
+    submodules=("scene", "intervals", "executor", "templates", "dialogue", "candidates",
+                "filters", "render", "state", "cli"))
 
 __all__ = sorted(_EXPORTS)
