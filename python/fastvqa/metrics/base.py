@@ -49,6 +49,14 @@ class Metric:
     Subclasses set ``function`` (the name in :mod:`fastvqa.metrics`) and
     ``per_item``; a subclass whose inputs need more than generic joining
     overrides :meth:`_batch` and :meth:`_join`.
+
+    Example:
+        >>> from fastvqa.metrics import IoUF1
+        >>> a, b = IoUF1(mode="clean"), IoUF1(mode="clean")  # e.g. two workers' shares
+        >>> a.update([[[0, 4]]], [[[0, 5]]])
+        >>> b.update([[[10, 12], [20, 25]]], [[[10, 12]]])
+        >>> a.merge(b).compute()
+        MetricResult(iou_f1: IoU-F1=83.33)
     """
 
     function: ClassVar[str]

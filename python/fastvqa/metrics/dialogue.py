@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any, Optional
+from typing import Any, Literal, Optional, Union
 
 import numpy as np
 
@@ -80,6 +80,8 @@ TEMPORAL_RELATIONS = ("none", "before", "after", "during")
 #: and Fig. 8: number of contained objects, relative interval length, and
 #: cross-turn temporal relation (overall and per question type).
 EXTRA_BREAKDOWNS = ("contained", "length", "relation")
+#: A name :func:`dvd_accuracy`'s ``by`` takes: one of ``EXTRA_BREAKDOWNS``, or ``"all"``.
+_Breakdown = Literal["contained", "length", "relation", "all"]
 
 #: The frame an open interval end (``None``) stands for, as the official
 #: ``analysis_utils.get_start_end_time`` (CATER videos have 301 frames).
@@ -89,7 +91,12 @@ VIDEO_FRAMES = 301
 def answer_subspace(group: str) -> tuple[str, ...]:
     """The answers a question type or sub-type can have: a sub-type's
     ``ANSWER_SUBSPACES`` entry, or for a type the union of its sub-types' (in
-    ``DVD_ANSWERS`` order)."""
+    ``DVD_ANSWERS`` order).
+
+    Example:
+        >>> answer_subspace("attribute_query.size"), answer_subspace("compare_action_freq")
+        (('large', 'medium', 'small'), ('False', 'True'))
+    """
     if group in ANSWER_SUBSPACES:
         return ANSWER_SUBSPACES[group]
     members = {a for sub, space in ANSWER_SUBSPACES.items()
@@ -134,7 +141,12 @@ def temporal_relation(dependency: str) -> str:
     ``"prior_sliding_after"``, ``"2_flying_among_during"`` ... (the notebook's
     list of values: the relation is the last ``_`` part), else ``"none"``
     (``"none"``, ``"video_update"``, ``"last_unique_obj_none"``,
-    ``"earlier_unique_obj_none"``: no relation to the previous interval)."""
+    ``"earlier_unique_obj_none"``: no relation to the previous interval).
+
+    Example:
+        >>> temporal_relation("prior_sliding_after"), temporal_relation("video_update")
+        ('after', 'none')
+    """
     last = dependency.rsplit("_", 1)[-1]
     return last if last in TEMPORAL_RELATIONS[1:] else "none"
 
@@ -165,7 +177,14 @@ def relative_interval_length(template: Any) -> float:
     official notebook's ``get_interval_relative_size``: frames of
     ``template["used_periods"][-1]`` (0 for a ``None`` period) over frames of
     ``(None, template["cutoff"])`` (the video up to the cutoff; 301 frames
-    when the cutoff is ``None``). NaN when the video input has no frames."""
+    when the cutoff is ``None``). NaN when the video input has no frames.
+
+    Example:
+        >>> # an interval from the start to an event at frame 150.5, no cutoff (301 frames)
+        >>> relative_interval_length({"used_periods": [[None, ["obj", "slide", 150.5]]],
+        ...                           "cutoff": None})
+        0.5
+    """
     if not isinstance(template, Mapping) or not isinstance(template.get("used_periods"), list) \
             or not template["used_periods"]:
         raise InputError("dvd_accuracy: the relative interval length needs "
@@ -183,7 +202,12 @@ def relative_interval_length(template: Any) -> float:
 def length_bin(ratio: float) -> int:
     """The official ``get_period_ratio_bin``: 0 for a ratio of 0, else the
     number of ``n`` in 1..9 with ``ratio * 10 > n`` (so (0, 0.1] -> 0,
-    (0.1, 0.2] -> 1, ..., above 0.9 -> 9, ends inclusive on the right)."""
+    (0.1, 0.2] -> 1, ..., above 0.9 -> 9, ends inclusive on the right).
+
+    Example:
+        >>> [length_bin(r) for r in (0.0, 0.1, 0.15, 0.95)]
+        [0, 0, 1, 9]
+    """
     return sum(1 for n in range(1, 10) if ratio * 10 > n)
 
 
@@ -209,7 +233,8 @@ def _check_by(by: Any) -> tuple[str, ...]:
 
 
 def dvd_accuracy(preds: Any, target: Sequence, *, effective_or_only: bool = True,
-                 by: Sequence[str] = (), effective_length_only: bool = True,
+                 by: Union[_Breakdown, Sequence[_Breakdown]] = (),
+                 effective_length_only: bool = True,
                  effective_relation_only: bool = True) -> MetricResult:
     """Exact-match accuracy over DVD's 40 answers, with the paper's breakdowns.
 
@@ -301,6 +326,15 @@ def dvd_accuracy(preds: Any, target: Sequence, *, effective_or_only: bool = True
         TypeError / ValueError: predictions of the wrong kind or length, or a
             mapping none of whose keys names a record; both
             :class:`fastvqa.errors.InputError`.
+
+    Example:
+        >>> from fastvqa.data import QARecord
+        >>> records = [QARecord("v1", "0", answer="2", extra={"question_type": "object_count"}),
+        ...            QARecord("v1", "1", answer="red",
+        ...                     extra={"question_type": "attribute_query"})]
+        >>> dvd_accuracy({"v1_0": 2, "v1_1": "blue"}, records)  # keyed by record.key
+        BreakdownResult(dvd_accuracy: Acc=50, Acc/type=attribute_query=0,
+                        Acc/type=object_count=100)
     """
     records = list(target)
     raw, align_info = align_predictions(preds, records, "dvd_accuracy")
@@ -485,6 +519,15 @@ class DVDAccuracy(Metric):
     every batch; ``target`` the batch's records). ``compute()`` equals
     ``dvd_accuracy`` on all batches concatenated, so a transfer turn whose
     previous turn came in another batch is still counted. See
-    :class:`fastvqa.metrics.Metric`."""
+    :class:`fastvqa.metrics.Metric`.
+
+    Example:
+        >>> from fastvqa.data import QARecord
+        >>> m = DVDAccuracy()
+        >>> m.update(["2"], [QARecord("v1", "0", answer="2")])
+        >>> m.update(["blue"], [QARecord("v1", "1", answer="red")])
+        >>> m.compute()["Acc"]
+        50.0
+    """
 
     function = "dvd_accuracy"

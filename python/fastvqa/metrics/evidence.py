@@ -16,7 +16,7 @@ as 1.333...). Answer ROUGE is in :mod:`fastvqa.metrics.open_answers`.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Optional
+from typing import Any, Literal, Optional
 
 import numpy as np
 
@@ -217,7 +217,7 @@ def iou_f1(
     preds: Sequence[Any],
     target: Sequence[Any],
     *,
-    mode: str = "wildqa-2022",
+    mode: Literal["wildqa-2022", "wildqa-2023", "clean"] = "wildqa-2022",
     threshold: float = 0.5,
     thresholds: Optional[Sequence[float]] = None,
     alternatives: Optional[Sequence[Sequence[Any]]] = None,
@@ -308,6 +308,13 @@ def iou_f1(
         list not shaped ``(k, 2)``, a NaN or infinite endpoint, a threshold
         outside [0, 1], ``alternatives`` or ``pad_to_batch`` where the mode has
         no use for them; both :class:`fastvqa.errors.InputError`.
+
+    Example:
+        >>> preds = [[[0, 4]], [[10, 12], [20, 25]]]  # per question: [start, end] spans
+        >>> target = [[[0, 5]], [[10, 12]]]
+        >>> r = iou_f1(preds, target, mode="clean")
+        >>> r, r.per_question["F1"].round(3).tolist()
+        (MetricResult(iou_f1: IoU-F1=83.33), [1.0, 0.667])
     """
     _checks.choice(mode, "iou_f1", "mode", IOU_F1_MODES)
     main_t = _checks.unit_interval(threshold, "iou_f1", "threshold")
@@ -452,7 +459,15 @@ class IoUF1(Metric):
     thresholds=..., pad_to_batch=...)``, then ``update(preds, target,
     alternatives=...)`` per batch; ``compute()`` equals ``iou_f1`` on all
     batches concatenated (``pad_to_batch`` counts questions across batches,
-    as the one-shot call does). See :class:`fastvqa.metrics.Metric`."""
+    as the one-shot call does). See :class:`fastvqa.metrics.Metric`.
+
+    Example:
+        >>> m = IoUF1(mode="clean")
+        >>> m.update([[[0, 4]]], [[[0, 5]]])
+        >>> m.update([[[10, 12], [20, 25]]], [[[10, 12]]])
+        >>> m.compute()
+        MetricResult(iou_f1: IoU-F1=83.33)
+    """
 
     function = "iou_f1"
     per_item = ("alternatives",)
@@ -506,7 +521,7 @@ def average_precision(
     preds: Sequence[Any],
     target: Sequence[Any],
     *,
-    mode: str = "wildqa-2023",
+    mode: Literal["wildqa-2023", "clean"] = "wildqa-2023",
     threshold: float = 0.5,
     thresholds: Optional[Sequence[float]] = None,
     alternatives: Optional[Sequence[Sequence[Any]]] = None,
@@ -562,6 +577,11 @@ def average_precision(
     Raises:
         InputError (a ValueError; TypeError too for wrong types): as
         :func:`iou_f1`, plus a ``batch_size`` that is not a positive integer.
+
+    Example:
+        >>> preds = [[[0, 4]], [[20, 25], [10, 12]]]  # each in confidence order
+        >>> average_precision(preds, [[[0, 5]], [[10, 12]]], mode="clean")
+        MetricResult(average_precision: AP=83.33)
     """
     _checks.choice(mode, "average_precision", "mode", AP_MODES)
     main_t = _checks.unit_interval(threshold, "average_precision", "threshold")
@@ -645,7 +665,15 @@ class AveragePrecision(Metric):
     threshold=..., thresholds=..., batch_size=...)``, then ``update(preds,
     target, alternatives=...)`` per batch; ``compute()`` equals
     ``average_precision`` on all batches concatenated. See
-    :class:`fastvqa.metrics.Metric`."""
+    :class:`fastvqa.metrics.Metric`.
+
+    Example:
+        >>> m = AveragePrecision(mode="clean")
+        >>> m.update([[[0, 4]]], [[[0, 5]]])
+        >>> m.update([[[20, 25], [10, 12]]], [[[10, 12]]])
+        >>> m.compute()
+        MetricResult(average_precision: AP=83.33)
+    """
 
     function = "average_precision"
     per_item = ("alternatives",)
@@ -662,9 +690,9 @@ def human_evidence_agreement(
     primary: Sequence[Any],
     annotators: Sequence[Sequence[Any]],
     *,
-    mode: str = "clean",
+    mode: Literal["clean", "wildqa-2023"] = "clean",
     threshold: float = 0.5,
-    empty: str = "skip",
+    empty: Literal["skip", "zero"] = "skip",
 ) -> MetricResult:
     """WildQA's human evidence row (Table 5: "the average IOU-F1 score on the
     annotations from one annotator against the remaining annotators"): each
@@ -691,6 +719,12 @@ def human_evidence_agreement(
         :class:`MetricResult` ``"human_evidence_agreement"`` with ``"IoU-F1"``
         (percent); ``per_question`` ``index``, ``scored``, ``F1`` (NaN when
         none scored).
+
+    Example:
+        >>> primary = [[[0, 5]]]               # one question, its Phase-1 span
+        >>> annotators = [[[[0, 4]], [[1, 5]], []]]  # three annotators, the last empty
+        >>> human_evidence_agreement(primary, annotators, empty="zero")
+        MetricResult(human_evidence_agreement: IoU-F1=66.67)
     """
     _checks.choice(mode, "human_evidence_agreement", "mode", ("clean", "wildqa-2023"))
     _checks.choice(empty, "human_evidence_agreement", "empty", EMPTY_EVIDENCE)

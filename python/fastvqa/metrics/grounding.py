@@ -19,7 +19,7 @@ All spans are ``[start, end]`` in seconds with continuous ends.
 from __future__ import annotations
 
 import math
-from typing import Any, Optional, Sequence
+from typing import Any, Literal, Optional, Sequence
 
 import numpy as np
 
@@ -43,7 +43,7 @@ def grounded_qa(
     *,
     pred_answers: Any = None,
     gt_answers: Any = None,
-    mode: str = "nextgqa",
+    mode: Literal["nextgqa", "deveqa-repo"] = "nextgqa",
     thresholds: Sequence[float] = (0.3, 0.5),
     durations: Any = None,
     normalized: bool = False,
@@ -137,6 +137,14 @@ def grounded_qa(
         Both are :class:`fastvqa.errors.InputError` (the type errors also
         ``TypeError``): the caller's data or arguments. Any other exception
         is a fastvqa bug.
+
+    Example:
+        >>> import numpy as np
+        >>> preds = np.array([[0.0, 4.0], [2.0, 3.0]])
+        >>> target = [np.array([[2.0, 6.0]]), np.array([[0.0, 5.0]])]  # one (k_i, 2) per question
+        >>> grounded_qa(preds, target, pred_answers=[1, 0], gt_answers=[1, 2])
+        MetricResult(grounded_qa: Acc@QA=50, Acc@GQA=50, mIoP=75, IoP@0.3=100, IoP@0.5=100,
+                     mIoU=26.67, IoU@0.3=50, IoU@0.5=0)
     """
     _checks.choice(mode, _OP, "mode", MODES)
     pred = _spans(preds, "preds")
@@ -530,7 +538,7 @@ def slice_by_duration(
     durations: Any = None,
     edges: Sequence[float] = (0.0, 60.0, 120.0, math.inf),
     *,
-    closed: str = "left",
+    closed: Literal["left", "right"] = "left",
     labels: Optional[Sequence[str]] = None,
 ) -> dict[str, MetricResult]:
     """Metrics per video-length bin, recomputed from ``result.per_question``.
@@ -548,6 +556,13 @@ def slice_by_duration(
     Returns:
         ``{label: MetricResult}`` in bin order; each has the same metric names,
         NaN where a bin has no evaluated question, and ``info["bin"]``.
+
+    Example:
+        >>> import numpy as np
+        >>> r = grounded_qa(np.array([[0.0, 4.0], [2.0, 3.0]]),
+        ...                 [np.array([[2.0, 6.0]]), np.array([[0.0, 5.0]])], durations=[30, 90])
+        >>> {label: part["mIoP"] for label, part in slice_by_duration(r).items()}
+        {'[0, 60)': 50.0, '[60, 120)': 100.0, '[120, inf)': nan}
     """
     if durations is None:
         if "duration" not in result.per_question:
@@ -562,7 +577,7 @@ def slice_by_event_count(
     counts: Any,
     edges: Sequence[float] = (1, 2, 3, math.inf),
     *,
-    closed: str = "left",
+    closed: Literal["left", "right"] = "left",
     labels: Optional[Sequence[str]] = None,
 ) -> dict[str, MetricResult]:
     """Metrics per number-of-events bin (DeVE-QA Table 7: single, double,
@@ -581,6 +596,13 @@ def slice_by_event_count(
 
     Returns:
         ``{label: MetricResult}`` in bin order, as :func:`slice_by_duration`.
+
+    Example:
+        >>> import numpy as np
+        >>> r = grounded_qa(np.array([[0.0, 4.0], [2.0, 3.0]]),
+        ...                 [np.array([[2.0, 6.0]]), np.array([[0.0, 5.0]])])
+        >>> {label: part["mIoP"] for label, part in slice_by_event_count(r, [1, 5]).items()}
+        {'[1, 2)': 50.0, '[2, 3)': nan, '[3, inf)': 100.0}
     """
     return _slice(result, counts, edges, closed, labels, "slice_by_event_count", "events")
 
@@ -641,7 +663,16 @@ class GroundedQA(Metric):
     ``target`` as the function takes it: the ``(gt_spans, gt_offsets)`` pair
     of that batch or its list of ``(k_i, 2)`` rows). Each batch is checked
     when it is added; ``compute()`` equals ``grounded_qa`` on all batches
-    concatenated. See :class:`fastvqa.metrics.Metric`."""
+    concatenated. See :class:`fastvqa.metrics.Metric`.
+
+    Example:
+        >>> import numpy as np
+        >>> m = GroundedQA(thresholds=(0.5,))
+        >>> m.update(np.array([[0.0, 4.0]]), [np.array([[2.0, 6.0]])])
+        >>> m.update(np.array([[2.0, 3.0]]), [np.array([[0.0, 5.0]])])
+        >>> m.compute()
+        MetricResult(grounded_qa: mIoP=75, IoP@0.5=100, mIoU=26.67, IoU@0.5=0)
+    """
 
     function = "grounded_qa"
     per_item = ("pred_answers", "gt_answers", "durations", "keys")

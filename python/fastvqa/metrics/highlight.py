@@ -49,6 +49,11 @@ def clip_saliency(duration: float, relevant_clip_ids: Any, saliency_scores: Any,
     code crashes on those past the end, and reads negative ones from the
     end), and scores that are not a ``(len(relevant_clip_ids), A)`` table of
     finite numbers with ``A >= 1``.
+
+    Example:
+        >>> # an 8-s video (four 2-s clips); clips 1 and 2 scored by two annotators
+        >>> clip_saliency(8.0, [1, 2], [[4, 2], [1, 3]]).tolist()
+        [[0.0, 0.0], [4.0, 2.0], [1.0, 3.0], [0.0, 0.0]]
     """
     n_clips = int(float(duration) / clip_seconds)
     if n_clips < 1:
@@ -191,6 +196,11 @@ def highlight_detection(
         containers, mismatched query ids (with ``match_number``), empty or
         non-finite scores, tables that are not ``(clips, annotators)``
         finite numbers, tables with different annotator counts, bad levels.
+
+    Example:
+        >>> table = clip_saliency(8.0, [1, 2], [[4, 2], [1, 3]])
+        >>> highlight_detection([[0.1, 0.9, 0.5, 0.0]], [table], levels={"Good": 3})
+        MetricResult(highlight_detection: HL-min-Good-mAP=75, HL-min-Good-Hit1=100)
     """
     from fastvqa.metrics.moment import _pair_queries
 
@@ -254,6 +264,15 @@ class HighlightDetection(Metric):
     """:func:`highlight_detection` over batches: ``HighlightDetection(levels=...,
     match_number=...)``, then ``update(preds, target)`` per batch;
     ``compute()`` equals ``highlight_detection`` on all batches concatenated.
-    See :class:`fastvqa.metrics.Metric`."""
+    See :class:`fastvqa.metrics.Metric`.
+
+    Example:
+        >>> table = clip_saliency(8.0, [1, 2], [[4, 2], [1, 3]])
+        >>> m = HighlightDetection(levels={"Good": 3})
+        >>> m.update({"q1": [0.1, 0.9, 0.5, 0.0]}, {"q1": table})
+        >>> m.update({"q2": [0.9, 0.1, 0.5, 0.0]}, {"q2": table})
+        >>> m.compute()
+        MetricResult(highlight_detection: HL-min-Good-mAP=58.33, HL-min-Good-Hit1=50)
+    """
 
     function = "highlight_detection"

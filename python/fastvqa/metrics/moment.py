@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any, Optional
+from typing import Any, Literal, Optional
 
 import numpy as np
 
@@ -487,6 +487,12 @@ def moment_retrieval(
         Both are :class:`fastvqa.errors.InputError` (the type errors also
         ``TypeError``): the caller's data or arguments. Any other exception
         is a fastvqa bug.
+
+    Example:
+        >>> preds = {"q1": [[0, 10, 0.9], [20, 30, 0.5]], "q2": [[5, 8, 0.8]]}
+        >>> target = {"q1": [[0, 8]], "q2": [[40, 50]]}
+        >>> moment_retrieval(preds, target, length_buckets=None)
+        MetricResult(moment_retrieval: R1@0.5=50, R1@0.7=50, mAP@0.5=50, mAP@0.75=50, mAP=35)
     """
     max_pred_windows = _checks.optional_integer(max_pred_windows, "moment_retrieval",
                                                 "max_pred_windows", minimum=1)
@@ -620,7 +626,7 @@ def recall_at_n(
     iou_thresholds: Sequence[float] = (0.3, 0.5, 0.7),
     strict: bool = False,
     nms_threshold: Optional[float] = None,
-    rule: Optional[str] = None,
+    rule: Optional[Literal["2dtan", "vslnet"]] = None,
     sort_by_score: bool = False,
     match_number: bool = True,
     refuse_reversed: bool = False,
@@ -683,6 +689,11 @@ def recall_at_n(
             windows, non-finite values (or, with ``refuse_reversed``, windows
             with end < start), bad n or thresholds, an unknown rule; both
             :class:`fastvqa.errors.InputError`.
+
+    Example:
+        >>> preds = [[[0, 10], [20, 30]], [[5, 8], [40, 49]]]  # ranked, best first
+        >>> recall_at_n(preds, [[0, 8], [40, 50]], n=(1, 2), iou_thresholds=(0.5,))
+        MetricResult(recall_at_n: R@1,IoU=0.5=50, R@2,IoU=0.5=100, mIoU=40)
     """
     if rule is not None:
         if rule not in _RULES:
@@ -782,7 +793,15 @@ class MomentRetrieval(Metric):
     batch; a query id given twice is an error). ``compute()`` equals
     ``moment_retrieval`` on all batches concatenated (mAP is not a sum over
     batches: the state is the windows themselves). See
-    :class:`fastvqa.metrics.Metric`."""
+    :class:`fastvqa.metrics.Metric`.
+
+    Example:
+        >>> m = MomentRetrieval(length_buckets=None)
+        >>> m.update({"q1": [[0, 10, 0.9], [20, 30, 0.5]]}, {"q1": [[0, 8]]})
+        >>> m.update({"q2": [[5, 8, 0.8]]}, {"q2": [[40, 50]]})
+        >>> m.compute()
+        MetricResult(moment_retrieval: R1@0.5=50, R1@0.7=50, mAP@0.5=50, mAP@0.75=50, mAP=35)
+    """
 
     function = "moment_retrieval"
 
@@ -791,6 +810,14 @@ class RecallAtN(Metric):
     """:func:`recall_at_n` over batches: ``RecallAtN(n=..., iou_thresholds=...,
     rule=..., ...)``, then ``update(preds, target)`` per batch; ``compute()``
     equals ``recall_at_n`` on all batches concatenated. See
-    :class:`fastvqa.metrics.Metric`."""
+    :class:`fastvqa.metrics.Metric`.
+
+    Example:
+        >>> m = RecallAtN(n=(1,), iou_thresholds=(0.5,))
+        >>> m.update([[[0, 10]]], [[0, 8]])
+        >>> m.update([[[5, 8]]], [[40, 50]])
+        >>> m.compute()
+        MetricResult(recall_at_n: R@1,IoU=0.5=50, mIoU=40)
+    """
 
     function = "recall_at_n"

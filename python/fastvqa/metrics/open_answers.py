@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 import string
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -53,7 +53,7 @@ def rouge(
     preds: Sequence[str],
     target: Sequence[Any],
     *,
-    references_mode: str = "primary",
+    references_mode: Literal["primary", "max"] = "primary",
     use_stemmer: bool = False,
 ) -> MetricResult:
     """WildQA answer ROUGE-1, ROUGE-2 and ROUGE-L F-measure, macro-averaged.
@@ -93,6 +93,12 @@ def rouge(
     NLTK data at run time. A bad ``references_mode``, lengths that differ or
     an entry that is not a string raise :class:`fastvqa.errors.InputError`
     (a ``ValueError``; for a wrong type also a ``TypeError``).
+
+    Example:
+        >>> rouge(["a red car", "two dogs"], ["the red car", "three cats"])
+        MetricResult(rouge: ROUGE-1=50, ROUGE-2=50, ROUGE-L=50)
+        >>> rouge(["two dogs"], [["three cats", "two dogs"]], references_mode="max")
+        MetricResult(rouge: ROUGE-1=100, ROUGE-2=100, ROUGE-L=100)
     """
     if references_mode not in REFERENCE_MODES:
         raise InputError(f"rouge: references_mode must be 'primary' or 'max', "
@@ -161,7 +167,15 @@ class Rouge(Metric):
     """:func:`rouge` over batches: ``Rouge(references_mode=...,
     use_stemmer=...)``, then ``update(preds, target)`` per batch;
     ``compute()`` equals ``rouge`` on all batches concatenated. See
-    :class:`fastvqa.metrics.Metric`."""
+    :class:`fastvqa.metrics.Metric`.
+
+    Example:
+        >>> m = Rouge()
+        >>> m.update(["a red car"], ["the red car"])
+        >>> m.update(["two dogs"], ["three cats"])
+        >>> m.compute()
+        MetricResult(rouge: ROUGE-1=50, ROUGE-2=50, ROUGE-L=50)
+    """
 
     function = "rouge"
 
@@ -176,7 +190,7 @@ HUMAN_ANNOTATORS = ("phase2", "all")
 def human_agreement(
     answers: Sequence[Sequence[str]],
     *,
-    annotators: str = "phase2",
+    annotators: Literal["phase2", "all"] = "phase2",
     use_stemmer: bool = False,
 ) -> MetricResult:
     """WildQA's human row, leave one annotator out: each annotator's answer
@@ -207,6 +221,11 @@ def human_agreement(
         ``"ROUGE-2"``, ``"ROUGE-L"`` (percent); ``per_question``: ``index``,
         ``scored`` (answers scored) and the three values (0-1, NaN when
         skipped).
+
+    Example:
+        >>> answers = [["a red car", "the red car", "a blue car"], ["two dogs"]]  # 2nd: skipped
+        >>> human_agreement(answers)
+        MetricResult(human_agreement: ROUGE-1=75, ROUGE-2=50, ROUGE-L=75)
     """
     if annotators not in HUMAN_ANNOTATORS:
         raise InputError(f"human_agreement: annotators must be 'phase2' or 'all', "

@@ -4,7 +4,7 @@ grounding reads the attention as a localisation)."""
 
 from __future__ import annotations
 
-from typing import NamedTuple, Optional
+from typing import Literal, NamedTuple, Optional
 
 import torch
 from torch import Tensor, nn
@@ -14,6 +14,17 @@ from fastvqa.ops import top_spans
 
 
 class AttentionPoolOutput(NamedTuple):
+    """What :class:`TemporalAttentionPool` returns for a batch of ``B`` rows.
+
+    Example:
+        >>> import torch
+        >>> _ = torch.manual_seed(0)
+        >>> pool = TemporalAttentionPool(8, query_size=4)
+        >>> out = pool(torch.randn(2, 5, 8), torch.tensor([5, 3]), torch.randn(2, 4))
+        >>> tuple(out.pooled.shape), out.attention[1, 3:].tolist(), tuple(out.span.shape)
+        ((2, 8), [0.0, 0.0], (2, 2))
+    """
+
     pooled: Tensor      #: [B, H] attention-weighted sum of the valid steps (0 for empty rows)
     attention: Tensor   #: [B, T] weights summing to 1 over valid steps; padding exactly 0
     span: Tensor        #: [B, 2] inclusive best span of the attention, (-1, -1) for empty rows
@@ -32,10 +43,18 @@ class TemporalAttentionPool(nn.Module):
             (mean attention inside minus mean outside, the default: it neither
             favours single peaks nor the whole row), ``"mean"`` or ``"sum"``.
         min_len, max_len: span length limits in steps for the best span.
+
+    Example:
+        >>> import torch
+        >>> pool = TemporalAttentionPool(8, span_reduce="mean", max_len=2)
+        >>> out = pool(torch.randn(1, 4, 8))
+        >>> tuple(out.attention.shape), bool(torch.isclose(out.attention.sum(), torch.tensor(1.0)))
+        ((1, 4), True)
     """
 
     def __init__(self, hidden_size: int, query_size: Optional[int] = None, *,
-                 attn_size: Optional[int] = None, span_reduce: str = "contrast",
+                 attn_size: Optional[int] = None,
+                 span_reduce: Literal["sum", "mean", "contrast"] = "contrast",
                  min_len: int = 1, max_len: Optional[int] = None) -> None:
         super().__init__()
         attn_size = attn_size or hidden_size

@@ -18,6 +18,16 @@ class IOHead(nn.Module):
 
     Args:
         hidden_size: ``H`` of the sequence.
+
+    Example:
+        >>> import torch
+        >>> head = IOHead(8)
+        >>> tuple(head(torch.randn(2, 5, 8)).shape)
+        (2, 5)
+        >>> IOHead.tags_from_spans(torch.tensor([[[1, 2], [-1, -1]]]), 4).tolist()
+        [[0.0, 1.0, 1.0, 0.0]]
+        >>> head.decode(torch.tensor([[-2.0, 3.0, 1.0, -1.0]])).spans.tolist()
+        [[1, 2]]
     """
 
     def __init__(self, hidden_size: int) -> None:

@@ -11,6 +11,8 @@ gradient finite (see :func:`generalized_temporal_iou_loss`).
 
 from __future__ import annotations
 
+from typing import Literal
+
 from torch import Tensor
 
 from fastvqa import _checks
@@ -39,7 +41,8 @@ _GIOU_DOC = """
     endpoint gives NaN."""
 
 
-def span_l1_loss(pred: Tensor, target: Tensor, *, reduction: str = "none") -> Tensor:
+def span_l1_loss(pred: Tensor, target: Tensor, *,
+                 reduction: Literal["none", "mean", "sum"] = "none") -> Tensor:
     """L1 distance between paired spans: ``|dc| + |dw|`` per span.
 
     Args:
@@ -51,13 +54,19 @@ def span_l1_loss(pred: Tensor, target: Tensor, *, reduction: str = "none") -> Te
             ``"mean"`` (the mean over spans: Moment-DETR's
             ``l1_loss(...).sum() / num_spans``) or ``"sum"``. ``"mean"`` over no
             spans is 0, as in torchvision's ``generalized_box_iou_loss``.
+
+    Example:
+        >>> import torch
+        >>> span_l1_loss(torch.tensor([[0.5, 0.2]]), torch.tensor([[0.4, 0.4]]))
+        tensor([0.3000])
     """
     op = "span_l1_loss"
     _check_paired(pred, target, op)
     return _reduce((pred - target).abs().sum(-1), reduction, op)
 
 
-def generalized_temporal_iou_loss(pred: Tensor, target: Tensor, *, reduction: str = "none",
+def generalized_temporal_iou_loss(pred: Tensor, target: Tensor, *,
+                                  reduction: Literal["none", "mean", "sum"] = "none",
                                   eps: float = 1e-7) -> Tensor:
     """``1 - giou(pred[i], target[i])`` for paired ``(start, end)`` spans, in ``[0, 2]``.
 
@@ -66,6 +75,12 @@ def generalized_temporal_iou_loss(pred: Tensor, target: Tensor, *, reduction: st
         reduction: ``"none"`` (shape ``(...)``), ``"mean"`` (0 over no spans)
             or ``"sum"``, as torchvision's ``generalized_box_iou_loss``.
         eps: the shortest denominator (``> 0``); see below.
+
+    Example:
+        >>> import torch
+        >>> pred = torch.tensor([[0.0, 2.0], [0.0, 1.0]])
+        >>> generalized_temporal_iou_loss(pred, torch.tensor([[1.0, 3.0], [2.0, 3.0]]))
+        tensor([0.6667, 1.3333])
     """
     op = "generalized_temporal_iou_loss"
     _check_paired(pred, target, op)
@@ -76,6 +91,12 @@ def generalized_temporal_iou_loss(pred: Tensor, target: Tensor, *, reduction: st
 def pairwise_generalized_temporal_iou(a: Tensor, b: Tensor, *, eps: float = 1e-7) -> Tensor:
     """``(N, M)`` gIoU of every span of ``a`` (``(N, 2)``) with every span of
     ``b`` (``(M, 2)``), differentiable (the matcher's cost); ``N`` or ``M`` may be 0.
+
+    Example:
+        >>> import torch
+        >>> b = torch.tensor([[1.0, 3.0], [0.0, 2.0], [3.0, 4.0]])
+        >>> pairwise_generalized_temporal_iou(torch.tensor([[0.0, 2.0]]), b)
+        tensor([[ 0.3333,  1.0000, -0.2500]])
     """
     op = "pairwise_generalized_temporal_iou"
     _check_pairs(a, op, "a")

@@ -16,14 +16,28 @@ from fastvqa.nn.spans import center_width_to_spans
 
 
 class SpanTargets(NamedTuple):
-    """The targets of one video (any ``(labels, spans)`` pair is accepted too)."""
+    """The targets of one video (any ``(labels, spans)`` pair is accepted too).
+
+    Example:
+        >>> import torch
+        >>> t = SpanTargets(torch.tensor([0]), torch.tensor([[0.5, 0.25]]))
+        >>> hungarian_match(torch.zeros(1, 2, 2), torch.tensor([[[0.2, 0.1], [0.5, 0.2]]]), [t])
+        [Match(pred_idx=tensor([1]), tgt_idx=tensor([0]))]
+    """
 
     labels: Tensor  #: [T] int64 class of each target span
     spans: Tensor   #: [T, 2] target spans as (centre, width), fractions of the video
 
 
 class Match(NamedTuple):
-    """One video's assignment: query ``pred_idx[k]`` is matched to target ``tgt_idx[k]``."""
+    """One video's assignment: query ``pred_idx[k]`` is matched to target ``tgt_idx[k]``.
+
+    Example:
+        >>> import torch
+        >>> m = Match(torch.tensor([0, 2]), torch.tensor([1, 0]))
+        >>> list(zip(m.pred_idx.tolist(), m.tgt_idx.tolist()))  # (query, target) pairs
+        [(0, 1), (2, 0)]
+    """
 
     pred_idx: Tensor  #: [K] int64 query indices, increasing
     tgt_idx: Tensor   #: [K] int64 target indices; K = min(Q, T)
@@ -64,6 +78,13 @@ def hungarian_match(pred_logits: Tensor, pred_spans: Tensor,
         InputError: shapes that do not fit together, a label outside
             ``[0, C)``, or a non-finite cost (NaN or infinite predictions).
         ImportError: scipy is not installed (``pip install scipy``).
+
+    Example:
+        >>> import torch
+        >>> spans = torch.tensor([[[0.2, 0.1], [0.5, 0.2], [0.8, 0.1]]])  # 3 queries
+        >>> targets = [(torch.tensor([0, 0]), torch.tensor([[0.8, 0.1], [0.25, 0.1]]))]
+        >>> hungarian_match(torch.zeros(1, 3, 2), spans, targets)
+        [Match(pred_idx=tensor([0, 2]), tgt_idx=tensor([1, 0]))]
     """
     op = "hungarian_match"
     weights = [_checks.real(w, op, name, minimum=0.0, finite=True) for w, name in
@@ -95,7 +116,17 @@ def hungarian_match(pred_logits: Tensor, pred_spans: Tensor,
 class HungarianMatcher:
     """:func:`hungarian_match` with its cost weights fixed: ``matcher(pred_logits,
     pred_spans, targets)``. Moment-DETR trains with ``cost_class=4,
-    cost_span=10, cost_giou=1``."""
+    cost_span=10, cost_giou=1``.
+
+    Example:
+        >>> import torch
+        >>> matcher = HungarianMatcher(cost_class=4, cost_span=10)
+        >>> matcher
+        HungarianMatcher(cost_class=4, cost_span=10, cost_giou=1)
+        >>> spans = torch.tensor([[[0.2, 0.1], [0.5, 0.2]]])
+        >>> matcher(torch.zeros(1, 2, 2), spans, [(torch.tensor([0]), torch.tensor([[0.2, 0.1]]))])
+        [Match(pred_idx=tensor([0]), tgt_idx=tensor([0]))]
+    """
 
     def __init__(self, cost_class: float = 1.0, cost_span: float = 1.0,
                  cost_giou: float = 1.0) -> None:

@@ -7,7 +7,7 @@ seconds through :func:`fastvqa.ops.nms_1d`."""
 from __future__ import annotations
 
 import math
-from typing import NamedTuple, Optional, Sequence
+from typing import Literal, NamedTuple, Optional, Sequence
 
 import torch
 from torch import Tensor, nn
@@ -27,11 +27,30 @@ BACKGROUND = 1
 
 
 class MomentDETROutput(NamedTuple):
+    """What :class:`MomentDETRHead` returns: ``B`` videos, ``Q`` queries.
+
+    Example:
+        >>> import torch
+        >>> out = MomentDETROutput(torch.zeros(1, 3, 2), torch.full((1, 3, 2), 0.5))
+        >>> decode(out, 10.0, iou_threshold=1.0)[0].spans.tolist()  # three equal queries
+        [[2.5, 7.5], [2.5, 7.5], [2.5, 7.5]]
+    """
+
     pred_logits: Tensor  #: [B, Q, 2] logits of (foreground, background) per query
     pred_spans: Tensor   #: [B, Q, 2] (centre, width) per query, fractions of the video, in (0, 1)
 
 
 class SetPredictionLosses(NamedTuple):
+    """:func:`set_prediction_loss`'s terms, each a 0-d tensor, and the matches.
+
+    Example:
+        >>> import torch
+        >>> out = MomentDETROutput(torch.zeros(1, 2, 2), torch.tensor([[[0.5, 0.2], [0.2, 0.1]]]))
+        >>> losses = set_prediction_loss(out, [torch.tensor([[0.5, 0.2]])])
+        >>> losses.span_l1.item(), losses.giou.item(), losses.matches[0].pred_idx.tolist()
+        (0.0, 0.0, [0])
+    """
+
     total: Tensor           #: scalar: the weighted sum of the three terms below
     span_l1: Tensor         #: scalar: mean L1 on (centre, width) over matched queries (0 if none)
     giou: Tensor            #: scalar: mean 1 - gIoU over matched queries (0 if none)
@@ -40,7 +59,16 @@ class SetPredictionLosses(NamedTuple):
 
 
 class DecodedMoments(NamedTuple):
-    """One video's decoded moments, best first."""
+    """One video's decoded moments, best first (:func:`decode`).
+
+    Example:
+        >>> import torch
+        >>> logits = torch.tensor([[[2.0, 0.0], [0.0, 2.0], [1.0, 0.0]]])  # 1 video, 3 queries
+        >>> cw = torch.tensor([[[0.25, 0.5], [0.5, 0.5], [0.3, 0.4]]])  # (centre, width)
+        >>> decode(MomentDETROutput(logits, cw), 60.0, iou_threshold=0.5)
+        [DecodedMoments(spans=tensor([[ 0., 30.], [15., 45.]]), scores=tensor([0.8808, 0.1192]),
+                        queries=tensor([0, 1]))]
+    """
 
     spans: Tensor    #: [K, 2] (start, end) in seconds, inside [0, duration]
     scores: Tensor   #: [K] foreground probability of each span
@@ -67,6 +95,15 @@ class MomentDETRHead(nn.Module):
         heads: attention heads.
         dropout: dropout inside the decoder (Moment-DETR: 0.1).
         feedforward: the decoder's feed-forward width (default ``4 * hidden``).
+
+    Example:
+        >>> import torch
+        >>> head = MomentDETRHead(dim=16, num_queries=5, hidden=32).eval()
+        >>> out = head(torch.randn(2, 20, 16), lengths=torch.tensor([20, 12]))
+        >>> tuple(out.pred_logits.shape), tuple(out.pred_spans.shape)
+        ((2, 5, 2), (2, 5, 2))
+        >>> [len(m.spans) <= 5 for m in head.decode(out, torch.tensor([40.0, 24.0]))]
+        [True, True]
     """
 
     def __init__(self, dim: int, num_queries: int = 10, *, hidden: int = 256, layers: int = 2,
@@ -168,6 +205,14 @@ def set_prediction_loss(outputs: MomentDETROutput, targets: Sequence[Tensor],
         matcher: the matcher (anything called as ``matcher(pred_logits,
             pred_spans, [(labels, spans), ...])`` returning one
             :class:`fastvqa.nn.Match` per video).
+
+    Example:
+        >>> import torch
+        >>> _ = torch.manual_seed(0)
+        >>> out = MomentDETRHead(dim=16, num_queries=5, hidden=32)(torch.randn(2, 20, 16))
+        >>> losses = set_prediction_loss(out, [torch.tensor([[0.5, 0.2]]), torch.zeros(0, 2)])
+        >>> losses.total.shape, [len(m.pred_idx) for m in losses.matches]
+        (torch.Size([]), [1, 0])
     """
     op = "set_prediction_loss"
     span_weight, giou_weight, class_weight = (
@@ -216,7 +261,8 @@ def set_prediction_loss(outputs: MomentDETROutput, targets: Sequence[Tensor],
 @torch.no_grad()
 def decode(outputs: MomentDETROutput, duration: Duration, *, lengths: Optional[Tensor] = None,
            iou_threshold: float = 0.7, top_k: Optional[int] = None,
-           score_threshold: float = 0.0, ties: str = "stable") -> list[DecodedMoments]:
+           score_threshold: float = 0.0,
+           ties: Literal["stable", "start"] = "stable") -> list[DecodedMoments]:
     """Each video's predicted moments in seconds, after 1-D NMS.
 
     The ``(centre, width)`` predictions become ``(start, end)``, are scaled by
@@ -245,6 +291,14 @@ def decode(outputs: MomentDETROutput, duration: Duration, *, lengths: Optional[T
     Returns:
         ``B`` :class:`DecodedMoments` ``(spans, scores, queries)``, best first
         (higher score, then the ``ties`` rule).
+
+    Example:
+        >>> import torch
+        >>> logits = torch.tensor([[[2.0, 0.0], [0.0, 2.0], [1.0, 0.0]]])  # 1 video, 3 queries
+        >>> cw = torch.tensor([[[0.25, 0.5], [0.5, 0.5], [0.3, 0.4]]])  # (centre, width)
+        >>> decode(MomentDETROutput(logits, cw), 60.0, iou_threshold=0.5)  # query 2 is suppressed
+        [DecodedMoments(spans=tensor([[ 0., 30.], [15., 45.]]), scores=tensor([0.8808, 0.1192]),
+                        queries=tensor([0, 1]))]
     """
     op = "decode"
     iou_threshold = _checks.unit_interval(iou_threshold, op, "iou_threshold")

@@ -28,6 +28,11 @@ def spans_to_center_width(spans: Tensor) -> Tensor:
 
     A reversed span (``end < start``) gets a negative width; nothing is
     clamped (see :func:`clamp_spans`).
+
+    Example:
+        >>> import torch
+        >>> spans_to_center_width(torch.tensor([[2.0, 6.0], [5.0, 4.0]])).tolist()
+        [[4.0, 4.0], [4.5, -1.0]]
     """
     _check_pairs(spans, "spans_to_center_width", "spans")
     start, end = spans.unbind(-1)
@@ -38,6 +43,11 @@ def center_width_to_spans(cw: Tensor) -> Tensor:
     """``(centre, width)`` -> ``(start, end)``: ``(centre - width / 2, centre + width / 2)``.
 
     The inverse of :func:`spans_to_center_width` (up to rounding).
+
+    Example:
+        >>> import torch
+        >>> center_width_to_spans(torch.tensor([[4.0, 4.0]])).tolist()
+        [[2.0, 6.0]]
     """
     _check_pairs(cw, "center_width_to_spans", "cw")
     centre, width = cw.unbind(-1)
@@ -60,6 +70,15 @@ def normalize_spans(spans: Tensor, duration: Duration) -> Tensor:
     Raises:
         InputError: a duration that is not finite and ``> 0``, or a per-row
             duration whose length is not ``spans.shape[0]``.
+
+    Example:
+        >>> import torch
+        >>> normalize_spans(torch.tensor([[2.0, 6.0]]), 8.0).tolist()
+        [[0.25, 0.75]]
+        >>> normalize_spans(torch.tensor([[[2.0, 6.0]], [[2.0, 6.0]]]), torch.tensor([8.0, 4.0]))
+        tensor([[[0.2500, 0.7500]],
+        <BLANKLINE>
+                [[0.5000, 1.5000]]])
     """
     op = "normalize_spans"
     _check_pairs(spans, op, "spans")
@@ -68,7 +87,13 @@ def normalize_spans(spans: Tensor, duration: Duration) -> Tensor:
 
 def denormalize_spans(spans: Tensor, duration: Duration) -> Tensor:
     """Fractions of the video -> seconds: ``spans * duration``; the inverse of
-    :func:`normalize_spans` (same arguments)."""
+    :func:`normalize_spans` (same arguments).
+
+    Example:
+        >>> import torch
+        >>> denormalize_spans(torch.tensor([[0.25, 0.75]]), 8.0).tolist()
+        [[2.0, 6.0]]
+    """
     op = "denormalize_spans"
     _check_pairs(spans, op, "spans")
     return spans * _duration_like(spans, duration, op)
@@ -84,6 +109,11 @@ def clamp_spans(spans: Tensor, duration: Duration) -> Tensor:
     zero-length at its clamped start). Gradients flow to the endpoints that
     were not clamped. ``duration`` as in :func:`normalize_spans` (use ``1``
     for normalised spans). A NaN endpoint stays NaN.
+
+    Example:
+        >>> import torch
+        >>> clamp_spans(torch.tensor([[-1.0, 3.0], [7.0, 9.0], [10.0, 12.0]]), 8.0).tolist()
+        [[0.0, 3.0], [7.0, 8.0], [8.0, 8.0]]
     """
     op = "clamp_spans"
     _check_pairs(spans, op, "spans")

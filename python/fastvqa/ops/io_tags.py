@@ -15,7 +15,16 @@ from fastvqa.ragged import Ragged
 
 class RaggedSpans(NamedTuple):
     """Scored spans, ragged by row, with the offsets second as in every ragged
-    result (:class:`fastvqa.ragged.Ragged`)."""
+    result (:class:`fastvqa.ragged.Ragged`).
+
+    Example:
+        >>> import numpy as np
+        >>> r = io_to_spans(np.array([[0.0, 0.5, 1.0, 0.0, 0.625]]))
+        >>> r.spans.tolist(), r.offsets.tolist(), r.scores.tolist()
+        ([[1, 2], [4, 4]], [0, 2], [0.75, 0.625])
+        >>> r.ragged().row(0).tolist()
+        [[1, 2], [4, 4]]
+    """
 
     spans: Any    #: [S, 2] int64 inclusive (start, end) step indices, row after row
     offsets: Any  #: [B + 1] int64: row b's spans are spans[offsets[b]:offsets[b + 1]]
@@ -27,7 +36,14 @@ class RaggedSpans(NamedTuple):
 
 
 class StartEnd(NamedTuple):
-    """Start and end scores for :func:`fastvqa.ops.span_argmax`."""
+    """Start and end scores for :func:`fastvqa.ops.span_argmax`.
+
+    Example:
+        >>> import numpy as np
+        >>> start, end = io_to_start_end(np.array([[0.0, 1.0, 1.0, 0.0]]))
+        >>> start.tolist(), end.tolist()
+        ([[0.0, 1.0, 0.0, -1.0]], [[-1.0, 0.0, 1.0, 0.0]])
+    """
 
     start: Any  #: [B, T] start scores
     end: Any    #: [B, T] end scores
@@ -77,6 +93,13 @@ def io_to_spans(
         are computed in float32 and the scores cast back. Not differentiable.
         Under ``torch.compile`` the number of spans is a data-dependent
         (unbacked) size.
+
+    Example:
+        >>> import numpy as np
+        >>> spans, offsets, scores = io_to_spans(np.array([[0.0, 0.5, 1.0, 0.0, 0.625]]),
+        ...                                      min_len=2)
+        >>> spans.tolist(), offsets.tolist(), scores.tolist()
+        ([[1, 2]], [0, 1], [0.75])
     """
     op = "io_to_spans"
     threshold = _checks.real(threshold, op, "threshold")
@@ -128,6 +151,13 @@ def io_to_start_end(probs: Any, *, lengths: Any = None) -> StartEnd:
         (NumPy) or the default float (torch); float16/bfloat16 torch tensors
         are computed in float32 and the results cast back. Not differentiable:
         torch results never require grad.
+
+    Example:
+        >>> import numpy as np
+        >>> from fastvqa.ops import span_argmax
+        >>> se = io_to_start_end(np.array([[0.1, 0.9, 0.8, 0.1]]))
+        >>> span_argmax(se.start, se.end).spans.tolist()
+        [[1, 2]]
     """
     op = "io_to_start_end"
     if _arrays.any_torch(probs, lengths):

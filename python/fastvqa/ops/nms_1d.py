@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import math
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 from fastvqa import _arrays, _checks
 from fastvqa._ext import _C
@@ -14,7 +14,16 @@ from fastvqa.ragged import Ragged
 
 class NmsResult(NamedTuple):
     """What :func:`nms_1d` keeps, for every method: ragged by group, with the
-    offsets second as in every ragged result (:class:`fastvqa.ragged.Ragged`)."""
+    offsets second as in every ragged result (:class:`fastvqa.ragged.Ragged`).
+
+    Example:
+        >>> import numpy as np
+        >>> spans = np.array([[0.0, 4.0], [1.0, 4.0], [8.0, 10.0], [8.0, 9.5]])
+        >>> r = nms_1d(spans, np.array([0.9, 0.8, 0.7, 0.6]), iou_threshold=0.5,
+        ...            offsets=np.array([0, 2, 4]))
+        >>> [row.tolist() for row in r.ragged().rows()]
+        [[0], [2]]
+    """
 
     keep: Any     #: [K] int64 indices into the input spans, grouped, in selection order
     offsets: Any  #: [G + 1] int64: group g kept keep[offsets[g]:offsets[g + 1]]
@@ -31,11 +40,11 @@ def nms_1d(
     scores: Any,
     *,
     iou_threshold: float,
-    method: str = "hard",
+    method: Literal["hard", "linear", "gaussian"] = "hard",
     sigma: float = 0.5,
     offsets: Any = None,
     score_threshold: float = -math.inf,
-    ties: str = "start",
+    ties: Literal["start", "stable"] = "start",
 ) -> NmsResult:
     """Non-maximum suppression of temporal spans, per group.
 
@@ -133,6 +142,13 @@ def nms_1d(
         span and tile, then the greedy pass over the words by one thread block
         per group, on the GPU); soft-NMS runs one thread per group. Both sync
         once to learn the output size.
+
+    Example:
+        >>> import numpy as np
+        >>> spans = np.array([[0.0, 10.0], [1.0, 10.0], [20.0, 30.0]])
+        >>> keep, offsets, scores = nms_1d(spans, np.array([0.9, 0.8, 0.7]), iou_threshold=0.5)
+        >>> keep.tolist(), offsets.tolist(), scores.tolist()
+        ([0, 2], [0, 2], [0.9, 0.7])
     """
     op = "nms_1d"
     method = _checks.string(method, op, "method")  # its values are checked in C++

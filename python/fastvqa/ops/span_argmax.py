@@ -16,7 +16,14 @@ from fastvqa.ops._eager import numpy_on_cpu_tensors
 
 class ScoredSpans(NamedTuple):
     """The best spans of each row and their scores, best first
-    (:func:`span_argmax`, :func:`fastvqa.ops.top_spans`)."""
+    (:func:`span_argmax`, :func:`fastvqa.ops.top_spans`).
+
+    Example:
+        >>> import numpy as np
+        >>> best = span_argmax(np.array([[0.0, 2.0, 1.0]]), np.array([[0.0, 1.0, 3.0]]), k=2)
+        >>> best.spans.tolist(), best.scores.tolist()
+        ([[[1, 2], [2, 2]]], [[5.0, 4.0]])
+    """
 
     spans: Any   #: [..., 2] int64 inclusive (start, end) step indices, (-1, -1) padding
     scores: Any  #: [...] their scores in the input float dtype, -inf padding
@@ -92,6 +99,14 @@ def span_argmax(
         integers are converted to float64 (NumPy) or the default float (torch);
         float16/bfloat16 torch tensors are computed in float32 and the scores
         cast back. Not differentiable: torch results never require grad.
+
+    Example:
+        >>> import numpy as np
+        >>> start = np.array([[0.0, 2.0, 1.0], [3.0, 0.0, 0.0]])
+        >>> end = np.array([[0.0, 1.0, 3.0], [0.0, 0.0, 1.0]])
+        >>> spans, scores = span_argmax(start, end, max_len=2)
+        >>> spans.tolist(), scores.tolist()
+        ([[1, 2], [0, 0]], [5.0, 3.0])
     """
     op = "span_argmax"
     min_len, max_len = _limits.span_lengths(min_len, max_len, op)

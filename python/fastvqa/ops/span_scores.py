@@ -4,7 +4,7 @@ similarities), and the best spans without building them all."""
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Literal, Optional
 
 from fastvqa import _arrays, _checks
 from fastvqa._ext import _C
@@ -62,7 +62,7 @@ _SEMANTICS_DOC = """
 def span_scores(
     x: Any,
     *,
-    reduce: str,
+    reduce: Literal["sum", "mean", "contrast"],
     min_len: int = 1,
     max_len: Optional[int] = None,
     lengths: Any = None,
@@ -97,6 +97,12 @@ def span_scores(
         non-finite ``grad_out`` reaches exactly the steps it is a term of (NaN
         if a NaN or both infinities are among them, else ``+-inf``), and a
         gradient overflows only when its own terms reach the float64 range.
+
+    Example:
+        >>> import numpy as np
+        >>> band = span_scores(np.array([[1.0, 2.0, 3.0]]), reduce="sum", max_len=2)
+        >>> band.tolist()  # band[0, i, d]: the span [i, i + d]
+        [[[1.0, 3.0], [2.0, 5.0], [3.0, -inf]]]
     """
     op = "span_scores"
     reduce = _checks.string(reduce, op, "reduce")  # its values are checked in C++
@@ -116,7 +122,7 @@ def top_spans(
     x: Any,
     k: int,
     *,
-    reduce: str,
+    reduce: Literal["sum", "mean", "contrast"],
     min_len: int = 1,
     max_len: Optional[int] = None,
     lengths: Any = None,
@@ -162,6 +168,12 @@ def top_spans(
     the result is always the greedy NMS of the full ranked list.
 
     Not differentiable: torch results never require grad.
+
+    Example:
+        >>> import numpy as np
+        >>> spans, scores = top_spans(np.array([[1.0, 2.0, 3.0]]), 2, reduce="mean")
+        >>> spans.tolist(), scores.tolist()
+        ([[[2, 2], [1, 2]]], [[3.0, 2.5]])
     """
     op = "top_spans"
     k = _limits.count(k, op, "k")

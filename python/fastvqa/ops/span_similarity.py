@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Literal, Optional
 
 from fastvqa import _arrays, _checks
 from fastvqa._ext import _C
@@ -62,7 +62,8 @@ _COMMON_DOC = """
 
 @numpy_on_cpu_tensors(("frames", "query"), ("spans",))
 def span_similarity(
-    frames: Any, query: Any, spans: Any, *, pool: str, eps: float = 1e-8
+    frames: Any, query: Any, spans: Any, *, pool: Literal["mean_of_cos", "cos_of_mean"],
+    eps: float = 1e-8
 ) -> Any:
     """Cosine similarity between given spans of frame features and a query.
 
@@ -80,6 +81,14 @@ def span_similarity(
 
     Returns:
         ``[B, S]`` similarities in the input float dtype, same kind and device.
+
+    Example:
+        >>> import numpy as np
+        >>> frames = np.array([[[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]])
+        >>> query = np.array([[1.0, 0.0]])
+        >>> span_similarity(frames, query, np.array([[[0, 0], [0, 1], [-1, -1]]]),
+        ...                 pool="mean_of_cos").tolist()
+        [[1.0, 0.5, -inf]]
     """
     op = "span_similarity"
     pool = _checks.string(pool, op, "pool")  # its values, and eps >= 0, are checked in C++
@@ -99,7 +108,7 @@ def span_similarity_all(
     frames: Any,
     query: Any,
     *,
-    pool: str,
+    pool: Literal["mean_of_cos", "cos_of_mean"],
     min_len: int = 1,
     max_len: Optional[int] = None,
     lengths: Any = None,
@@ -128,6 +137,14 @@ def span_similarity_all(
         ``[B, T, W]`` with ``W = min(max_len, T)`` (or ``T``), in the input float dtype.
         Cells that are not a valid span (``n < min_len``, ``n > max_len``,
         ``i + d >= lengths[b]``) are ``-inf``.
+
+    Example:
+        >>> import numpy as np
+        >>> frames = np.array([[[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]])
+        >>> band = span_similarity_all(frames, np.array([[1.0, 0.0]]), pool="mean_of_cos",
+        ...                            max_len=2)
+        >>> band.tolist()  # band[0, i, d]: the span [i, i + d]
+        [[[1.0, 0.5], [0.0, 0.35355339059327373], [0.7071067811865475, -inf]]]
     """
     op = "span_similarity_all"
     pool = _checks.string(pool, op, "pool")  # its values, and eps >= 0, are checked in C++

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 from fastvqa import _arrays, _checks
 from fastvqa._ext import _C
@@ -11,7 +11,14 @@ from fastvqa.ops._eager import numpy_on_cpu_tensors
 
 
 class Overlap(NamedTuple):
-    """Per-prediction best overlaps from :func:`grounding_overlap`."""
+    """Per-prediction best overlaps from :func:`grounding_overlap`.
+
+    Example:
+        >>> import numpy as np
+        >>> o = grounding_overlap(np.array([[0.0, 4.0]]), np.array([[2.0, 6.0]]), [0, 1])
+        >>> o.iou.tolist(), o.iop.tolist()
+        ([0.3333333333333333], [0.5])
+    """
 
     iou: Any  #: [N] best IoU of each prediction over its ground truth
     iop: Any  #: [N] best IoP (intersection over the prediction), taken independently
@@ -59,7 +66,8 @@ _MODES_DOC = """
 
 
 @numpy_on_cpu_tensors(("a", "b"), blockers=("out",))
-def temporal_iou(a: Any, b: Any, mode: str = "iou", *, out: Any = None) -> Any:
+def temporal_iou(a: Any, b: Any, mode: Literal["iou", "iop", "iog", "giou"] = "iou", *,
+                 out: Any = None) -> Any:
     """Pairwise temporal overlap between every span of ``a`` and every span of ``b``.
 
     Args:
@@ -78,12 +86,20 @@ def temporal_iou(a: Any, b: Any, mode: str = "iou", *, out: Any = None) -> Any:
         ``[N, M]`` overlaps, same kind and device as the inputs (``out``
         itself when given); ``result[i, j]`` compares ``a[i]`` with ``b[j]``.
         ``N = 0`` or ``M = 0`` gives an empty array without launching anything.
+
+    Example:
+        >>> import numpy as np
+        >>> a = np.array([[0.0, 10.0], [5.0, 15.0]])
+        >>> b = np.array([[0.0, 5.0], [0.0, 20.0]])
+        >>> temporal_iou(a, b).tolist(), temporal_iou(a, b, "iop").tolist()
+        ([[0.5, 0.5], [0.0, 0.5]], [[0.5, 1.0], [0.0, 1.0]])
     """
     return _overlap(a, b, mode, paired=False, out=out)
 
 
 @numpy_on_cpu_tensors(("a", "b"), blockers=("out",))
-def paired_temporal_iou(a: Any, b: Any, mode: str = "iou", *, out: Any = None) -> Any:
+def paired_temporal_iou(a: Any, b: Any, mode: Literal["iou", "iop", "iog", "giou"] = "iou",
+                        *, out: Any = None) -> Any:
     """Elementwise temporal overlap: ``out[i] = overlap(a[i], b[i])``.
 
     Args:
@@ -96,6 +112,14 @@ def paired_temporal_iou(a: Any, b: Any, mode: str = "iou", *, out: Any = None) -
     Returns:
         ``[N]`` overlaps, same kind and device as the inputs (``out`` itself
         when given).
+
+    Example:
+        >>> import numpy as np
+        >>> a = np.array([[0.0, 10.0], [5.0, 15.0]])
+        >>> paired_temporal_iou(a, np.array([[0.0, 5.0], [20.0, 30.0]])).tolist()
+        [0.5, 0.0]
+        >>> paired_temporal_iou(a, np.array([[0.0, 5.0], [20.0, 30.0]]), "giou").tolist()
+        [0.5, -0.2]
     """
     return _overlap(a, b, mode, paired=True, out=out)
 
@@ -167,6 +191,14 @@ def grounding_overlap(pred: Any, gt: Any, gt_offsets: Any) -> Overlap:
     Values are computed in the inputs' dtype (float64 reproduces the official
     Python evaluator bit for bit). Not differentiable: torch results never
     require grad.
+
+    Example:
+        >>> import numpy as np
+        >>> pred = np.array([[0.0, 4.0], [3.0, 3.0]])  # the second: zero length
+        >>> gt = np.array([[2.0, 6.0], [0.0, 5.0]])   # one segment per prediction
+        >>> iou, iop = grounding_overlap(pred, gt, np.array([0, 1, 2]))
+        >>> iou.tolist(), iop.tolist()
+        ([0.3333333333333333, 0.0], [0.5, 1.0])
     """
     op = "grounding_overlap"
     if _arrays.any_torch(pred, gt, gt_offsets):
@@ -180,7 +212,14 @@ def grounding_overlap(pred: Any, gt: Any, gt_offsets: Any) -> Overlap:
 
 
 class GroundingScan(NamedTuple):
-    """:func:`grounding_scan`'s result (for fastvqa.metrics.grounded_qa)."""
+    """:func:`grounding_scan`'s result (for fastvqa.metrics.grounded_qa).
+
+    Example:
+        >>> import numpy as np
+        >>> s = grounding_scan(np.array([[0.0, 4.0]]), np.array([[2.0, 6.0]]), [0, 1], [0.3])
+        >>> s.iop.tolist(), s.counts.tolist(), s.n_answered
+        ([0.5], [1, 1], 0)
+    """
 
     iou: Any  #: [N] float64, as grounding_overlap (NaN for a "no prediction" row)
     iop: Any  #: [N] float64
@@ -233,7 +272,12 @@ _numpy_order: Any = None
 def numpy_order_sums() -> bool:
     """Whether fastvqa's compiled pairwise sum adds float64 values exactly as
     this process's NumPy ``np.add.reduce`` does (checked once, on arrays of
-    sizes around every block boundary of the algorithm, masked and not)."""
+    sizes around every block boundary of the algorithm, masked and not).
+
+    Example:
+        >>> numpy_order_sums() in (True, False)
+        True
+    """
     global _numpy_order
     if _numpy_order is None:
         import numpy as np

@@ -21,6 +21,10 @@ class SpanParse(NamedTuple):
     then notes after ``"; "``: ``"fractions of the video"``, ``"frames at F
     fps"``, ``"swapped reversed span"``, ``"clamped to duration"``.
     ``error``: why the parse failed (``None`` on success).
+
+    Example:
+        >>> parse_spans("no idea")
+        SpanParse(spans=[], how='', error='no time span found in the response')
     """
 
     spans: list
@@ -316,6 +320,14 @@ def parse_spans(text: str, *, duration: Optional[float] = None, fps: Optional[fl
     ``len(text)``; never raises for a ``str`` ``text``. Raises :class:`~fastvqa.errors.InputTypeError`
     for a non-str ``text``, :class:`~fastvqa.errors.InputError` for a
     ``duration`` or ``fps`` that is not a positive finite number.
+
+    Example:
+        >>> parse_spans("The event happens from 0:12 to 0:20.")
+        SpanParse(spans=[(12.0, 20.0)], how='from_to', error=None)
+        >>> parse_spans("[0.2, 0.5]", duration=60.0, normalized=True)
+        SpanParse(spans=[(12.0, 30.0)], how='json; fractions of the video', error=None)
+        >>> parse_spans("frames 30 to 90", fps=30).spans
+        [(1.0, 3.0)]
     """
     text, duration, fps = span_args(text, duration, fps, "parse_spans")
     return spans_and_ranges(text, duration, fps, normalized)[0]
