@@ -12,6 +12,13 @@ of range. ``bool`` is never a number here (``True`` is refused where an
 integer is expected); NumPy scalars are accepted. With ``op`` and ``name``
 both empty the message starts at ``must`` (the command line adds the option).
 
+:func:`choice` and :func:`flag` are the one check of a fixed set of values
+and of a ``True``/``False`` switch for all of fastvqa. Their ``error``
+keyword picks the class raised, of the :class:`~fastvqa.errors.InputError`
+family: :class:`~fastvqa.errors.CommandError` where a library argument
+mirrors a command-line option (the evaluation functions), whose message then
+reads as the command line's, ``"<option>: expected one of a, b, got 'x'"``.
+
 Checks the compiled core does (string choices such as ``reduce``, ``pool``,
 ``method``, array shapes) are not repeated here: :func:`string` checks only
 that a value is a string, which pybind11 cannot report in one line.
@@ -24,7 +31,7 @@ import numbers
 import operator
 from typing import Any, Optional
 
-from fastvqa.errors import InputError, InputTypeError
+from fastvqa.errors import CommandError, InputError, InputTypeError
 
 
 def _subject(op: str, name: str) -> str:
@@ -88,12 +95,40 @@ def unit_interval(value: Any, op: str, name: str, *, positive: bool = False) -> 
     return value
 
 
-def choice(value: Any, op: str, name: str, choices: tuple) -> Any:
+def _refusal(value: Any, op: str, name: str, wanted: str,
+             error: type[InputError]) -> InputError:
+    """``error`` saying the value is not ``wanted`` ("one of a, b"), worded
+    as a command-line option's check when ``error`` is a :class:`CommandError`."""
+    if issubclass(error, CommandError):
+        return error(f"{op or name}: expected {wanted}, got {value!r}")
+    return error(f"{_subject(op, name)}must be {wanted}, got {value!r}")
+
+
+def choice(value: Any, op: str, name: str, choices: tuple, *,
+           error: type[InputError] = InputError) -> Any:
     """``value`` when it is one of ``choices`` (a Python-level option; the
-    compiled core checks its own string options)."""
+    compiled core checks its own string options), else ``error`` (an
+    :class:`~fastvqa.errors.InputError` class) naming the choices:
+    ``"<op>: <name> must be one of a, b, got 'x'"``. ``bool`` is never a
+    choice (``True == 1`` would pass for ``(0, 1)``).
+
+    >>> choice("l2", "Index", "metric", ("ip", "l2"))
+    'l2'
+    >>> choice("cos", "Index", "metric", ("ip", "l2"))
+    Traceback (most recent call last):
+    fastvqa.errors.InputError: Index: metric must be one of ip, l2, got 'cos'
+    """
     if isinstance(value, bool) or value not in choices:
-        raise InputError(f"{_subject(op, name)}must be one of "
-                         f"{', '.join(map(repr, choices))}, got {value!r}")
+        raise _refusal(value, op, name, f"one of {', '.join(map(str, choices))}", error)
+    return value
+
+
+def flag(value: Any, op: str, name: str, *,
+         error: type[InputError] = InputTypeError) -> bool:
+    """``value`` when it is ``True`` or ``False`` (not ``1``, not a NumPy
+    bool), else ``error``: a switch such as ``strict``."""
+    if not isinstance(value, bool):
+        raise _refusal(value, op, name, "True or False", error)
     return value
 
 
@@ -105,5 +140,5 @@ def string(value: Any, op: str, name: str) -> str:
     return value
 
 
-__all__ = ["choice", "integer", "optional_integer", "optional_real", "real", "string",
+__all__ = ["choice", "flag", "integer", "optional_integer", "optional_real", "real", "string",
            "unit_interval"]

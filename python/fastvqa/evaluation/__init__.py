@@ -51,6 +51,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional
 
+from fastvqa import _checks
 from fastvqa import errors as _errors
 from fastvqa._argtypes import benchmark_choices
 from fastvqa._benchmarks import BENCHMARKS as _TABLE
@@ -246,20 +247,21 @@ def run_baseline(benchmark: str, name: str, **options: Any) -> Any:
 def choice(option: str, value: Any, choices: tuple) -> Any:
     """``value`` when it is one of ``choices``, else :class:`~fastvqa.errors.CommandError`
     naming ``option`` and the choices (the library's check of what argparse
-    checks on the command line)."""
-    if isinstance(value, bool) or value not in choices:
-        raise _errors.CommandError(f"{option}: expected one of {', '.join(map(str, choices))}, "
-                           f"got {value!r}")
-    return value
+    checks on the command line): :func:`fastvqa._checks.choice`, option first.
+
+    >>> choice("split", "train", ("test", "val"))
+    Traceback (most recent call last):
+    fastvqa.errors.CommandError: split: expected one of test, val, got 'train'
+    """
+    return _checks.choice(value, option, "", choices, error=_errors.CommandError)
 
 
 def flag(option: str, value: Any) -> bool:
     """``value`` when it is ``True`` or ``False``, else
     :class:`~fastvqa.errors.CommandError` naming ``option`` (the library's
-    check of a ``store_true`` option such as ``--strict``)."""
-    if not isinstance(value, bool):
-        raise _errors.CommandError(f"{option}: expected True or False, got {value!r}")
-    return value
+    check of a ``store_true`` option such as ``--strict``):
+    :func:`fastvqa._checks.flag`, option first."""
+    return _checks.flag(value, option, "", error=_errors.CommandError)
 
 
 def require_records(records: list, gt: Any, what: str = "questions") -> list:

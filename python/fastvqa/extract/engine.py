@@ -153,8 +153,7 @@ def run(videos: Union[str, Path, Sequence], recipe: Union[str, Recipe], *, out: 
     from fastvqa._progress import Progress, show_progress
 
     began = time.perf_counter()
-    if engine not in ENGINES:
-        raise InputError(f"engine must be one of {', '.join(ENGINES)}, got {engine!r}")
+    _checks.choice(engine, "", "engine", ENGINES)
     recipe = get_recipe(recipe)
     if engine == "ray" and getattr(parse_device(device), "index", None) is not None:
         # Ray gives each model actor one GPU of its choosing, visible to the

@@ -13,7 +13,6 @@ settings used are recorded in ``info["bleu"]``.
 from __future__ import annotations
 
 import math
-import re
 import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any, Callable, Optional
@@ -24,40 +23,15 @@ from fastvqa.errors import InputError, InputTypeError
 from fastvqa.metrics._align import align_predictions
 from fastvqa.metrics.base import Metric
 from fastvqa.metrics.result import BreakdownResult, MetricResult
+from fastvqa.parse.options import parse_option
 
-_LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 _INT64 = np.iinfo(np.int64)
-
-# A whole output that is only a label: "2", "(2)", "[2]", "2.", "2)", "B",
-# "(B)", "B.", "B)", "B:"; a lower-case letter only in brackets: "(b)".
-_WHOLE_INT = re.compile(r"^[(\[]?\s*(\d+)\s*[)\]]?\s*[.:]?$")
-_WHOLE_LETTER = re.compile(r"^(?:[(\[]\s*([A-Za-z])\s*[)\]]|([A-Z])\s*[).:]?)\s*[.:]?$")
-# A label leading free text: "(B) The soup ...", "B. The soup ...", "2) ...",
-# "B: ...". The delimiter and the whitespace after it are required, so "A soup"
-# or "3.5 cups" do not parse.
-_LEADING = re.compile(
-    r"^(?:\(\s*(\d+|[A-Za-z])\s*\)|\[\s*(\d+|[A-Za-z])\s*\]|(\d+|[A-Z])[.):])\s+\S"
-)
-# An explicit answer phrase anywhere: "answer: 2", "The answer is (C)",
-# "Option B", "choice 3." (the words are case-insensitive).
-# An unbracketed letter must be a capital ("a good choice a ..." is not "A").
-_PHRASE = re.compile(
-    r"\b(?i:answer|option|choice)(?:\s+(?i:is))?\s*[:\-]?\s*"
-    r"(?:\(\s*(\d+|[A-Za-z])\s*\)|\[\s*(\d+|[A-Za-z])\s*\]|(\d+|[A-Z]))(?=$|[\s.,:;!?)\]])"
-)
-
-
-def _label_to_index(label: str, n_options: int, index_base: int) -> Optional[int]:
-    """A parsed label -> 0-based index; None for a letter outside the options
-    (a stray capital such as "I" is then not read as a choice)."""
-    if label.isdigit():
-        return int(label) - index_base
-    index = _LETTERS.index(label.upper())
-    return index if index < n_options else None
 
 
 def parse_option_index(output: str, n_options: int, *, index_base: int = 0) -> Optional[int]:
-    """The option index a free-text output names, or None when it names none.
+    """The option index a free-text output names, or None when it names none:
+    :func:`fastvqa.parse.parse_option` with ``rules="labels"`` (its
+    :data:`~fastvqa.parse.options.LABEL_RULES`), with SOK-Bench's index base.
 
     Forms accepted, tried in this order (the first that matches wins):
 
@@ -72,31 +46,21 @@ def parse_option_index(output: str, n_options: int, *, index_base: int = 0) -> O
        the end, whitespace or punctuation: ``"answer: 2"``,
        ``"The answer is (C)."``, ``"Option B"``.
 
-    Integers are read with ``index_base`` (0: ``"2"`` is the third option, as
-    SOK-Bench's 0-based ``right_choice``; 1: ``"2"`` is the second); letters
+    Integers are read with ``index_base``, **0-based by default** (0: ``"2"``
+    is the third option, as SOK-Bench's 0-based ``right_choice``; 1: ``"2"``
+    is the second, :func:`~fastvqa.parse.parse_option`'s default); letters
     are always A = 0. An integer out of range is still a parsed choice (it
     scores wrong); a letter beyond the options is not a label (form 3 then
     moves on). Integers embedded in free text ("add 2 cups") are not read.
+
+    >>> parse_option_index("2", 4)  # 0-based: the third option
+    2
+    >>> parse_option_index("2", 4, index_base=1)  # as parse_option("2", 4).index
+    1
+    >>> parse_option_index("The answer is (C).", 4)
+    2
     """
-    text = output.strip()
-    m = _WHOLE_INT.match(text)
-    if m:
-        return int(m.group(1)) - index_base
-    m = _WHOLE_LETTER.match(text)
-    if m:
-        index = _label_to_index(m.group(1) or m.group(2), n_options, index_base)
-        if index is not None:
-            return index
-    m = _LEADING.match(text)
-    if m:
-        index = _label_to_index(next(g for g in m.groups() if g), n_options, index_base)
-        if index is not None:
-            return index
-    for m in _PHRASE.finditer(text):
-        index = _label_to_index(next(g for g in m.groups() if g), n_options, index_base)
-        if index is not None:
-            return index
-    return None
+    return parse_option(output, n_options, index_base=index_base, rules="labels").index
 
 
 def _as_int64(index: int) -> int:

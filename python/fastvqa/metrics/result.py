@@ -14,6 +14,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
+from fastvqa import _checks
 from fastvqa.errors import InputError
 
 #: A table file's suffix -> its format (``fastvqa eval --table FILE``).
@@ -117,9 +118,7 @@ class MetricResult(Mapping):
         """
         if isinstance(decimals, bool) or not isinstance(decimals, int) or decimals < 0:
             raise InputError(f"format_table: decimals must be an integer >= 0, got {decimals!r}")
-        if fmt not in TABLE_FORMATS:
-            raise InputError(f"format_table: fmt must be one of {', '.join(TABLE_FORMATS)}, "
-                             f"got {fmt!r}")
+        _checks.choice(fmt, "format_table", "fmt", TABLE_FORMATS)
         if fmt == "plain":
             return self._plain_table(decimals)
         names = ["benchmark", *self.metrics]
@@ -182,9 +181,8 @@ class MetricResult(Mapping):
         path = Path(path)
         if fmt is None:
             fmt = per_question_format(path)
-        elif fmt not in PER_QUESTION_SUFFIXES.values():
-            raise InputError(f"write_per_question: fmt must be one of "
-                             f"{', '.join(PER_QUESTION_SUFFIXES.values())}, got {fmt!r}")
+        else:
+            _checks.choice(fmt, "write_per_question", "fmt", tuple(PER_QUESTION_SUFFIXES.values()))
         from fastvqa._outputs import check_new, open_new
 
         check_new(path, "path")

@@ -29,6 +29,7 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
+from fastvqa import _checks
 from fastvqa.errors import InputError, InputTypeError
 from fastvqa.metrics._align import one_per_question
 from fastvqa.metrics.base import Metric
@@ -52,9 +53,7 @@ _DEFAULT_WEIGHTS = (0.25, 0.25, 0.25, 0.25)
 
 
 def _tokenizer(tokenize: str, lowercase: bool) -> Callable[[str], list[str]]:
-    if tokenize not in BLEU_TOKENIZERS:
-        raise InputError(f"BLEU: tokenize must be one of {', '.join(BLEU_TOKENIZERS)}, "
-                         f"got {tokenize!r}")
+    _checks.choice(tokenize, "BLEU", "tokenize", BLEU_TOKENIZERS)
     if tokenize == "13a":
         from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
 
@@ -296,9 +295,8 @@ def direct_answer(
                                                   "question_types", "type label")]
     keys = [str(i) for i in range(n)] if keys is None else \
         [str(k) for k in one_per_question(keys, n, "direct_answer", "keys", "key")]
-    if sacrebleu_smoothing not in SACREBLEU_SMOOTHING:
-        raise InputError(f"direct_answer: sacrebleu_smoothing must be one of "
-                         f"{', '.join(SACREBLEU_SMOOTHING)}, got {sacrebleu_smoothing!r}")
+    _checks.choice(sacrebleu_smoothing, "direct_answer", "sacrebleu_smoothing",
+                   SACREBLEU_SMOOTHING)
     weights = _weights(bleu_weights)
     split = _tokenizer(bleu_tokenize, lowercase)
     _nltk_smoothing(bleu_smoothing)  # checked here, with this metric's message

@@ -8,6 +8,7 @@ from typing import Optional
 import torch
 from torch import Tensor, nn
 
+from fastvqa import _checks
 from fastvqa.nn.masking import lengths_to_mask, masked_log_softmax, safe_mean
 from fastvqa.ops import ScoredSpans, span_argmax
 
@@ -33,8 +34,7 @@ class SpanHead(nn.Module):
 
     def __init__(self, hidden_size: int, *, multi_span: str = "mean") -> None:
         super().__init__()
-        if multi_span not in MULTI_SPAN:
-            raise ValueError(f"SpanHead: multi_span must be one of {MULTI_SPAN}, got {multi_span!r}")
+        _checks.choice(multi_span, "SpanHead", "multi_span", MULTI_SPAN)
         self.proj = nn.Linear(hidden_size, 2)
         self.multi_span = multi_span
 

@@ -1,13 +1,16 @@
 # SPDX-License-Identifier: Apache-2.0
 """The option a response chose: :func:`parse_option` and its rules
-(:data:`OPTION_RULES`); see :mod:`fastvqa.parse`."""
+(:data:`OPTION_RULES`, and :data:`LABEL_RULES` for SOK-Bench's label-only
+reading); see :mod:`fastvqa.parse`. It is fastvqa's one reader of a
+multiple-choice reply: :func:`fastvqa.metrics.parse_option_index` is
+``parse_option(..., rules="labels")`` with SOK-Bench's 0-based numbers."""
 
 from __future__ import annotations
 
 import re
-from typing import Any, NamedTuple, Optional, Sequence, Union
+from typing import Any, Literal, NamedTuple, Optional, Sequence, Union
 
-from fastvqa._checks import choice, integer
+from fastvqa._checks import choice, integer, string
 from fastvqa.errors import InputTypeError
 from fastvqa.parse._text import check_text, clean, json_value
 
@@ -17,7 +20,9 @@ _LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 class OptionParse(NamedTuple):
     """The option a response chose.
 
-    ``index``: the 0-based option index, or None when the parse failed.
+    ``index``: the 0-based option index, or None when the parse failed
+    (with ``rules="labels"`` a number beyond the options is kept: the index
+    may then be negative or ``>=`` the number of options).
     ``how``: the rule that matched (``"answer_phrase"``, ``"json"``...), ``""``
     on failure. ``error``: why the parse failed (``None`` on success).
     """
@@ -63,6 +68,25 @@ OPTION_RULES: dict[str, re.Pattern] = {
     # a bracketed capital anywhere: "I think (C) fits"
     "bracket_label": re.compile(r"\(\s*(?P<ac>[A-Z])\s*\)"),
 }
+#: The label forms of ``rules="labels"`` (SOK-Bench: "parse an integer as the
+#: choice"), in the order tried on the stripped response; the first label that
+#: names an option decides (no ambiguity check). A number of any length is a
+#: label; a letter is one when a capital or bracketed ("(b)").
+LABEL_RULES: dict[str, re.Pattern] = {
+    # the whole response is a number: "2", "(2)", "[2]", "2.", "2)"
+    "whole_number": re.compile(r"^[(\[]?\s*(\d+)\s*[)\]]?\s*[.:]?$"),
+    # ... or a letter: "B", "(B)", "B.", "B)", "B:", "(b)"
+    "whole_label": re.compile(r"^(?:[(\[]\s*([A-Za-z])\s*[)\]]|([A-Z])\s*[).:]?)\s*[.:]?$"),
+    # a label leading free text, then whitespace: "(B) The soup", "2) ...", "B: ..."
+    # ("A soup" and "3.5 cups" are not labels)
+    "leading_label": re.compile(
+        r"^(?:\(\s*(\d+|[A-Za-z])\s*\)|\[\s*(\d+|[A-Za-z])\s*\]|(\d+|[A-Z])[.):])\s+\S"),
+    # "answer: 2", "The answer is (C)", "Option B", "choice 3." anywhere, in order
+    "answer_phrase": re.compile(
+        r"\b(?i:answer|option|choice)(?:\s+(?i:is))?\s*[:\-]?\s*"
+        r"(?:\(\s*(\d+|[A-Za-z])\s*\)|\[\s*(\d+|[A-Za-z])\s*\]|(\d+|[A-Z]))"
+        r"(?=$|[\s.,:;!?)\]])"),
+}
 _LONE_LETTER = re.compile(r"\s*[(\[]?\s*([A-Za-z])\s*[)\]]?\s*[.):]?\s*")
 _REFUSAL = re.compile(r"\b(?:cannot|can't|can not|unable to|not possible to|impossible to)\s+"
                       r"(?:be\s+)?(?:determine|tell|answer|say|know|decide|identify|sure)"
@@ -73,12 +97,15 @@ def _norm(text: str) -> str:
     return " ".join(re.sub(r"[^\w\s]", " ", text.lower()).split())
 
 
-def _read_label(label: str, n: int, index_base: int) -> tuple[Optional[int], Optional[str]]:
+def _read_label(label: str, n: int, index_base: int, *,
+                keep_numbers: bool = False) -> tuple[Optional[int], Optional[str]]:
     """A label -> (0-based index, None), (None, error), or (None, None) for a
-    letter beyond the options (a stray capital such as "I", not a choice)."""
+    letter beyond the options (a stray capital such as "I", not a choice).
+    ``keep_numbers``: a number beyond the options is still its index (a
+    choice that scores wrong, as SOK-Bench reads it), not an error."""
     if label.isdigit():
         index = int(label) - index_base
-        if 0 <= index < n:
+        if keep_numbers or 0 <= index < n:
             return index, None
         base = "1-based" if index_base == 1 else "0-based"
         return None, f"option number {label} is out of range for {n} options ({base})"
@@ -161,6 +188,19 @@ def _option_rules(text: str, n: int, texts: Optional[Sequence[str]],
     return OptionParse(None, "", "no option found in the response")
 
 
+def _first_label(text: str, n: int, index_base: int) -> OptionParse:
+    """The first label of :data:`LABEL_RULES` on the stripped ``text`` that
+    names an option."""
+    text = text.strip()
+    for how, rule in LABEL_RULES.items():
+        for m in rule.finditer(text):
+            label = next(g for g in m.groups() if g)
+            index, _ = _read_label(label, n, index_base, keep_numbers=True)
+            if index is not None:
+                return OptionParse(index, how, None)
+    return OptionParse(None, "", "no option label found in the response")
+
+
 def _json_answer(value: Any, n: int, texts, index_base: int) -> Optional[OptionParse]:
     if not isinstance(value, dict):
         return None
@@ -191,16 +231,31 @@ def _options_arg(options: Union[Sequence[str], int], fn: str) -> tuple[int, Opti
     return len(texts), texts
 
 
-def parse_option(text: str, options: Union[Sequence[str], int], *,
-                 index_base: int = 1) -> OptionParse:
+def parse_option(text: str, options: Union[Sequence[str], int], *, index_base: int = 1,
+                 rules: Literal["full", "labels"] = "full") -> OptionParse:
     """The option a response chose, as a 0-based index.
 
     Args:
         text: the model's response.
         options: the option texts, in order (A = the first), or their number
             (then only labels can match, not option text).
-        index_base: 1 (default): option number ``k`` is index ``k - 1``;
-            0: number ``k`` is index ``k``. Letters are always A = 0.
+        index_base: 1 (default): option number ``k`` is index ``k - 1``, as
+            options are numbered in prompts; 0: number ``k`` is index ``k``.
+            Letters are always A = 0.
+        rules: ``"full"`` (default): the rules below. ``"labels"``: only the
+            labels of :data:`LABEL_RULES`, SOK-Bench's reading (used by
+            :func:`fastvqa.metrics.parse_option_index`): the stripped response
+            as given (no ``<answer>``/``<think>`` or markdown handling, no JSON,
+            no option text, no refusals), the first label naming an option
+            decides, a bare lower-case letter is no label, and a number beyond
+            the options is kept as its (wrong) index rather than refused.
+
+    >>> parse_option("The answer is (B).", ["a dog", "a cat"])
+    OptionParse(index=1, how='answer_phrase', error=None)
+    >>> parse_option("2", 4).index  # 1-based: the second option
+    1
+    >>> parse_option("7", 4, rules="labels").index  # beyond 4 options, kept
+    6
 
     Rules (:data:`OPTION_RULES`), tried in order; the first that finds a
     label decides: ``json`` (an ``"answer"``/``"option"``/``"choice"``...
@@ -227,6 +282,10 @@ def parse_option(text: str, options: Union[Sequence[str], int], *,
     other than 0 or 1.
     """
     fn = "parse_option"
+    if choice(rules, fn, "rules", ("full", "labels")) == "labels":
+        text = string(text, fn, "text")
+        n, _, index_base = option_args(options, index_base, fn)
+        return _first_label(text, n, index_base)
     text = check_text(text, fn)
     n, texts, index_base = option_args(options, index_base, fn)
     return option_of(text, clean(text), n, texts, index_base)
@@ -252,4 +311,4 @@ def _index_base(value: Any, fn: str) -> int:
 # ------------------------------------------------------------------ spans
 
 
-__all__ = ["OPTION_RULES", "OptionParse", "parse_option"]
+__all__ = ["LABEL_RULES", "OPTION_RULES", "OptionParse", "parse_option"]

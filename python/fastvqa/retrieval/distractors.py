@@ -81,9 +81,7 @@ class DistractorMiner:
         if len(questions) != len(answers):
             raise ValueError(f"DistractorMiner: {len(answers)} bank answers for "
                              f"{len(questions)} bank questions")
-        if question_key not in QUESTION_KEYS:
-            raise InputError(f"DistractorMiner: question_key must be one of {QUESTION_KEYS}, "
-                             f"got {question_key!r}")
+        _checks.choice(question_key, "DistractorMiner", "question_key", QUESTION_KEYS)
         n_neighbours = _checks.integer(n_neighbours, "DistractorMiner", "n_neighbours",
                                        minimum=1)
         if isinstance(encoder, str) and encoder not in ("tfidf", "sentence"):

@@ -21,7 +21,6 @@ from typing import Any, Mapping, Optional, Sequence, Union
 import numpy as np
 
 from fastvqa import _checks
-from fastvqa.errors import InputError
 from fastvqa.retrieval.encoders import check_texts
 
 #: Characters :func:`normalize_question` strips from the end of a question.
@@ -58,8 +57,7 @@ def _check_threshold(threshold: Any, who: str) -> Optional[float]:
 def _exact_labels(questions: list[str], exact: str, who: str) -> tuple[np.ndarray, list[int]]:
     """Label per question (0.. in order of first occurrence) of its exact key,
     and the index of each label's first occurrence."""
-    if exact not in EXACT_MODES:
-        raise InputError(f"{who}: exact must be one of {EXACT_MODES}, got {exact!r}")
+    _checks.choice(exact, who, "exact", EXACT_MODES)
     key = normalize_question if exact == "normalized" else (lambda q: q)
     first: dict[str, int] = {}
     labels = np.empty(len(questions), dtype=np.int64)

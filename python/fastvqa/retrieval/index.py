@@ -23,6 +23,7 @@ from typing import Any, Optional, Union
 
 import numpy as np
 
+from fastvqa import _checks
 from fastvqa._device import Device, parse_device
 from fastvqa.errors import InputError
 
@@ -175,10 +176,8 @@ class Index:
 
     def __init__(self, metric: str = "ip", kind: str = "flat", device: Any = "auto", *,
                  fp16: bool = False, nlist: int = 1024, nprobe: int = 16, m: int = 32):
-        if metric not in METRICS:
-            raise ValueError(f"Index: metric must be one of {METRICS}, got {metric!r}")
-        if kind not in KINDS:
-            raise ValueError(f"Index: kind must be one of {KINDS}, got {kind!r}")
+        _checks.choice(metric, "Index", "metric", METRICS)
+        _checks.choice(kind, "Index", "kind", KINDS)
         parsed = parse_device(device)
         faiss = _faiss()
         n_gpus = faiss.get_num_gpus()
@@ -485,10 +484,10 @@ def _read_index_file(path: Path) -> tuple[dict, np.ndarray, np.ndarray]:
     for key in ("metric", "kind", "fp16", "nlist", "nprobe", "m", "dim"):
         if key not in meta:
             raise bad(f"setting {key!r} is missing")
-    if meta["metric"] not in METRICS:
-        raise bad(f"metric must be one of {METRICS}, got {meta['metric']!r}")
-    if meta["kind"] not in KINDS:
-        raise bad(f"kind must be one of {KINDS}, got {meta['kind']!r}")
+    for key, choices in (("metric", METRICS), ("kind", KINDS)):
+        # the name carries bad()'s prefix: the message reads as bad()'s do
+        _checks.choice(meta[key], "", f"{path}: damaged index file: {key}", choices,
+                       error=IndexFileError)
     if not isinstance(meta["fp16"], bool):
         raise bad(f"fp16 must be true or false, got {meta['fp16']!r}")
     for key, low in _INTS.items():

@@ -104,8 +104,7 @@ def resolve_backend(backend: str, device: Any = "cpu") -> str:
     CPU machine pays nothing. ``device`` is checked
     (:func:`fastvqa.video.device.parse_device`; ``None`` is ``"cpu"``).
     """
-    if backend not in BACKENDS:
-        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    _checks.choice(backend, "", "backend", BACKENDS)
     parsed = parse_device(device)
     if backend != "auto":
         return backend
