@@ -14,10 +14,12 @@ ground truth of :func:`fastvqa.ops.grounding_overlap`, the groups of
 :func:`fastvqa.data.spans_to_csr` and the metrics' internal tables. Building
 needs only NumPy; :meth:`Ragged.lengths`, :meth:`Ragged.row` and
 :meth:`Ragged.rows` also work on torch tensors (an op's torch result).
+:func:`union_length` measures one row of spans (the time it covers).
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any, Iterable, Iterator, NamedTuple, Optional
 
 import numpy as np
@@ -25,7 +27,8 @@ import numpy as np
 from fastvqa import _arrays
 from fastvqa.errors import InputError, InputTypeError
 
-__all__ = ["Ragged", "check_offsets", "from_rows", "offsets_from_counts", "segment_ids"]
+__all__ = ["Ragged", "check_offsets", "from_rows", "offsets_from_counts", "segment_ids",
+           "union_length"]
 
 
 class Ragged(NamedTuple):
@@ -167,3 +170,20 @@ def segment_ids(offsets: Any) -> Any:
                                        offsets[1:] - offsets[:-1])
     offsets = np.asarray(offsets)
     return np.repeat(np.arange(offsets.shape[0] - 1, dtype=np.int64), np.diff(offsets))
+
+
+def union_length(spans: Any) -> float:
+    """Total length covered by ``spans`` (``(K, 2)`` ``[start, end]``), an
+    overlap counted once; 0 for no spans.
+
+    >>> print(union_length([[0, 2], [1, 3], [5, 6]]))  # [0, 3] and [5, 6]
+    4.0
+    """
+    spans = np.asarray(spans, dtype=np.float64).reshape(-1, 2)
+    total, reach = 0.0, -math.inf
+    for start, end in spans[np.argsort(spans[:, 0], kind="stable")]:
+        if end <= reach:
+            continue
+        total += end - max(start, reach)
+        reach = end
+    return total

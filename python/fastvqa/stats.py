@@ -34,7 +34,9 @@ from typing import Any, NamedTuple, Optional, Union
 
 import numpy as np
 
+from fastvqa import _checks
 from fastvqa.errors import CommandError, InputError
+from fastvqa.ragged import union_length
 
 #: Standard-deviation conventions: name -> numpy ``ddof``.
 STD_DDOF = {"population": 0, "sample": 1}
@@ -93,9 +95,7 @@ class DatasetStats(NamedTuple):
         ``"markdown"`` (a ``###`` heading and a GitHub pipe table per table).
         A :class:`Stat` shows as ``mean ± std`` rounded to ``decimals``; a
         count as an integer; an empty mean as ``n/a``."""
-        if fmt not in FORMATS:
-            raise InputError(f"DatasetStats.format: fmt must be one of {', '.join(FORMATS)}, "
-                             f"got {fmt!r}")
+        _checks.choice(fmt, "DatasetStats.format", "fmt", FORMATS)
         from tabulate import tabulate
 
         parts = [f"# {self.benchmark}" if fmt == "markdown" else self.benchmark]
@@ -154,27 +154,13 @@ def mean_std(values: Iterable[float], std: str = "population") -> Stat:
     (``std="population"``, ``ddof=0``) or sample (``"sample"``, ``ddof=1``)
     standard deviation. No values: NaN ± NaN, n = 0; one value with the
     sample std: std NaN."""
-    if std not in STD_DDOF:
-        raise InputError(f"mean_std: std must be one of {', '.join(STD_DDOF)}, got {std!r}")
+    _checks.choice(std, "mean_std", "std", tuple(STD_DDOF))
     x = np.asarray(list(values), dtype=np.float64)
     if x.size == 0:
         return Stat(math.nan, math.nan, 0)
     ddof = STD_DDOF[std]
     spread = float(np.std(x, ddof=ddof)) if x.size > ddof else math.nan
     return Stat(float(np.mean(x)), spread, int(x.size))
-
-
-def union_length(spans: Any) -> float:
-    """Total length covered by ``spans`` (``(K, 2)`` ``[start, end]``), an
-    overlap counted once; 0 for no spans."""
-    spans = np.asarray(spans, dtype=np.float64).reshape(-1, 2)
-    total, reach = 0.0, -math.inf
-    for start, end in spans[np.argsort(spans[:, 0], kind="stable")]:
-        if end <= reach:
-            continue
-        total += end - max(start, reach)
-        reach = end
-    return total
 
 
 def _words(text: Any) -> int:
@@ -396,50 +382,47 @@ def sokbench_stats(records: Sequence, *, std: str = "population") -> DatasetStat
 
 # --- loading and the command line ----------------------------------------------------------
 
-def _load_wildqa(paths: Sequence[Path], split: Optional[str]) -> list:
-    from fastvqa.data import load_wildqa
-
-    files: list[Path] = []
-    for p in paths:
-        if p.is_dir():
-            # The paper's tables count dev + test (the released, filtered files).
-            names = (f"{split}.json",) if split else ("dev.json", "test.json")
-            missing = [n for n in names if not (p / n).is_file()]
-            if missing:
-                raise CommandError(f"{p}: no {' or '.join(missing)} in this folder")
-            files += [p / n for n in names]
-        elif split:
-            raise CommandError(f"--split picks a file of a wildqa folder; {p} is a file")
-        else:
-            files.append(p)
-    return [r for f in files for r in load_wildqa(f)]
-
-
-def _load_nextgqa(paths: Sequence[Path], split: Optional[str]) -> list:
-    from fastvqa.data import load_nextgqa
-
-    return [r for p in paths for r in load_nextgqa(p, split or "test")]
-
-
-def _loader(name: str) -> Callable[[Sequence[Path], Optional[str]], list]:
-    def load(paths: Sequence[Path], split: Optional[str]) -> list:
-        import fastvqa.data as data
-
-        if split:
-            raise CommandError(f"--split applies to wildqa and nextgqa folders, not {name}")
-        return [r for p in paths for r in getattr(data, f"load_{name}")(p)]
-
-    return load
-
-
-#: benchmark -> (loader of --gt paths, statistics function).
-BENCHMARKS: dict[str, tuple[Callable, Callable]] = {
-    "wildqa": (_load_wildqa, wildqa_stats),
-    "nextgqa": (_load_nextgqa, nextgqa_stats),
-    "deveqa": (_loader("deveqa"), deveqa_stats),
-    "dvd": (_loader("dvd"), dvd_stats),
-    "sokbench": (_loader("sokbench"), sokbench_stats),
+#: benchmark -> its statistics function (the files are read by
+#: :func:`fastvqa.data.load_benchmark`).
+BENCHMARKS: dict[str, Callable[..., DatasetStats]] = {
+    "wildqa": wildqa_stats,
+    "nextgqa": nextgqa_stats,
+    "deveqa": deveqa_stats,
+    "dvd": dvd_stats,
+    "sokbench": sokbench_stats,
 }
+
+#: The splits a folder is counted over when none is named, where the paper
+#: counts several: WildQA's tables count dev + test (the released, filtered
+#: files). Any other folder is read for its ``test`` split.
+PAPER_SPLITS = {"wildqa": ("dev", "test")}
+
+
+def _records(benchmark: str, paths: Sequence[Path], split: Optional[str]) -> list:
+    """The records of ``paths`` pooled, each read for ``split`` (else
+    :data:`PAPER_SPLITS`, else ``test``) by :func:`fastvqa.data.load_benchmark`."""
+    from fastvqa.data.benchmarks import BENCHMARKS as TABLE, load_benchmark
+
+    if split is not None:
+        if not TABLE[benchmark].has_splits:
+            named = [n for n in BENCHMARKS if TABLE[n].has_splits]
+            raise CommandError(f"--split applies to {', '.join(named)} folders, not {benchmark}")
+        if TABLE[benchmark].files:  # the split names a file of a folder
+            for p in paths:
+                if p.is_file():
+                    raise CommandError(f"--split picks a file of a {benchmark} folder; {p} is "
+                                       "a file")
+    records = []
+    for p in paths:
+        if split is not None:
+            splits = (split,)
+        elif p.is_dir():
+            splits = PAPER_SPLITS.get(benchmark, ("test",))
+        else:
+            splits = ("test",)  # a file is read whole
+        for s in splits:
+            records += load_benchmark(benchmark, p, s)
+    return records
 
 
 def dataset_stats(benchmark: str, gt: Union[str, Path, Sequence[Union[str, Path]]], *,
@@ -449,31 +432,31 @@ def dataset_stats(benchmark: str, gt: Union[str, Path, Sequence[Union[str, Path]
     Args:
         benchmark: ``"wildqa"``, ``"nextgqa"``, ``"deveqa"``, ``"dvd"`` or
             ``"sokbench"``.
-        gt: one path or several (their records are pooled). wildqa: a file,
-            or a folder, which means its ``dev.json`` and ``test.json`` (what
-            the paper counts; ``split`` picks one); nextgqa: a folder with
-            ``gsub_<split>.json`` (and ``<split>.csv`` for question types) or
-            a gsub file; deveqa, dvd, sokbench: what their loaders read.
-        split: wildqa (``dev``, ``test``, ``raw_dev``...) and nextgqa
-            (``test``, ``val``; default ``test``) folders only.
+        gt: one path or several (their records are pooled): a file, or a
+            folder as :func:`fastvqa.data.load_benchmark` reads it. A wildqa
+            folder without ``split`` means its ``dev.json`` and ``test.json``
+            (what the paper counts, :data:`PAPER_SPLITS`); a nextgqa folder
+            holds ``gsub_<split>.json`` (and ``<split>.csv`` for question types).
+        split: which split a folder is read for (default ``test``), for the
+            benchmarks whose folders hold several (wildqa ``dev``, ``test``,
+            ``raw_dev``...; nextgqa ``test``, ``val``; deveqa ``<split>.json``).
         std: ``"population"`` (default, what reproduces the published
             numbers) or ``"sample"``.
 
     Raises:
-        InputError: an unknown benchmark or std; a file a loader refuses
-            (:class:`fastvqa.data.DataFormatError`), or no records.
+        InputError: an unknown benchmark, split or std; a file a loader
+            refuses (:class:`fastvqa.data.DataFormatError`), or no records.
+        FileNotFoundError: a path, or a folder's split file, that does not exist.
     """
     if benchmark not in BENCHMARKS:
         raise InputError(f"dataset_stats: unknown benchmark {benchmark!r}; choose from "
                          f"{', '.join(BENCHMARKS)}")
-    if std not in STD_DDOF:
-        raise InputError(f"dataset_stats: std must be one of {', '.join(STD_DDOF)}, got {std!r}")
+    _checks.choice(std, "dataset_stats", "std", tuple(STD_DDOF))
     paths = [Path(p) for p in ([gt] if isinstance(gt, (str, Path)) else gt)]
-    load, compute = BENCHMARKS[benchmark]
-    records = load(paths, split)
+    records = _records(benchmark, paths, split)
     if not records:
         raise CommandError(f"{', '.join(map(str, paths))}: no {benchmark} questions to count")
-    result = compute(records, std=std)
+    result = BENCHMARKS[benchmark](records, std=std)
     result.info["gt"] = [str(p) for p in paths]
     if split:
         result.info["split"] = split
@@ -489,14 +472,16 @@ DESCRIPTION = (
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from fastvqa.data.benchmarks import BENCHMARKS as TABLE, gt_help, split_help
+
     parser.add_argument("benchmark", choices=tuple(BENCHMARKS), help="the benchmark")
     parser.add_argument("--gt", required=True, nargs="+", metavar="PATH",
-                        help="the benchmark's annotation file(s) or folder (wildqa folder: "
-                             "dev.json + test.json, as the paper counts; nextgqa folder: "
-                             "gsub_<split>.json + <split>.csv)")
-    parser.add_argument("--split", help="wildqa folder: one file's split (dev, test, raw_dev, "
-                                        "raw_test); nextgqa folder: test or val (test when "
-                                        "not given)")
+                        help="the annotations, pooled over every PATH: " + gt_help(BENCHMARKS))
+    counted = "".join(f"a {n} folder is counted over "
+                      + " + ".join(f for s in splits for f in TABLE[n].split_files(s))
+                      + " (as the paper counts), " for n, splits in PAPER_SPLITS.items())
+    parser.add_argument("--split", help=f"{split_help(BENCHMARKS)}; without it {counted}"
+                                        "any other folder is read for test")
     parser.add_argument("--std", choices=tuple(STD_DDOF), default="population",
                         help="standard deviation convention (population reproduces the papers)")
     from fastvqa._argtypes import int_in_range
@@ -528,6 +513,6 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-__all__ = ["BENCHMARKS", "DatasetStats", "Stat", "StatsTable", "dataset_stats", "deveqa_stats",
-           "dvd_stats", "mean_std", "nextgqa_stats", "sokbench_stats", "union_length",
-           "wildqa_stats"]
+__all__ = ["BENCHMARKS", "PAPER_SPLITS", "DatasetStats", "Stat", "StatsTable", "dataset_stats",
+           "deveqa_stats", "dvd_stats", "mean_std", "nextgqa_stats", "sokbench_stats",
+           "union_length", "wildqa_stats"]

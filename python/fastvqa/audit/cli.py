@@ -13,6 +13,7 @@ import warnings
 from pathlib import Path
 
 from fastvqa._argtypes import benchmark_choices, int_at_least, unit_interval_positive
+from fastvqa.data.benchmarks import ANSWERED, BENCHMARKS, gt_help, split_help
 from fastvqa.errors import CommandError
 
 DESCRIPTION = ("What a model can score without the video: answer and question-type priors, "
@@ -22,30 +23,23 @@ DESCRIPTION = ("What a model can score without the video: answer and question-ty
                "train/test near-duplicate leakage, each next to its chance level.")
 
 
-def _benchmarks() -> tuple:
-    from fastvqa.retrieval.cli import DISTRACTOR_BENCHMARKS  # those whose records have answers
-
-    return benchmark_choices(DISTRACTOR_BENCHMARKS)
-
-
 def add_arguments(p: argparse.ArgumentParser) -> None:
     from fastvqa.audit.core import DEFAULT_FOLDS, DEFAULT_THRESHOLD
 
-    p.add_argument("benchmark", choices=_benchmarks(), metavar="BENCHMARK",
-                   help="whose files --gt and --train are: " + ", ".join(_benchmarks()))
+    names = benchmark_choices(ANSWERED)  # the audit scores answers
+    p.add_argument("benchmark", choices=names, metavar="BENCHMARK",
+                   help="whose files --gt and --train are: " + ", ".join(names))
     p.add_argument("--gt", type=Path, required=True,
-                   help="the audited questions: the benchmark's file or folder (as for "
-                        "fastvqa eval)")
+                   help="the audited questions: " + gt_help(names))
     p.add_argument("--train", type=Path,
                    help="the training split (file or folder) for the priors, retrieval and "
                         "leakage (without it the priors come from --gt itself, and retrieval "
                         "and leakage are left out)")
-    p.add_argument("--split", default="test",
-                   help="the split a --gt folder's file is (nextgqa test|val; wildqa "
-                        "test|dev|raw_test|raw_dev; deveqa: the file's split name)")
+    p.add_argument("--split", default="test", help=split_help(names, "a --gt folder"))
+    trains = ", ".join(f"{n} {BENCHMARKS[n].train_split}" for n in names
+                       if BENCHMARKS[n].train_split)
     p.add_argument("--train-split",
-                   help="the split a --train folder's file is (default: nextgqa val, wildqa "
-                        "dev, else --split)")
+                   help=f"the split of a --train folder (default: {trains}, else --split)")
     p.add_argument("--schema", choices=("auto", "devi", "release"), default="auto",
                    help="deveqa: layout of the records (auto: detected)")
     p.add_argument("--folds", type=int_at_least(2), default=DEFAULT_FOLDS,
@@ -63,16 +57,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.set_defaults(func=run)
 
 
-_TRAIN_SPLIT = {"nextgqa": "val", "wildqa": "dev"}
-
-
 def _read(args: argparse.Namespace, path: Path, split: str, option: str) -> list:
-    from fastvqa.retrieval.cli import _load, benchmark_files, check_split
+    from fastvqa.data.benchmarks import check_split, load_benchmark, split_path
 
-    check_split(args.benchmark, split)
-    benchmark_files(args.benchmark, path, split)
+    split_option = "--split" if option == "--gt" else "--train-split"
+    check_split(args.benchmark, split, path=path, option=split_option)
+    split_path(args.benchmark, path, split, option=split_option)
     options = {"schema": args.schema} if args.benchmark == "deveqa" else {}
-    records = _load(args.benchmark, path, split, **options)
+    records = load_benchmark(args.benchmark, path, split, **options)
     if not records:
         raise CommandError(f"{option} {path}: holds no {args.benchmark} questions")
     if args.benchmark == "nextgqa" and any(r.answer is None for r in records):
@@ -94,17 +86,17 @@ def _run(args: argparse.Namespace) -> int:
     from fastvqa._outputs import OutputFiles
     from fastvqa.audit.core import audit
     from fastvqa.audit.report import format_table, render_html, to_json
-    from fastvqa.retrieval.cli import benchmark_files
+    from fastvqa.data.benchmarks import split_path
 
     outputs = OutputFiles()  # refused now, before any work, if taken
     json_out = outputs.add(args.json, "--json")
     html_out = outputs.add(args.html, "--html")
-    train_split = args.train_split or _TRAIN_SPLIT.get(args.benchmark, args.split)
+    train_split = args.train_split or BENCHMARKS[args.benchmark].train_split or args.split
     records = _read(args, args.gt, args.split, "--gt")
     train = None
     if args.train is not None:
-        same = {p.resolve() for p in benchmark_files(args.benchmark, args.gt, args.split)} == \
-            {p.resolve() for p in benchmark_files(args.benchmark, args.train, train_split)}
+        same = split_path(args.benchmark, args.gt, args.split).resolve() == \
+            split_path(args.benchmark, args.train, train_split).resolve()
         if same and train_split == args.split:
             raise CommandError(f"--train {args.train} is the --gt split: its questions would "
                                "retrieve themselves; give --train a separate split "

@@ -1,5 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Loaders for each benchmark's files, returning :class:`QARecord` lists.
+"""Loaders for each benchmark's files, returning :class:`QARecord` lists, and
+the benchmark registry: :func:`load_benchmark` reads any benchmark by name
+(its entry, a :class:`BenchmarkInfo`, in :mod:`fastvqa.data.benchmarks`).
 
 Malformed files raise :class:`DataFormatError` naming the file, the record and
 the field. Loaders are imported on first use.
@@ -16,6 +18,8 @@ _LAZY = {
     "NO_ANSWER": "answers",
     "QARecord": "record",
     "spans_to_csr": "record",
+    "BenchmarkInfo": "benchmarks",
+    "load_benchmark": "benchmarks",
     "load_nextgqa": "nextgqa",
     "load_deveqa": "deveqa",
     "load_wildqa": "wildqa",

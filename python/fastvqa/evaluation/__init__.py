@@ -54,13 +54,13 @@ from typing import Any, Callable, Optional
 from fastvqa import _checks
 from fastvqa import errors as _errors
 from fastvqa._argtypes import benchmark_choices
-from fastvqa._benchmarks import BENCHMARKS as _TABLE
+from fastvqa.data.benchmarks import BENCHMARKS as _TABLE
 from fastvqa._digests import input_digests, sha256_file
 from fastvqa._lazy import lazy_exports
 from fastvqa.metrics.result import MetricResult
 
 # Modules that register benchmarks, imported when the command line needs them
-# (the benchmark table's ``module`` column, each once).
+# (the benchmark registry's ``module`` column, each once).
 MODULES = tuple(dict.fromkeys(b.module for b in _TABLE.values()))
 
 
@@ -76,8 +76,9 @@ class Benchmark:
     plot: Optional[Callable[..., None]] = None
     modes: tuple[str, ...] = ()
     default_mode: Optional[str] = None
-    #: ``--gt`` help: what the loader accepts (a file, or also a folder).
-    gt_help: str = "ground-truth file"
+    #: ``--gt`` help: what the loader accepts (a file, or also a folder);
+    #: None: the benchmark registry's (:attr:`fastvqa.data.BenchmarkInfo.gt`).
+    gt_help: Optional[str] = None
     #: The task, for a benchmark evaluated in several ways (``fastvqa eval
     #: wildqa qa``); None for one.
     task: Optional[str] = None
@@ -127,6 +128,8 @@ def register_benchmark(benchmark: Benchmark) -> Benchmark:
     benchmark_choices((benchmark.name,))  # one of the names every command shares
     if benchmark.key in BENCHMARKS:
         raise ValueError(f"benchmark {benchmark.key!r} registered twice")
+    if benchmark.gt_help is None:
+        benchmark.gt_help = _TABLE[benchmark.name].gt
     BENCHMARKS[benchmark.key] = benchmark
     return benchmark
 

@@ -55,6 +55,7 @@ from typing import Any
 
 import numpy as np
 
+from fastvqa.data.benchmarks import load_benchmark
 from fastvqa.data.errors import DataFormatError
 from fastvqa.data.io import read_keyed_predictions
 from fastvqa.errors import CommandError
@@ -104,9 +105,7 @@ def _add_eval_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _load(gt) -> list:
-    from fastvqa.data.dvd import load_dvd
-
-    return require_records(load_dvd(gt), gt, "dialogue turns")
+    return require_records(load_benchmark("dvd", gt), gt, "dialogue turns")
 
 
 def evaluate(*, gt, pred, all_or_references: bool = False, by=None, all_lengths: bool = False,
@@ -288,11 +287,10 @@ def q_retrieval(*, gt, train, dedupe: bool = False) -> dict[str, str]:
     question (path, required, not ``gt``) nearest under TF-IDF cosine (ties:
     the earliest); ``dedupe``: one copy of each distinct training question,
     with its most frequent answer."""
-    from fastvqa.data.dvd import load_dvd
     from fastvqa.retrieval import question_retrieval
 
     refuse_self_retrieval("--train", train, "--gt", gt)
-    train_records = load_dvd(train)
+    train_records = load_benchmark("dvd", train)
     if not train_records:
         raise CommandError(f"--train {train} holds no dialogue turns")
     questions = [r.question for r in train_records]
@@ -313,8 +311,6 @@ register_benchmark(Benchmark(
     add_arguments=_add_eval_arguments,
     evaluate=evaluate,
     plot=_plot,
-    gt_help="a DVD dialogue JSON file, or a folder of them (every *.json below it but "
-            "metadata.json, in sorted path order)",
 ))
 register_baseline(Baseline("dvd", "answer-prior",
                            "the most frequent answer of --train (default --gt) for every turn",

@@ -47,8 +47,8 @@ from typing import Any, Optional
 import numpy as np
 
 from fastvqa._argtypes import int_in_range
-from fastvqa._benchmarks import BENCHMARKS as _TABLE
 from fastvqa.data.answers import INVALID_ANSWER, NO_ANSWER
+from fastvqa.data.benchmarks import BENCHMARKS as _TABLE, load_benchmark, split_help
 from fastvqa.data.errors import DataFormatError
 from fastvqa.data.record import QARecord, spans_to_csr
 from fastvqa.errors import CommandError
@@ -92,7 +92,7 @@ def _add_common(p: argparse.ArgumentParser, bench: str) -> None:
 def _add_nextgqa_args(p: argparse.ArgumentParser) -> None:
     _add_common(p, "nextgqa")
     p.add_argument("--split", choices=SPLITS, default="test",
-                   help="which gsub_<split>.json / <split>.csv of the --gt folder")
+                   help=split_help(("nextgqa",), "the --gt folder"))
 
 
 def _add_deveqa_gt_args(p: argparse.ArgumentParser) -> None:
@@ -109,7 +109,7 @@ def _add_deveqa_args(p: argparse.ArgumentParser) -> None:
 
 def _add_nextgqa_baseline_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--split", choices=SPLITS, default="test",
-                   help="which split of the --gt folder")
+                   help=split_help(("nextgqa",), "the --gt folder"))
 
 
 # ------------------------------------------------------------------- loading
@@ -119,12 +119,9 @@ def _add_nextgqa_baseline_args(p: argparse.ArgumentParser) -> None:
 def _load_gt(gt, bench: str, *, split: str = "test", schema: str = "auto",
              durations=None) -> list[QARecord]:
     if bench == "nextgqa":
-        from fastvqa.data.nextgqa import load_nextgqa
-
-        return require_records(load_nextgqa(gt, split=choice("split", split, SPLITS)), gt)
-    from fastvqa.data.deveqa import load_deveqa
-
-    return require_records(load_deveqa(gt, schema=schema, durations=durations), gt)
+        return require_records(load_benchmark("nextgqa", gt, choice("split", split, SPLITS)),
+                               gt)
+    return require_records(load_benchmark("deveqa", gt, schema=schema, durations=durations), gt)
 
 
 def _load_predictions(pred, qa, bench: str):
@@ -585,7 +582,6 @@ register_benchmark(Benchmark(
     plot=_plot("nextgqa"),
     check=_check,
     inputs=("gt", "pred", "qa", "pred_text"),
-    gt_help="a folder with gsub_<split>.json (and <split>.csv), or a gsub JSON alone",
 ))
 register_benchmark(Benchmark(
     name="deveqa",
@@ -598,7 +594,6 @@ register_benchmark(Benchmark(
     inputs=("gt", "pred", "qa", "durations", "pred_text"),
     modes=("nextgqa", "deveqa-repo"),
     default_mode="nextgqa",
-    gt_help="a DeVE-QA annotation file (a JSON list, a JSON object {qid: record} or .jsonl)",
 ))
 for _name, _help, _nextgqa_run, _deveqa_run in _BASELINES:
     register_baseline(Baseline(benchmark="nextgqa", name=_name, help=_help,

@@ -35,6 +35,7 @@ from typing import Any, Optional
 import numpy as np
 
 from fastvqa._argtypes import int_at_least
+from fastvqa.data.benchmarks import load_benchmark
 from fastvqa.errors import CommandError
 from fastvqa.evaluation import (Baseline, Benchmark, add_question_columns, flag,
                                 fraction_spans_warning, missing_warning, odd_spans,
@@ -58,11 +59,15 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
                              "numbers; by default so does fastvqa, with a warning)")
 
 
+def _load(gt) -> list:
+    # A folder is read for val: the test release has no windows to score.
+    return load_benchmark(NAME, gt, "val")
+
+
 def _ground_truth(path: str) -> tuple[list, dict[str, np.ndarray]]:
     from fastvqa.data.errors import DataFormatError
-    from fastvqa.data.moment import load_qvhighlights
 
-    records = load_qvhighlights(path)
+    records = _load(path)
     gt = {}
     for rec in records:
         if rec.spans.shape[0] == 0:
@@ -283,7 +288,6 @@ register_benchmark(Benchmark(
     add_arguments=_add_arguments,
     evaluate=evaluate,
     plot=_plot,
-    gt_help="the QVHighlights ground-truth JSON Lines file (or a JSON array of its objects)",
 ))
 
 
@@ -298,9 +302,7 @@ def _submission(records: list, windows: list[list[float]]) -> list[dict[str, Any
 
 
 def _records(gt) -> list:
-    from fastvqa.data.moment import load_qvhighlights
-
-    return require_records(load_qvhighlights(gt), gt, "queries")
+    return require_records(_load(gt), gt, "queries")
 
 
 def full_video(*, gt) -> list[dict[str, Any]]:

@@ -25,6 +25,7 @@ from typing import Any, Optional
 import numpy as np
 
 from fastvqa._argtypes import int_in_range
+from fastvqa.data.benchmarks import load_benchmark
 from fastvqa.data.errors import DataFormatError
 from fastvqa.data.io import read_keyed_predictions
 from fastvqa.errors import CommandError
@@ -104,7 +105,6 @@ def evaluate(*, gt, pred=None, task: str = "mc", index_base: int = 0,
     Returns a :class:`~fastvqa.metrics.MetricResult` named ``"sokbench"``
     (Acc, per type, macro; percent).
     """
-    from fastvqa.data.sokbench import load_sokbench
     from fastvqa.metrics.multiple_choice import multiple_choice_accuracy
 
     choice("task", task, TASKS)
@@ -122,7 +122,7 @@ def evaluate(*, gt, pred=None, task: str = "mc", index_base: int = 0,
     from fastvqa.evaluation import text_predictions
 
     text_predictions.one_source(pred, pred_text)
-    records = require_records(load_sokbench(gt), gt)
+    records = require_records(load_benchmark("sokbench", gt), gt)
     tally = None
     if pred_text is not None:
         outputs, tally = text_predictions.sokbench_outputs(pred_text, records,
@@ -179,7 +179,6 @@ def evaluate_direct(*, gt, pred, bleu_smoothing: str = "none", bleu_tokenize: st
     Returns a :class:`~fastvqa.metrics.MetricResult` named
     ``"sokbench direct"`` (percent; the paper prints 0-1).
     """
-    from fastvqa.data.sokbench import load_sokbench
     from fastvqa.errors import InputError
     from fastvqa.metrics._align import align_predictions
     from fastvqa.metrics.text_generation import direct_answer
@@ -189,7 +188,7 @@ def evaluate_direct(*, gt, pred, bleu_smoothing: str = "none", bleu_tokenize: st
     choice("sacrebleu_smoothing", sacrebleu_smoothing, SACREBLEU_SMOOTHING)
     if pred is None:
         raise CommandError("--task direct needs --pred {question_id: answer text}")
-    records = require_records(load_sokbench(gt), gt)
+    records = require_records(load_benchmark("sokbench", gt), gt)
     no_direct = [r.key for r in records if r.extra.get("direct") is None]
     if no_direct:
         raise DataFormatError(gt, f"{len(no_direct)} question(s) have no answer.direct to score "
@@ -244,13 +243,11 @@ def _add_random_arguments(parser: argparse.ArgumentParser) -> None:
 def random_answer(*, gt, seed: int = 0) -> dict[str, int]:
     """``random-answer``: ``{record_key: option index}``, a uniform 0-based
     draw of ``np.random.default_rng(seed)`` per question of ``gt``."""
-    from fastvqa.data.sokbench import load_sokbench
-
     rng = np.random.default_rng(seed)
     # 0-based option indices, keyed by record key (``<video>_<question_id>``),
     # the key `fastvqa eval sokbench` reports per question.
     return {r.key: int(rng.integers(len(r.options)))
-            for r in require_records(load_sokbench(gt), gt)}
+            for r in require_records(load_benchmark("sokbench", gt), gt)}
 
 
 register_benchmark(Benchmark(
@@ -262,8 +259,6 @@ register_benchmark(Benchmark(
     evaluate=evaluate,
     plot=_plot,
     inputs=("gt", "pred", "pred_text"),
-    gt_help="a SOK-Bench question JSON file, or a folder of them (every *.json in it, in "
-            "sorted order; question ids then start with the file name)",
 ))
 register_baseline(Baseline("sokbench", "random-answer",
                            "a seeded uniformly random option index (0-based) per question",

@@ -30,8 +30,9 @@ from typing import Any, Callable, Optional
 import numpy as np
 
 from fastvqa._argtypes import int_at_least, unit_interval
+from fastvqa.data.benchmarks import BENCHMARKS as _TABLE, load_benchmark, split_help, split_path
 from fastvqa.data.errors import DataFormatError
-from fastvqa.data.io import input_file, stream_json
+from fastvqa.data.io import stream_json
 from fastvqa.errors import CommandError
 from fastvqa.evaluation import (Baseline, Benchmark, add_question_columns, choice, flag,
                                 fraction_spans_warning, odd_spans, odd_spans_warning,
@@ -42,8 +43,9 @@ from fastvqa.evaluation.plots import save_png
 from fastvqa.metrics.result import MetricResult
 
 EVIDENCE_MODES = ("wildqa-2022", "wildqa-2023", "clean")
-_GT_HELP = "a WildQA split file (test.json, dev.json, raw_*.json) or the folder holding them " \
-           "(--split names the file)"
+#: The paper's few-shot training split, and its file in a WildQA folder.
+_TRAIN_SPLIT = _TABLE["wildqa"].train_split
+_TRAIN_FILE = _TABLE["wildqa"].split_files(_TRAIN_SPLIT)[0]
 
 
 # --------------------------------------------------------------------------
@@ -52,25 +54,14 @@ _GT_HELP = "a WildQA split file (test.json, dev.json, raw_*.json) or the folder 
 
 
 def _add_split(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--split", default="test",
-                        help="split file to read when --gt is a folder: <folder>/<split>.json "
-                             "(test, dev, raw_test, raw_dev)")
+    parser.add_argument("--split", default="test", help=split_help(("wildqa",), "a --gt folder"))
 
 
-def _gt_path(gt, split: str) -> Path:
-    gt = Path(gt)
-    if gt.is_dir():
-        gt = gt / f"{split}.json"
-        if not gt.exists():
-            raise FileNotFoundError(f"ground truth {gt} does not exist (--split {split})")
-    return input_file(gt)
-
-
-def _load_gt(gt, split: str, evidence_filter: bool = False):
-    from fastvqa.data.wildqa import load_wildqa
-
-    path = _gt_path(gt, split)
-    return path, require_records(load_wildqa(path, evidence_filter=evidence_filter), path)
+def _load_gt(gt, split: str, evidence_filter: bool = False) -> tuple[Path, list]:
+    """The file read for ``gt`` (itself, or a folder's split file) and its records."""
+    records = load_benchmark("wildqa", gt, split, evidence_filter=evidence_filter)
+    path = split_path("wildqa", gt, split)
+    return path, require_records(records, path)
 
 
 def _read_predictions(path: str, n_gt: int, gt: Path,
@@ -562,25 +553,22 @@ def _bar_by_bins(ax, x: np.ndarray, y: np.ndarray, xlabel: str, ylabel: str) -> 
 def _train_arguments(parser: argparse.ArgumentParser) -> None:
     _add_split(parser)
     parser.add_argument("--train", default=None, metavar="FILE",
-                        help="the split whose Phase-1 answers the baseline draws from "
-                             "(default: dev.json beside the ground truth, the paper's "
-                             "few-shot training split)")
+                        help="the split whose Phase-1 answers the baseline draws from: a "
+                             f"file, or a WildQA folder's {_TRAIN_FILE} (default: "
+                             f"{_TRAIN_FILE} beside the ground truth, the paper's few-shot "
+                             "training split)")
 
 
 def _train_path(train, gt: Path) -> Path:
-    train = Path(train) if train else gt.parent / "dev.json"
+    train = Path(train) if train else gt.parent / _TRAIN_FILE
     if not train.exists():
         raise FileNotFoundError(f"training split {train} does not exist (give --train FILE)")
-    if train.is_dir():
-        train = train / "dev.json"  # a WildQA data folder: its training (dev) split
-    return train
+    return split_path("wildqa", train, _TRAIN_SPLIT, option=None)
 
 
 def _train_records(train, gt: Path) -> list:
-    from fastvqa.data.wildqa import load_wildqa
-
     train = _train_path(train, gt)
-    records = load_wildqa(train)
+    records = load_benchmark("wildqa", train, _TRAIN_SPLIT)
     if not records:
         raise DataFormatError(train, "holds no questions to draw answers from")
     return records
@@ -685,7 +673,6 @@ register_benchmark(Benchmark(
     plot=_plot_evidence,
     modes=EVIDENCE_MODES,
     inputs=("gt", "pred", "pred_text"),
-    gt_help=_GT_HELP,
     default_mode="wildqa-2022",
 ))
 
@@ -696,7 +683,6 @@ register_benchmark(Benchmark(
     add_arguments=_qa_arguments,
     evaluate=evaluate_qa,
     plot=_plot_qa,
-    gt_help=_GT_HELP,
 ))
 
 register_baseline(Baseline(

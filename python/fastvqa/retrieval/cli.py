@@ -30,10 +30,12 @@ import warnings
 from pathlib import Path
 from typing import Any, Iterator
 
+from fastvqa import _checks
 from fastvqa._argtypes import (benchmark_choices, int_at_least, unit_interval,
                                unit_interval_positive)
-from fastvqa._benchmarks import BENCHMARKS as _TABLE
 from fastvqa._outputs import check_new
+from fastvqa.data.benchmarks import (ANSWERED, BENCHMARKS, check_split, gt_help,
+                                     load_benchmark, split_help, split_path)
 from fastvqa.errors import CommandError, InputError
 
 ENCODERS = ("tfidf", "sentence")
@@ -216,8 +218,10 @@ def open_index_folder(folder: Path) -> tuple[dict, list[str], Any]:
         raise bad("meta.json is not a JSON object")
     if meta.get("format") != INDEX_FORMAT:
         raise bad(f"meta.json: format is {meta.get('format')!r}, expected {INDEX_FORMAT!r}")
-    if meta.get("encoder") not in ENCODERS:
-        raise bad(f"meta.json: encoder must be one of {ENCODERS}, got {meta.get('encoder')!r}")
+    try:
+        _checks.choice(meta.get("encoder"), "meta.json", "encoder", ENCODERS)
+    except InputError as err:
+        raise bad(str(err)) from None
     count = meta.get("count")
     if isinstance(count, bool) or not isinstance(count, int) or count < 1:
         raise bad(f"meta.json: count must be an integer >= 1, got {count!r}")
@@ -319,86 +323,19 @@ def _search_checked(args: argparse.Namespace) -> int:
     return 0
 
 
-# ------------------------------------------------------- benchmark loaders
-
-#: Benchmark -> its loader in fastvqa.data, the splits a folder of it holds
-#: (where fixed) and what such a folder holds: from the one benchmark table
-#: (:data:`fastvqa._benchmarks.BENCHMARKS`). ``fastvqa duplicates --benchmark``
-#: reads any of them; ``fastvqa distractors --benchmark`` those in
-#: DISTRACTOR_BENCHMARKS.
-LOADERS = {b.name: b.loader for b in _TABLE.values()}
-SPLITS = {b.name: b.splits for b in _TABLE.values() if b.splits is not None}
-FOLDERS = {b.name: b.folder for b in _TABLE.values()}
-
-
-def check_split(benchmark: str, split: str) -> None:
-    """``split`` is one of the benchmark's (:data:`SPLITS`), or a plain file
-    stem; CommandError otherwise."""
-    allowed = SPLITS.get(benchmark)
-    if allowed is not None and split not in allowed:
-        raise CommandError(f"--split for {benchmark} must be one of {', '.join(allowed)}, "
-                           f"got {split!r}")
-    if not split or "/" in split or "\\" in split or split in (".", ".."):
-        raise CommandError(f"--split must name a file of the folder (e.g. test), got {split!r}")
-
-
-def benchmark_files(benchmark: str, path: Path, split: str) -> list[Path]:
-    """The file(s) a benchmark's loader reads for ``path``: the file itself,
-    or for a folder the split's file(s) in it (:data:`FOLDERS`); nextgqa and
-    dvd folders go to their loaders whole (a one-element list holding the
-    folder). CommandError when the folder does not hold them."""
-    check_input(path)
-    if not path.is_dir() or benchmark in ("nextgqa", "dvd"):
-        return [path]
-    if benchmark == "sokbench":
-        files = sorted(p for p in path.glob("*.json") if p.is_file())
-    else:
-        names = {"wildqa": [f"{split}.json"], "deveqa": [f"{split}.json", f"{split}.jsonl"],
-                 "qvhighlights": [f"highlight_{split}_release.jsonl", f"{split}.jsonl"]}
-        files = [path / n for n in names[benchmark] if (path / n).is_file()][:1]
-    if not files:
-        present = sorted(p.name for p in path.iterdir() if p.is_file())[:8]
-        raise CommandError(f"{path}: a {benchmark} folder must hold {FOLDERS[benchmark]}; "
-                           f"found {', '.join(present) if present else 'no files'}"
-                           + ("" if benchmark == "sokbench" else " (choose one with --split)"))
-    return files
-
-
-def _load(benchmark: str, path: Path, split: str = "test", **options) -> list:
-    """``path`` (a file, or a folder: :func:`benchmark_files`) read by
-    ``benchmark``'s loader (:data:`LOADERS`)."""
-    import fastvqa.data
-
-    loader = getattr(fastvqa.data, LOADERS[benchmark])
-    if benchmark == "nextgqa":
-        options["split"] = split
-    records = []
-    for file in benchmark_files(benchmark, path, split):
-        records.extend(loader(file, **options))
-    return records
-
-
 # --------------------------------------------------------------- distractors
 
-#: Benchmarks whose loaders ``fastvqa distractors`` reads, and what ``--gt`` is
-#: (QVHighlights is left out: its queries have no answers to mine).
-DISTRACTOR_BENCHMARKS = {b.name: b.gt for b in _TABLE.values() if b.gt is not None}
-
-
 def add_distractor_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--benchmark", required=True, metavar="NAME",
-                   choices=benchmark_choices(DISTRACTOR_BENCHMARKS),
-                   help="whose questions --gt holds: "
-                        + ", ".join(benchmark_choices(DISTRACTOR_BENCHMARKS)))
-    p.add_argument("--gt", type=Path, required=True,
-                   help="the benchmark's question file or folder (as for fastvqa eval)")
+    # Only benchmarks whose records hold answers (not QVHighlights' queries).
+    names = benchmark_choices(ANSWERED)
+    p.add_argument("--benchmark", required=True, metavar="NAME", choices=names,
+                   help="whose questions --gt holds: " + ", ".join(names))
+    p.add_argument("--gt", type=Path, required=True, help="the questions: " + gt_help(names))
     p.add_argument("--bank", type=Path,
                    help="another file/folder of the same benchmark to mine from "
                         "(default: the --gt records; a question never counts itself, so a "
                         "--bank holding the --gt questions is allowed)")
-    p.add_argument("--split", default="test",
-                   help="which split a folder's file is: nextgqa test|val, wildqa "
-                        "test|dev|raw_test|raw_dev, deveqa <split>.json[l]")
+    p.add_argument("--split", default="test", help=split_help(names))
     p.add_argument("--schema", choices=("auto", "devi", "release"), default="auto",
                    help="deveqa: layout of the records (auto: detected)")
     p.add_argument("-k", "--k", type=int_at_least(1), default=3,
@@ -415,7 +352,8 @@ def add_distractor_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--options", type=int_at_least(2), metavar="N",
                    help="also build N options per question (correct + N-1 mined distractors, "
                         "correct position balanced) and print the position balance")
-    p.add_argument("--seed", type=int_at_least(0), default=0, help="seed of the option shuffles (with --options)")
+    p.add_argument("--seed", type=int_at_least(0), default=0,
+                   help="seed of the option shuffles (with --options)")
     p.add_argument("--out", type=Path, help="write the JSON here (refuses to overwrite); "
                                             "default: print it")
     p.set_defaults(func=_distractors)
@@ -423,7 +361,7 @@ def add_distractor_arguments(p: argparse.ArgumentParser) -> None:
 
 def _load_records(args: argparse.Namespace, path: Path) -> list:
     options = {"deveqa": {"schema": args.schema}}
-    return _load(args.benchmark, path, args.split, **options.get(args.benchmark, {}))
+    return load_benchmark(args.benchmark, path, args.split, **options.get(args.benchmark, {}))
 
 
 def correct_text(record) -> str:
@@ -440,10 +378,10 @@ def _check_distractor_options(args: argparse.Namespace) -> None:
     if args.options is not None and not 2 <= args.options <= args.k + 1:
         raise CommandError(f"--options must be in [2, k + 1 = {args.k + 1}] (the options are "
                            f"the correct answer and mined distractors), got {args.options}")
-    check_split(args.benchmark, args.split)
-    for option, path in (("--gt", args.gt), ("--bank", args.bank)):
+    check_split(args.benchmark, args.split, path=args.gt, option="--split")
+    for path in (args.gt, args.bank):
         if path is not None:
-            benchmark_files(args.benchmark, path, args.split)  # exists, holds the split
+            split_path(args.benchmark, path, args.split, option="--split")  # holds the split
     if args.out is not None and args.out.resolve() in {p.resolve() for p in
                                                        (args.gt, args.bank) if p is not None}:
         raise CommandError(f"--out {args.out} is an input")
@@ -510,14 +448,11 @@ def add_duplicates_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("input", type=Path,
                         help="questions: .txt (one per line) / .json list, or a benchmark's "
                              "file or folder read by its loader (--benchmark)")
-    parser.add_argument("--benchmark", metavar="NAME", choices=benchmark_choices(LOADERS),
+    names = benchmark_choices(BENCHMARKS)
+    parser.add_argument("--benchmark", metavar="NAME", choices=names,
                         help="read INPUT with this benchmark's loader, one of: "
-                             + ", ".join(benchmark_choices(LOADERS))
-                             + " (default: INPUT is a list of texts)")
-    parser.add_argument("--split", default="test",
-                        help="the split a benchmark folder's file is (nextgqa test|val; wildqa "
-                             "test|dev|raw_test|raw_dev; deveqa, qvhighlights: the file's "
-                             "split name)")
+                             + ", ".join(names) + " (default: INPUT is a list of texts)")
+    parser.add_argument("--split", default="test", help=split_help(names))
     parser.add_argument("--threshold", type=unit_interval_positive, default=None,
                         help="also count near-duplicates: cosine >= T in (0, 1]")
     parser.add_argument("--encoder", choices=ENCODERS, default="tfidf",
@@ -535,21 +470,22 @@ def _read_questions(args: argparse.Namespace) -> list[str]:
     if args.benchmark is None:
         if args.input.is_dir():
             raise CommandError(f"{args.input} is a folder; a benchmark's folder is read by its "
-                               f"loader: name it with --benchmark, one of: {', '.join(LOADERS)}")
+                               f"loader: name it with --benchmark, one of: "
+                               f"{', '.join(BENCHMARKS)}")
         try:
             return read_texts(args.input)
         except CommandError as err:
             raise CommandError(f"{err} (a benchmark's file? name it with --benchmark, "
-                               f"one of: {', '.join(LOADERS)})") from None
-    return [r.question for r in _load(args.benchmark, args.input, args.split)]
+                               f"one of: {', '.join(BENCHMARKS)})") from None
+    return [r.question for r in load_benchmark(args.benchmark, args.input, args.split)]
 
 
 def _check_duplicates_options(args: argparse.Namespace) -> None:
     check_new(args.groups_out, "--groups-out")
     check_input(args.input)
     if args.benchmark is not None:
-        check_split(args.benchmark, args.split)
-        benchmark_files(args.benchmark, args.input, args.split)
+        check_split(args.benchmark, args.split, path=args.input, option="--split")
+        split_path(args.benchmark, args.input, args.split, option="--split")
     if args.groups_out is not None and args.groups_out.resolve() == args.input.resolve():
         raise CommandError(f"--groups-out {args.groups_out} is the input")
     if args.encoder == "sentence" and (args.threshold is not None

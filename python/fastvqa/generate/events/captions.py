@@ -109,7 +109,7 @@ def coverage(spans: Any, duration: float, mode: str = "union") -> float:
         return 0.0
     if mode == "sum":
         return float((a[:, 1] - a[:, 0]).sum() / duration)
-    from fastvqa.stats import union_length
+    from fastvqa.ragged import union_length
 
     return float(union_length(a) / duration)
 
