@@ -140,14 +140,12 @@ def test_loaders_are_looked_up_where_they_are_exported(folders, monkeypatch):
         "read", folders["wildqa"] / "dev.json"]
 
 
-def test_exported_from_fastvqa_data_and_the_old_home():
-    import fastvqa._benchmarks as old
+def test_exported_from_fastvqa_data():
     import fastvqa.data
 
     assert fastvqa.data.load_benchmark is load_benchmark
     assert fastvqa.data.BenchmarkInfo is BenchmarkInfo
     assert {"load_benchmark", "BenchmarkInfo"} <= set(fastvqa.data.__all__)
-    assert old.BENCHMARKS is BENCHMARKS and old.BenchmarkInfo is BenchmarkInfo
 
 
 # ------------------------------------------------------------------ errors

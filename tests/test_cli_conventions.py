@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from fastvqa._argtypes import BENCHMARK_NAMES
+from fastvqa.data.benchmarks import BENCHMARK_NAMES
 from fastvqa.cli import build_parser, main
 
 # Written out from the modules that read each benchmark (fastvqa.data's

@@ -5,31 +5,10 @@ reported by argparse as ``argument --x: <message>`` with exit status 2."""
 from __future__ import annotations
 
 import argparse
-from typing import Callable, Iterable
+from typing import Callable
 
 from fastvqa import _checks
-from fastvqa._benchmarks import BENCHMARKS
 from fastvqa.errors import InputError
-
-#: Every benchmark's one command-line name: ``fastvqa eval``, ``baseline``,
-#: ``distractors --benchmark`` and ``duplicates --benchmark`` all take these
-#: (each command the ones it supports, :func:`benchmark_choices`). A benchmark
-#: with several tasks (WildQA: evidence and QA) keeps its one name; the task
-#: is a further word (``fastvqa eval wildqa qa``).
-#: The names are the rows of :data:`fastvqa._benchmarks.BENCHMARKS`.
-BENCHMARK_NAMES = tuple(BENCHMARKS)
-
-
-def benchmark_choices(names: Iterable[str]) -> tuple[str, ...]:
-    """``names`` in :data:`BENCHMARK_NAMES` order, for a command's
-    ``choices=``; ValueError (a fastvqa bug) on a name not in it."""
-    names = set(names)
-    unknown = sorted(names - set(BENCHMARK_NAMES))
-    if unknown:
-        raise ValueError(f"unknown benchmark name(s) {unknown}: add them to "
-                         "fastvqa._benchmarks.BENCHMARKS (BENCHMARK_NAMES)")
-    return tuple(n for n in BENCHMARK_NAMES if n in names)
-
 
 def _checked(check: Callable, value, message: str = "", **limits):
     """``check(value, "", "", **limits)`` (:mod:`fastvqa._checks`, the one

@@ -362,7 +362,7 @@ def _build_info(p: argparse.ArgumentParser) -> None:
 
 
 def _build_eval(p: argparse.ArgumentParser) -> None:
-    from fastvqa._argtypes import benchmark_choices
+    from fastvqa.data.benchmarks import benchmark_choices
     from fastvqa.evaluation import BENCHMARKS, load_all
 
     load_all()
@@ -384,7 +384,7 @@ def _build_eval(p: argparse.ArgumentParser) -> None:
 
 
 def _build_baseline(p: argparse.ArgumentParser) -> None:
-    from fastvqa._argtypes import benchmark_choices
+    from fastvqa.data.benchmarks import benchmark_choices
     from fastvqa.evaluation import BASELINES, BENCHMARKS, load_all
 
     load_all()

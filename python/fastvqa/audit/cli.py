@@ -12,8 +12,8 @@ import sys
 import warnings
 from pathlib import Path
 
-from fastvqa._argtypes import benchmark_choices, int_at_least, unit_interval_positive
-from fastvqa.data.benchmarks import ANSWERED, BENCHMARKS, gt_help, split_help
+from fastvqa._argtypes import int_at_least, unit_interval_positive
+from fastvqa.data.benchmarks import ANSWERED, BENCHMARKS, benchmark_choices, gt_help, split_help
 from fastvqa.errors import CommandError
 
 DESCRIPTION = ("What a model can score without the video: answer and question-type priors, "

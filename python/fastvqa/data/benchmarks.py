@@ -102,6 +102,29 @@ BENCHMARKS: dict[str, BenchmarkInfo] = {b.name: b for b in (
                   train_split="dev"),
 )}
 
+#: Every benchmark's one command-line name: ``fastvqa eval``, ``baseline``,
+#: ``stats``, ``audit``, ``distractors`` and ``duplicates`` all take these
+#: (each command the ones it supports, :func:`benchmark_choices`). A benchmark
+#: with several tasks (WildQA: evidence and QA) keeps its one name; the task
+#: is a further word (``fastvqa eval wildqa qa``).
+BENCHMARK_NAMES: tuple[str, ...] = tuple(BENCHMARKS)
+
+
+def benchmark_choices(names: Iterable[str]) -> tuple[str, ...]:
+    """``names`` in :data:`BENCHMARK_NAMES` order, for a command's
+    ``choices=``; ValueError (a fastvqa bug) on a name not in it.
+
+    >>> benchmark_choices({"wildqa", "dvd"})
+    ('dvd', 'wildqa')
+    """
+    names = set(names)
+    unknown = sorted(names - set(BENCHMARK_NAMES))
+    if unknown:
+        raise ValueError(f"unknown benchmark name(s) {unknown}: add them to "
+                         "fastvqa.data.benchmarks.BENCHMARKS (BENCHMARK_NAMES)")
+    return tuple(n for n in BENCHMARK_NAMES if n in names)
+
+
 #: The benchmarks whose records hold answers, in :data:`BENCHMARKS` order.
 ANSWERED: tuple[str, ...] = tuple(n for n, b in BENCHMARKS.items() if b.answers)
 
@@ -228,5 +251,6 @@ def gt_help(names: Iterable[str]) -> str:
         f"{n}: {BENCHMARKS[n].folder}" for n in names)
 
 
-__all__ = ["ANSWERED", "BENCHMARKS", "BenchmarkInfo", "benchmark_info", "check_split",
+__all__ = ["ANSWERED", "BENCHMARKS", "BENCHMARK_NAMES", "BenchmarkInfo", "benchmark_choices",
+           "benchmark_info", "check_split",
            "gt_help", "load_benchmark", "split_help", "split_path"]

@@ -16,7 +16,7 @@ keyword functions and registers them, at import:
   a ``seed`` keyword only where something is random (only those get
   ``--seed``);
 - :func:`register_benchmark` / :func:`register_baseline`: a name (one of
-  :data:`fastvqa._argtypes.BENCHMARK_NAMES`, which every command shares), a
+  :data:`fastvqa.data.benchmarks.BENCHMARK_NAMES`, which every command shares), a
   ``task`` where the benchmark is evaluated in several ways (``"wildqa"``,
   ``"qa"``: ``fastvqa eval wildqa qa``), its command-line options and those
   functions.
@@ -53,8 +53,8 @@ from typing import Any, Callable, Optional
 
 from fastvqa import _checks
 from fastvqa import errors as _errors
-from fastvqa._argtypes import benchmark_choices
 from fastvqa.data.benchmarks import BENCHMARKS as _TABLE
+from fastvqa.data.benchmarks import benchmark_choices
 from fastvqa._digests import input_digests, sha256_file
 from fastvqa._lazy import lazy_exports
 from fastvqa.metrics.result import MetricResult
@@ -66,7 +66,7 @@ MODULES = tuple(dict.fromkeys(b.module for b in _TABLE.values()))
 
 @dataclass
 class Benchmark:
-    #: One of :data:`fastvqa._argtypes.BENCHMARK_NAMES`.
+    #: One of :data:`fastvqa.data.benchmarks.BENCHMARK_NAMES`.
     name: str
     help: str
     add_arguments: Callable[[argparse.ArgumentParser], None]

@@ -31,11 +31,10 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from fastvqa import _checks
-from fastvqa._argtypes import (benchmark_choices, int_at_least, unit_interval,
-                               unit_interval_positive)
+from fastvqa._argtypes import int_at_least, unit_interval, unit_interval_positive
 from fastvqa._outputs import check_new
-from fastvqa.data.benchmarks import (ANSWERED, BENCHMARKS, check_split, gt_help,
-                                     load_benchmark, split_help, split_path)
+from fastvqa.data.benchmarks import (ANSWERED, BENCHMARKS, benchmark_choices, check_split,
+                                     gt_help, load_benchmark, split_help, split_path)
 from fastvqa.errors import CommandError, InputError
 
 ENCODERS = ("tfidf", "sentence")
