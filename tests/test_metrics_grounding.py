@@ -19,6 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fastvqa.data import spans_to_csr
+from fastvqa.errors import InputError
 from fastvqa.metrics import MetricResult, grounded_qa, slice_by_duration, slice_by_event_count
 from tests.reference.grounding import acc_qa, devi_eval, eval_ground
 
@@ -650,3 +651,36 @@ def test_scan_reports_errors_in_the_checks_order():
     with pytest.raises(InputError, match=r"question 2 has a span prediction but no answer .*"
                                          r"\(1 such questions\)"):
         grounded_qa(pred, (gt, off), pred_answers=[0, 1, -1], gt_answers=[0, 1, 2])
+
+
+# ------------------------------------------------------------- records entry
+
+
+def _records():
+    from fastvqa.data import QARecord
+
+    return [QARecord(video_id="v1", question_id="0", answer=1, spans=np.array([[2.0, 6.0]])),
+            QARecord(video_id="v1", question_id="1", answer=2, spans=np.array([[0.0, 5.0]])),
+            QARecord(video_id="v2", question_id="0", answer=0, spans=np.array([[1.0, 2.0]]))]
+
+
+def test_records_with_keyed_predictions_match_the_hand_computation():
+    # [0, 4] vs [2, 6]: inter 2, hull 6 -> IoU 1/3, IoP 2/4; [2, 3] vs [0, 5]:
+    # IoU 1/5, IoP 1; v2_0 has no prediction: skipped, and no answer.
+    res = grounded_qa({"v1_0": [0.0, 4.0], "v1_1": [2.0, 3.0]}, _records(),
+                      pred_answers={"v1_0": 1, "v1_1": 0})
+    assert res["mIoU"] == pytest.approx(100 * (1 / 3 + 1 / 5) / 2)
+    assert res["mIoP"] == pytest.approx(100 * (0.5 + 1.0) / 2)
+    assert res["Acc@QA"] == pytest.approx(50.0) and res["Acc@GQA"] == pytest.approx(50.0)
+    assert res.per_question["key"] == ["v1_0", "v1_1", "v2_0"]
+    assert res.info["evaluated"] == 2 and res.info["missing"] == 1
+
+
+def test_records_keyed_by_question_id_and_in_record_order():
+    recs = _records()[:2]
+    by_key = grounded_qa({"v1_0": [0.0, 4.0], "v1_1": [2.0, 3.0]}, recs)
+    by_qid = grounded_qa({"0": [0.0, 4.0], "1": [2.0, 3.0]}, recs, by_question_id=True)
+    in_order = grounded_qa([[0.0, 4.0], [2.0, 3.0]], recs)
+    assert by_key.metrics == by_qid.metrics == in_order.metrics
+    with pytest.raises(InputError, match="no prediction key matches"):
+        grounded_qa({"0": [0.0, 4.0]}, recs)  # question ids without by_question_id

@@ -56,6 +56,7 @@ from fastvqa.evaluation import (Baseline, Benchmark, add_question_columns, choic
                                 fraction_spans_warning, missing_warning, odd_spans,
                                 odd_spans_warning, question_type,
                                 register_baseline, register_benchmark, require_records)
+from fastvqa.metrics._align import record_key
 from fastvqa.metrics.result import MetricResult
 
 DEFAULT_BINS = {"nextgqa": "0,30,60,90,inf", "deveqa": "0,60,120,inf"}
@@ -145,16 +146,6 @@ def _load_predictions(pred, qa, bench: str):
     return spans, answers
 
 
-def _lookup(table: dict[str, Any], rec: QARecord, by_qid: bool) -> Optional[str]:
-    """The id under which ``rec`` appears in a prediction table: its key
-    ``"<video_id>_<qid>"``, or (DeVE-QA, whose DeVi files key by qid) its qid."""
-    if rec.key in table:
-        return rec.key
-    if by_qid and rec.question_id in table:
-        return rec.question_id
-    return None
-
-
 # ------------------------------------------------------------------- scoring
 
 
@@ -171,7 +162,7 @@ def _score(records: list[QARecord], spans: dict[str, Any], answers: Optional[dic
     for i, rec in enumerate(records):
         if rec.duration is not None:
             durations[i] = rec.duration
-        ident = _lookup(spans, rec, by_qid)
+        ident = record_key(spans, rec, by_qid)
         predicted.append(None if ident is None else spans[ident])
         if ident is not None:
             used_spans.add(ident)
@@ -196,7 +187,7 @@ def _score(records: list[QARecord], spans: dict[str, Any], answers: Optional[dic
         gt_answers = np.zeros(n, dtype=np.int64)
         qa_path = qa or pred
         for i, rec in enumerate(records):
-            ident = _lookup(answers, rec, by_qid)
+            ident = record_key(answers, rec, by_qid)
             if ident is None:
                 if mode == "nextgqa" and not np.isnan(pred_spans[i, 0]):
                     raise DataFormatError(
@@ -314,7 +305,7 @@ def _evaluate(bench: str, records: list[QARecord], *, gt, pred, qa, normalized: 
                     benchmark=bench, gt=gt, pred=source, qa=qa, split=split,
                     by_qid=bench == "deveqa", strict=flag("strict", strict))
     if not normalized:
-        found = [_lookup(spans, rec, bench == "deveqa") for rec in records]
+        found = [record_key(spans, rec, bench == "deveqa") for rec in records]
         fraction_spans_warning(
             result, [None if k is None or spans[k] is None else [spans[k]] for k in found],
             [rec.duration for rec in records],
@@ -451,7 +442,7 @@ def _plot(bench: str):
         by_key = {k: i for i, k in enumerate(result.per_question.get("key", []))}
         rows = []
         for rec in records:
-            ident = _lookup(spans, rec, bench == "deveqa")
+            ident = record_key(spans, rec, bench == "deveqa")
             pred = spans[ident] if ident is not None else None
             if pred is not None and normalized and rec.duration is not None:
                 pred = tuple(np.round(np.asarray(pred) * rec.duration, 1).tolist())

@@ -6,11 +6,30 @@ shared by the metrics."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Sequence
+from typing import Any, Optional, Sequence
 
 import numpy as np
 
 from fastvqa.errors import InputError, InputTypeError
+
+
+def record_key(table: Mapping, record: Any, by_question_id: bool = False) -> Optional[str]:
+    """The key under which ``record`` appears in ``table`` (a mapping of
+    predictions): its ``record.key`` (``"<video_id>_<question_id>"``), else,
+    with ``by_question_id`` (files keyed by question id alone, as DeVi's
+    DeVE-QA outputs), its ``question_id``; None when neither is a key. The
+    one matching rule of the metrics and the evaluations.
+
+    >>> from fastvqa.data import QARecord
+    >>> r = QARecord(video_id="v1", question_id="3")
+    >>> record_key({"v1_3": 0.5}, r), record_key({"3": 0.5}, r), record_key({"3": 0.5}, r, True)
+    ('v1_3', None, '3')
+    """
+    if record.key in table:
+        return record.key
+    if by_question_id and record.question_id in table:
+        return record.question_id
+    return None
 
 
 def align_predictions(predictions: Any, records: Sequence, fn: str, *,
@@ -26,13 +45,10 @@ def align_predictions(predictions: Any, records: Sequence, fn: str, *,
         keys = {str(k) for k in predictions}
         out, matched = [], set()
         for r in records:
-            for k in ((r.key, r.question_id) if by_question_id else (r.key,)):
-                if k in predictions:
-                    out.append(predictions[k])
-                    matched.add(k)
-                    break
-            else:
-                out.append(None)
+            k = record_key(predictions, r, by_question_id)
+            out.append(None if k is None else predictions[k])
+            if k is not None:
+                matched.add(k)
         if keys and not matched:
             example = next(iter(keys))
             raise InputError(f"{fn}: no prediction key matches a ground-truth record (e.g. "

@@ -48,6 +48,7 @@ def grounded_qa(
     durations: Any = None,
     normalized: bool = False,
     keys: Optional[Sequence[str]] = None,
+    by_question_id: bool = False,
 ) -> MetricResult:
     """Grounded QA metrics over N questions with ragged ground truth.
 
@@ -63,7 +64,18 @@ def grounded_qa(
               ``gt_offsets`` ``(N + 1,)`` integers: question ``i``'s ground
               truth is ``gt_spans[gt_offsets[i]:gt_offsets[i + 1]]`` (see
               :func:`fastvqa.data.spans_to_csr`); or
-            - a **list** of N per-question arrays shaped ``(k_i, 2)``.
+            - a **list** of N per-question arrays shaped ``(k_i, 2)``; or
+            - a **list of records** (:class:`fastvqa.data.QARecord`, what
+              ``load_nextgqa``/``load_deveqa`` and
+              :func:`fastvqa.data.load_benchmark` return): the gold spans,
+              answers and durations are the records'. ``preds`` (and
+              ``pred_answers``) may then be mappings keyed like the official
+              prediction files, ``"<video_id>_<qid>"`` (or the question id
+              with ``by_question_id=True``, as DeVi's DeVE-QA files),
+              matched to the records as the evaluations match them
+              (:func:`fastvqa.metrics._align.record_key`); a record without
+              a prediction has none (a NaN row, ``NO_ANSWER``), and
+              ``keys`` are the records' keys.
 
             A question may have no gold span (an empty row scores 0).
         pred_answers: ``(N,)`` integers, the predicted option index;
@@ -147,6 +159,9 @@ def grounded_qa(
                      mIoU=26.67, IoU@0.3=50, IoU@0.5=0)
     """
     _checks.choice(mode, _OP, "mode", MODES)
+    if _are_records(target):
+        preds, target, pred_answers, gt_answers, durations, keys = _from_records(
+            preds, list(target), pred_answers, gt_answers, durations, keys, by_question_id)
     pred = _spans(preds, "preds")
     n = pred.shape[0]
     gt_spans, gt_offsets = _target_csr(target, n)
@@ -229,6 +244,38 @@ def grounded_qa(
             int(np.count_nonzero(answered))
     metrics = _summarise(per_question, thresholds, _scanned(scan, thresholds))
     return MetricResult("grounded_qa", metrics, per_question, info)
+
+
+# ------------------------------------------------------------------- records
+
+
+def _are_records(target: Any) -> bool:
+    from fastvqa.data.record import QARecord
+
+    return (isinstance(target, (list, tuple)) and len(target) > 0
+            and isinstance(target[0], QARecord))
+
+
+def _from_records(preds, records, pred_answers, gt_answers, durations, keys, by_question_id):
+    """grounded_qa's array arguments from records and per-record (or keyed)
+    predictions."""
+    from fastvqa.metrics._align import align_predictions
+
+    aligned, _ = align_predictions(preds, records, _OP, by_question_id=by_question_id)
+    pred = np.full((len(records), 2), np.nan)
+    for i, span in enumerate(aligned):
+        if span is not None:
+            pred[i] = _spans(np.asarray(span, dtype=np.float64).reshape(1, -1), "preds")[0]
+    target = [r.spans for r in records]
+    if pred_answers is not None:
+        answers, _ = align_predictions(pred_answers, records, _OP,
+                                       by_question_id=by_question_id)
+        pred_answers = [NO_ANSWER if a is None else a for a in answers]
+        if gt_answers is None:
+            gt_answers = [r.answer for r in records]
+    if durations is None and any(r.duration is not None for r in records):
+        durations = [math.nan if r.duration is None else r.duration for r in records]
+    return pred, target, pred_answers, gt_answers, durations, keys or [r.key for r in records]
 
 
 # ------------------------------------------------------------------ overlaps
