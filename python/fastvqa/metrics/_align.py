@@ -13,6 +13,16 @@ import numpy as np
 from fastvqa.errors import InputError, InputTypeError
 
 
+def records_of(target: Any) -> Optional[list]:
+    """``target`` as a list when it is a non-empty sequence of
+    :class:`fastvqa.data.QARecord` (a metric's records-level form), else None."""
+    from fastvqa.data.record import QARecord
+
+    if isinstance(target, (list, tuple)) and target and isinstance(target[0], QARecord):
+        return list(target)
+    return None
+
+
 def record_key(table: Mapping, record: Any, by_question_id: bool = False) -> Optional[str]:
     """The key under which ``record`` appears in ``table`` (a mapping of
     predictions): its ``record.key`` (``"<video_id>_<question_id>"``), else,

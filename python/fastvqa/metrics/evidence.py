@@ -22,7 +22,7 @@ import numpy as np
 
 from fastvqa import _checks, ragged
 from fastvqa.errors import InputError, InputTypeError
-from fastvqa.metrics._align import one_per_question
+from fastvqa.metrics._align import one_per_question, records_of
 from fastvqa.metrics.base import Metric
 from fastvqa.metrics.result import MetricResult, mean_or_nan
 
@@ -232,7 +232,10 @@ def iou_f1(
             and match nothing.
         target: N entries, the primary (Phase-1, field ``evidences``) gold spans
             of each question, ``(m, 2)`` seconds, as the annotation file holds
-            them (fastvqa's loader gives them as ``QARecord.spans``).
+            them (fastvqa's loader gives them as ``QARecord.spans``); or the N
+            records themselves (``load_wildqa``/``load_benchmark``), whose
+            ``spans`` are taken (``preds`` in record order, as WildQA's
+            prediction files are).
         mode: ``"wildqa-2022"`` (default: the rules that produced the COLING
             2022 tables), ``"wildqa-2023"`` (the repository's rewrite, HEAD) or
             ``"clean"``. See below.
@@ -317,6 +320,9 @@ def iou_f1(
         (MetricResult(iou_f1: IoU-F1=83.33), [1.0, 0.667])
     """
     _checks.choice(mode, "iou_f1", "mode", IOU_F1_MODES)
+    records = records_of(target)
+    if records is not None:
+        target = [r.spans for r in records]
     main_t = _checks.unit_interval(threshold, "iou_f1", "threshold")
     extra_t = [_checks.unit_interval(t, "iou_f1", f"thresholds[{i}]")
                for i, t in enumerate(thresholds or ())]

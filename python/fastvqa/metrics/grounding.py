@@ -26,6 +26,7 @@ import numpy as np
 from fastvqa import _arrays, _checks, ragged
 from fastvqa.data.answers import NO_ANSWER
 from fastvqa.errors import InputError, InputTypeError
+from fastvqa.metrics._align import align_predictions, records_of
 from fastvqa.metrics.base import Metric, _items
 from fastvqa.metrics.result import MetricResult
 
@@ -159,9 +160,10 @@ def grounded_qa(
                      mIoU=26.67, IoU@0.3=50, IoU@0.5=0)
     """
     _checks.choice(mode, _OP, "mode", MODES)
-    if _are_records(target):
+    records = records_of(target)
+    if records is not None:
         preds, target, pred_answers, gt_answers, durations, keys = _from_records(
-            preds, list(target), pred_answers, gt_answers, durations, keys, by_question_id)
+            preds, records, pred_answers, gt_answers, durations, keys, by_question_id)
     pred = _spans(preds, "preds")
     n = pred.shape[0]
     gt_spans, gt_offsets = _target_csr(target, n)
@@ -249,18 +251,9 @@ def grounded_qa(
 # ------------------------------------------------------------------- records
 
 
-def _are_records(target: Any) -> bool:
-    from fastvqa.data.record import QARecord
-
-    return (isinstance(target, (list, tuple)) and len(target) > 0
-            and isinstance(target[0], QARecord))
-
-
 def _from_records(preds, records, pred_answers, gt_answers, durations, keys, by_question_id):
     """grounded_qa's array arguments from records and per-record (or keyed)
     predictions."""
-    from fastvqa.metrics._align import align_predictions
-
     aligned, _ = align_predictions(preds, records, _OP, by_question_id=by_question_id)
     pred = np.full((len(records), 2), np.nan)
     for i, span in enumerate(aligned):

@@ -18,7 +18,7 @@ from typing import Any, Literal
 import numpy as np
 
 from fastvqa.errors import InputError, InputTypeError
-from fastvqa.metrics._align import one_per_question
+from fastvqa.metrics._align import one_per_question, records_of
 from fastvqa.metrics.base import Metric
 from fastvqa.metrics.result import MetricResult, mean_or_nan
 
@@ -63,7 +63,9 @@ def rouge(
         target: N entries, each a reference string or a non-empty list of
             reference strings whose first item is the primary (Phase-1) answer
             (fastvqa's loader gives ``[answer] + alter_answers`` as
-            ``QARecord.extra["answers"]``).
+            ``QARecord.extra["answers"]``); or the N records themselves
+            (``load_wildqa``/``load_benchmark``), whose ``extra["answers"]``
+            are taken (``preds`` in record order, as WildQA's files are).
         references_mode: ``"primary"`` (default) scores against the first
             reference only: this is how the official training code (and so
             every model and simple-baseline row of the paper's Tables 4 and 7)
@@ -104,6 +106,9 @@ def rouge(
         raise InputError(f"rouge: references_mode must be 'primary' or 'max', "
                          f"got {references_mode!r}")
     preds = _strings("preds", preds)
+    records = records_of(target)
+    if records is not None:
+        target = [r.extra.get("answers", r.answer) for r in records]
     refs = _reference_lists(target, len(preds))
     try:
         from rouge_score import rouge_scorer
