@@ -84,6 +84,7 @@ from typing import Any, Callable, NamedTuple, Optional
 
 import numpy as np
 
+from fastvqa import _checks
 from fastvqa.errors import InputError, InputTypeError
 from fastvqa.generate.dvd import intervals as _iv
 from fastvqa.generate.dvd.scene import ACTIONS, COLORS, MATERIALS, RELATIONS, SHAPES, SIZES, Scene
@@ -441,9 +442,7 @@ def _filter_action(ctx: _Ctx, objs: list[int], action: Any, interval) -> list[in
 
 
 def _relate(ctx: _Ctx, ref: int, relation: Any, interval) -> list[int]:
-    if relation not in RELATIONS:
-        raise InputError(f"{ctx.node}: relation must be one of {', '.join(RELATIONS)}, "
-                         f"got {relation!r}")
+    _checks.choice(relation, str(ctx.node), "relation", RELATIONS)
     scene = ctx.need_scene()
     period = ctx.frames(interval)
     if not _iv.is_static(scene, ref, period):

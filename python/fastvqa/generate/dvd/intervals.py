@@ -22,6 +22,7 @@ from typing import Any, NamedTuple, Optional
 
 import numpy as np
 
+from fastvqa import _checks
 from fastvqa.errors import InputError, InputTypeError
 from fastvqa.generate.dvd.scene import ACTIONS, RELATIONS, Scene
 
@@ -300,9 +301,7 @@ def spatial_relation(scene: Scene, ref: int, other: int, period: Any, relation: 
     :class:`~fastvqa.errors.InputError` (check :func:`is_static` first).
     ``ref == other`` is False."""
     _check_scene(scene, "spatial_relation")
-    if relation not in RELATIONS:
-        raise InputError(f"spatial_relation: relation must be one of {', '.join(RELATIONS)}, "
-                         f"got {relation!r}")
+    _checks.choice(relation, "spatial_relation", "relation", RELATIONS)
     n = len(scene.objects)
     for name, v in (("ref", ref), ("other", other)):
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not 0 <= v < n:
