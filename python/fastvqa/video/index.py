@@ -14,6 +14,7 @@ from typing import Any, Optional
 
 import numpy as np
 
+from fastvqa import _checks
 from fastvqa.errors import InputError
 from fastvqa.video.errors import VideoError
 
@@ -157,6 +158,25 @@ class VideoIndex:
 
     def __len__(self) -> int:
         return len(self.timestamps)
+
+    @classmethod
+    def constant_rate(cls, frames: int, fps: float, *, path: str = "synthetic.mp4",
+                      width: int = 64, height: int = 48) -> "VideoIndex":
+        """The index of a constant-rate video that exists only on paper:
+        ``frames`` frames at ``fps``, frame ``i`` at ``i / fps`` seconds (on a
+        1/1000 s time base), every frame a keyframe. For working out which
+        frames a sampler picks without a file; no backend can decode it.
+
+        >>> idx = VideoIndex.constant_rate(25, 10.0)
+        >>> len(idx), idx.duration, idx.timestamps[:3].tolist()
+        (25, 2.5, [0.0, 0.1, 0.2])
+        """
+        n = _checks.integer(frames, "VideoIndex.constant_rate", "frames", minimum=1)
+        rate = _checks.real(fps, "VideoIndex.constant_rate", "fps", finite=True, positive=True)
+        pts = np.round(np.arange(n) * (1000.0 / rate)).astype(np.int64)
+        return cls(path=path, codec="h264", width=width, height=height, duration=n / rate,
+                   fps=float(rate), timestamps=pts / 1000.0, keyframes=np.arange(n),
+                   time_base=Fraction(1, 1000), pts=pts)
 
     @cached_property  # computed once per index (a frozen dataclass with a __dict__)
     def duration_seconds(self) -> np.ndarray:

@@ -153,6 +153,10 @@ class Fps(Sampler):
     ``Fps(1)`` is what ``ffmpeg -r 1`` is used for (WildQA, DeVi's CLIP
     features); ``Fps(1, offset=0.5)`` takes the middle of each second instead.
     A rate above the video's gives repeated frames (like ffmpeg's duplication).
+
+    >>> from fastvqa.video import VideoIndex
+    >>> Fps(2).indices(VideoIndex.constant_rate(25, 10.0)).tolist()  # 2.5 s at 10 fps
+    [0, 5, 10, 15, 20]
     """
 
     fps: float
@@ -182,6 +186,11 @@ class Uniform(Sampler):
     (DALI's ``uniform_sample``; ``n = 1`` takes the first frame).
 
     ``n`` larger than the number of frames repeats frames.
+
+    >>> from fastvqa.video import VideoIndex
+    >>> idx = VideoIndex.constant_rate(25, 10.0)
+    >>> Uniform(4).indices(idx).tolist(), Uniform(4, mode="linspace").indices(idx).tolist()
+    ([3, 9, 15, 21], [0, 8, 16, 24])
     """
 
     n: int
@@ -224,6 +233,10 @@ class Clips(Sampler):
     Naming: ``stride`` here is the papers' "stride" (between clip starts).
     DALI calls that ``step`` and calls the in-clip gap ``stride``: this
     sampler is DALI's ``sequence_length=length, step=stride, stride=step``.
+
+    >>> from fastvqa.video import VideoIndex
+    >>> Clips(3, stride=10).sample(VideoIndex.constant_rate(25, 10.0)).tolist()
+    [[0, 1, 2], [10, 11, 12], [20, 21, 22]]
     """
 
     length: int
@@ -274,6 +287,10 @@ class SecondWindows(Sampler):
     :meth:`sample` (and so ``read_frames``) gives ``(S, window)`` indices;
     :meth:`indices` the same flat, window by window. Backends decode each
     distinct frame once.
+
+    >>> from fastvqa.video import VideoIndex
+    >>> SecondWindows(window=4, fps=1.0).sample(VideoIndex.constant_rate(25, 10.0)).tolist()
+    [[0, 0, 0, 10], [0, 0, 10, 20], [0, 10, 20, 20]]
     """
 
     window: int = 16
@@ -323,6 +340,10 @@ class Hierarchical(Sampler):
     ``(level, start, end, frames)`` rows. DeVE-QA is
     ``Hierarchical((15, 35, 65), (5, 7, 13))``; NExT-GQA uses lengths
     ``(5, 15, 45)`` (the frame counts there are not published).
+
+    >>> from fastvqa.video import VideoIndex
+    >>> Hierarchical((1.0, 2.5), (2, 3)).indices(VideoIndex.constant_rate(25, 10.0)).tolist()
+    [2, 7, 12, 17, 21, 23, 4, 12, 20]
     """
 
     lengths: tuple = (15.0, 35.0, 65.0)
@@ -391,6 +412,10 @@ class Outside(Sampler):
     side, or the first one after ``end`` when the frame on screen at ``t``
     started inside the span. A side without such frames counts as empty.
     Raises ``ValueError`` when no frame lies outside the span.
+
+    >>> from fastvqa.video import VideoIndex
+    >>> Outside((0.5, 1.5), n=4).indices(VideoIndex.constant_rate(25, 10.0)).tolist()
+    [1, 16, 19, 23]
     """
 
     span: tuple
@@ -439,6 +464,10 @@ class Within(Sampler):
     first frame is the one on screen at ``start`` and the duration is
     ``min(end, duration) - start``; indices are returned in the whole video's
     numbering. Raises ``ValueError`` for a range outside the video.
+
+    >>> from fastvqa.video import VideoIndex
+    >>> Uniform(3).within(1.0, 2.0).indices(VideoIndex.constant_rate(25, 10.0)).tolist()
+    [11, 15, 18]
     """
 
     sampler: Sampler
@@ -586,7 +615,11 @@ def from_spec(spec: str) -> Sampler:
     sampler (:data:`SAMPLERS`), e.g. ``"uniform:16"``.
     A spec that does not parse, or whose values a sampler refuses, raises
     :class:`fastvqa.errors.InputError` (a ``ValueError``) naming the spec, as
-    every sampler's own checks of user values do."""
+    every sampler's own checks of user values do.
+
+    >>> from_spec("uniform:4"), from_spec("fps:2@1-2")
+    (Uniform(n=4, mode='center'), Within(sampler=Fps(fps=2.0, offset=0.0), start=1.0, end=2.0))
+    """
     if not isinstance(spec, str) or ":" not in spec:
         raise InputError(f"sampler spec {spec!r}: expected NAME:ARGS, e.g. {spec_examples()}")
     rng = None
