@@ -36,9 +36,24 @@ class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
     (off by default)."""
 
     def _get_help_string(self, action: argparse.Action) -> str:
-        if action.default is None or action.nargs == 0:
+        if action.default is None or action.nargs == 0 or getattr(action, "shown_as_flag",
+                                                                  False):
             return action.help or ""
         return super()._get_help_string(action)
+
+    # --json and BENCHMARK accept old spellings for one release; the help
+    # shows only the new grammar (fastvqa._cli_grammar.help_view).
+    def _format_usage(self, usage, actions, groups, prefix):
+        from fastvqa._cli_grammar import help_view
+
+        with help_view(actions):
+            return super()._format_usage(usage, actions, groups, prefix)
+
+    def _format_action_invocation(self, action: argparse.Action) -> str:
+        from fastvqa._cli_grammar import help_view
+
+        with help_view([action]):
+            return super()._format_action_invocation(action)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -204,46 +219,61 @@ def _print_warnings(result, command: str) -> None:
         print(f"fastvqa {command}: warning: {text}", file=sys.stderr)
 
 
+#: ``fastvqa eval --out``: suffix -> format (json: what --json prints; else
+#: the table, as MetricResult.format_table writes it).
+EVAL_OUT = {".json": "json", ".txt": "plain", ".md": "markdown", ".tex": "latex",
+            ".csv": "csv"}
+EVAL_OUT_HELP = {".json": "what --json prints", ".txt": "plain table", ".md": "Markdown",
+                 ".tex": "LaTeX", ".csv": "CSV"}
+
+
 def _cmd_eval(args: argparse.Namespace) -> int:
+    from fastvqa._cli_grammar import out_files
     from fastvqa._outputs import OutputFiles
     from fastvqa.evaluation import keywords, run_benchmark, run_record
+    from fastvqa.metrics.result import per_question_format, table_format
 
     bench = args.entry  # the registered Benchmark this parser was built for
     # Every check before any work: the outputs (nothing the user has is
     # overwritten, no two outputs share a file), then the options.
-    from fastvqa.metrics.result import per_question_format, table_format
-
     outputs = OutputFiles()
     per_question = outputs.add(args.per_question, "--per-question")
     plot = outputs.add(args.plot, "--plot")
-    table_file = outputs.add(args.table, "--table")
+    # Each output's format is the one its name says, or the run is refused now
+    # (the old --table FILE never wrote JSON, so it keeps refusing .json).
+    old_table = table_format(args.table) if args.table is not None else None
+    files = [(outputs.add(path, option), fmt, option) for path, fmt, option in
+             out_files(args, "eval", EVAL_OUT,
+                       [("--table", args.table, old_table, ".txt, .md, .tex or .csv")])]
     if plot is not None and bench.plot is None:
         raise CommandError(f"{bench.name} has no plot")
-    # Each output's format is the one its name says, or the run is refused now.
     pq_format = per_question_format(per_question) if per_question is not None else None
-    file_format = table_format(table_file) if table_file is not None else None
     if args.json and args.table_format != "plain":
         raise CommandError("--table-format formats the printed table; --json prints JSON "
-                           "instead (write a table file with --table FILE)")
+                           "instead (write a table file with --out FILE)")
     if bench.check is not None:
         bench.check(**keywords(bench.check, args))
     # The command line only translates its options into the library's keywords
     # (run_benchmark: the library's own call, which names swapped --gt/--pred).
     result = run_benchmark(bench, keywords(bench.evaluate, args))
-    if args.json:
+    doc = None
+    if args.json or any(fmt == "json" for _, fmt, _ in files):
         # The result, and how it was made: version, mode, command, input sha256s.
-        doc = {**result.to_dict(), **run_record(bench, args, result, getattr(args, "_argv", None))}
-        table = json.dumps(doc, indent=2)
-    else:
-        table = result.format_table(decimals=args.decimals, fmt=args.table_format)
+        doc = json.dumps({**result.to_dict(),
+                          **run_record(bench, args, result, getattr(args, "_argv", None))},
+                         indent=2)
+    table = doc if args.json else result.format_table(decimals=args.decimals,
+                                                      fmt=args.table_format)
     # Written through temporary names, moved into place only when all are
     # written: a failed plot leaves no per-question file behind.
     with outputs:
         if per_question is not None:
             result.write_per_question(outputs.temp(per_question), fmt=pq_format)
-        if table_file is not None:
-            with outputs.temp(table_file).open("x") as f:
-                f.write(result.format_table(decimals=args.decimals, fmt=file_format) + "\n")
+        for path, fmt, _ in files:
+            text = doc if fmt == "json" else result.format_table(decimals=args.decimals,
+                                                                 fmt=fmt)
+            with outputs.temp(path).open("x") as f:
+                f.write(text + "\n")
         if plot is not None:
             bench.plot(result, str(outputs.temp(plot)), **keywords(bench.plot, args))
         outputs.commit()
@@ -251,8 +281,8 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     _print_warnings(result, "eval")
     if per_question is not None:
         print(f"per-question results: {per_question}", file=sys.stderr)
-    if table_file is not None:
-        print(f"table: {table_file}", file=sys.stderr)
+    for path, fmt, _ in files:
+        print(f"{'json' if fmt == 'json' else 'table'}: {path}", file=sys.stderr)
     if plot is not None:
         print(f"plot: {plot}", file=sys.stderr)
     return 0
@@ -277,6 +307,7 @@ def _cmd_baseline(args: argparse.Namespace) -> int:
 
 def _add_eval_parser(sub, word: str, bench) -> None:
     """``fastvqa eval <word>``'s parser, for the registered ``bench``."""
+    from fastvqa._cli_grammar import add_old, add_out
     from fastvqa.metrics.result import TABLE_FORMATS
 
     p = sub.add_parser(word, help=bench.help, description=bench.help)
@@ -303,9 +334,8 @@ def _add_eval_parser(sub, word: str, bench) -> None:
                         ".csv, .json, .jsonl or .md")
     p.add_argument("--table-format", choices=TABLE_FORMATS, default="plain",
                    help="format of the printed table")
-    p.add_argument("--table", metavar="FILE",
-                   help="also write the table, in the format the suffix names: .txt "
-                        "(plain), .md (Markdown), .tex (LaTeX) or .csv")
+    add_out(p, EVAL_OUT_HELP, "the results")
+    add_old(p, "--table", metavar="FILE")  # now --out FILE
     p.add_argument("--plot", metavar="FILE.png", help="draw a plot of the results")
     bench.add_arguments(p)
     p.set_defaults(func=_cmd_eval, entry=bench)
@@ -567,8 +597,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if not hasattr(args, "func"):
         parser.print_help()
         return 2
+    from fastvqa._cli_grammar import flush_notices
+
+    flush_notices(False)  # none left from an earlier main() in this process
     try:
-        return args.func(args)
+        code = args.func(args)
+        flush_notices()  # old spellings used: said once the run has succeeded
+        return code
     except BrokenPipeError:
         # The reader went away (e.g. `| head`): not an error of ours. Point
         # stdout at devnull so the interpreter's final flush stays quiet.

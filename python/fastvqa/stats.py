@@ -488,27 +488,45 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
     parser.add_argument("--decimals", type=int_in_range(0, 20), default=2,
                         help="decimals in the printed tables, 0 to 20")
-    parser.add_argument("--json", metavar="FILE", help="also write the tables as JSON")
-    parser.add_argument("--markdown", metavar="FILE", help="also write the tables as Markdown")
+    from fastvqa._cli_grammar import add_json, add_old, add_out
+
+    add_json(parser, "print the tables as JSON instead", old_file=True)
+    parser.add_argument("--table-format", choices=FORMATS, default="plain",
+                        help="format of the printed tables")
+    add_out(parser, {".json": "JSON", ".md": "Markdown"}, "the tables")
+    add_old(parser, "--markdown", metavar="FILE")  # now --out FILE.md
+
+
+#: ``fastvqa stats --out``: suffix -> format.
+OUT_FORMATS = {".json": "json", ".md": "markdown"}
 
 
 def run(args: argparse.Namespace) -> int:
     """``fastvqa stats``: print the tables, write the files asked for."""
+    from fastvqa._cli_grammar import out_files
     from fastvqa._outputs import OutputFiles
 
+    if args.json and args.table_format != "plain":
+        raise CommandError("--table-format formats the printed tables; --json prints JSON "
+                           "instead")
     outputs = OutputFiles()
-    json_path = outputs.add(args.json, "--json")
-    md_path = outputs.add(args.markdown, "--markdown")
+    # The old spellings keep the format they always wrote, whatever the suffix.
+    files = [(outputs.add(path, option), fmt) for path, fmt, option in out_files(
+        args, "stats", OUT_FORMATS, [("--json", args.old_json, "json", ".json"),
+                                     ("--markdown", args.markdown, "markdown", ".md")])]
     result = dataset_stats(args.benchmark, args.gt, split=args.split, std=args.std)
-    print(result.format("plain", args.decimals), end="")
+    if args.json:
+        print(json.dumps(result.to_dict(), indent=1))
+    else:
+        print(result.format(args.table_format, args.decimals), end="")
     with outputs:
-        if json_path is not None:
-            with open(outputs.temp(json_path), "x", encoding="utf-8") as f:
-                json.dump(result.to_dict(), f, indent=1)
-                f.write("\n")
-        if md_path is not None:
-            with open(outputs.temp(md_path), "x", encoding="utf-8") as f:
-                f.write(result.format("markdown", args.decimals))
+        for path, fmt in files:
+            with open(outputs.temp(path), "x", encoding="utf-8") as f:
+                if fmt == "json":
+                    json.dump(result.to_dict(), f, indent=1)
+                    f.write("\n")
+                else:
+                    f.write(result.format("markdown", args.decimals))
         outputs.commit()
     return 0
 

