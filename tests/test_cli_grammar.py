@@ -78,6 +78,28 @@ WRITERS = {"baseline", "decode", "index build", "distractors", "demo", "duplicat
            "stats", "audit", "eval", "generate dvd", "generate events"}
 
 
+def test_every_gt_takes_a_path_the_same_way():
+    # --gt PATH: a file of the benchmark, or a folder (with --split); stats
+    # pools several, given after one --gt or by repeating it.
+    seen = 0
+    for path, parser in walk():
+        for action in _visible(parser):
+            if "--gt" in action.option_strings:
+                seen += 1
+                assert action.metavar == "PATH", f"fastvqa {' '.join(path)}: --gt {action.metavar}"
+                assert action.nargs in (None, "+"), f"fastvqa {' '.join(path)}: --gt nargs"
+    assert seen >= 5
+
+
+def test_stats_gt_can_be_repeated():
+    from fastvqa.stats import add_arguments
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    args = parser.parse_args(["wildqa", "--gt", "a.json", "--gt", "b.json", "c.json"])
+    assert args.gt == ["a.json", "b.json", "c.json"]
+
+
 def test_every_command_that_writes_files_has_out():
     for path, parser in _leaves():
         words = " ".join(path)

@@ -259,7 +259,7 @@ def test_cli_duplicates(tmp_path, capsys):
     records.write_text(json.dumps([{"question": "q"}]))
     assert main(["duplicates", str(records)]) == 2
     err = capsys.readouterr().err
-    assert "expected a JSON list of strings" in err and "--benchmark" in err
+    assert "expected a JSON list of strings" in err and "fastvqa duplicates BENCHMARK" in err
 
 
 def test_cli_duplicates_reads_a_benchmark(shared_data, capsys):

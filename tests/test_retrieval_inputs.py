@@ -380,7 +380,7 @@ def test_options_are_checked_before_any_work(tmp_path, capsys, monkeypatch):
         assert main(["distractors", "--benchmark", "wildqa", "--gt", str(gt), *extra]) == 2, extra
         one_line_error(capsys, needle)
     assert main(["duplicates", str(tmp_path)]) == 2
-    one_line_error(capsys, "is a folder", "--benchmark")
+    one_line_error(capsys, "is a folder", "fastvqa duplicates BENCHMARK")
     assert main(["duplicates", str(gt), "--benchmark", "wildqa", "--groups-out",
                  str(blocker / "g.json")]) == 2
     one_line_error(capsys, "is not a folder")

@@ -321,7 +321,7 @@ def _add_eval_parser(sub, word: str, bench) -> None:
         text_predictions.add_arguments(p, source, fps="pred_fps" in takes)
     else:
         p.add_argument("--pred", required=True, help="prediction file")
-    p.add_argument("--gt", required=True, help=bench.gt_help)
+    p.add_argument("--gt", required=True, metavar="PATH", help=bench.gt_help)
     if bench.modes:
         p.add_argument("--mode", choices=bench.modes, default=bench.default_mode,
                        help="evaluation rules")
@@ -346,7 +346,7 @@ def _add_baseline_parsers(sub, baselines: list, benchmarks: dict) -> None:
     for baseline in baselines:
         p = sub.add_parser(baseline.name, help=baseline.help, description=baseline.help)
         bench = benchmarks.get(baseline.key)
-        p.add_argument("--gt", required=True,
+        p.add_argument("--gt", required=True, metavar="PATH",
                        help=baseline.gt_help or (bench.gt_help if bench else "ground truth"))
         p.add_argument("--out", required=True, help="where to write the predictions (JSON)")
         if baseline.seeded:

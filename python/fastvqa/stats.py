@@ -475,7 +475,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from fastvqa.data.benchmarks import BENCHMARKS as TABLE, gt_help, split_help
 
     parser.add_argument("benchmark", choices=tuple(BENCHMARKS), help="the benchmark")
-    parser.add_argument("--gt", required=True, nargs="+", metavar="PATH",
+    parser.add_argument("--gt", required=True, nargs="+", action="extend", metavar="PATH",
                         help="the annotations, pooled over every PATH: " + gt_help(BENCHMARKS))
     counted = "".join(f"a {n} folder is counted over "
                       + " + ".join(f for s in splits for f in TABLE[n].split_files(s))

@@ -30,7 +30,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     names = benchmark_choices(ANSWERED)  # the audit scores answers
     p.add_argument("benchmark", choices=names, metavar="BENCHMARK",
                    help="whose files --gt and --train are: " + ", ".join(names))
-    p.add_argument("--gt", type=Path, required=True,
+    p.add_argument("--gt", type=Path, required=True, metavar="PATH",
                    help="the audited questions: " + gt_help(names))
     p.add_argument("--train", type=Path,
                    help="the training split (file or folder) for the priors, retrieval and "

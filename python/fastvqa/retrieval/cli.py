@@ -330,7 +330,8 @@ def add_distractor_arguments(p: argparse.ArgumentParser) -> None:
 
     names = benchmark_choices(ANSWERED)
     add_benchmark(p, names, "whose questions --gt holds: " + ", ".join(names))
-    p.add_argument("--gt", type=Path, required=True, help="the questions: " + gt_help(names))
+    p.add_argument("--gt", type=Path, required=True, metavar="PATH",
+                   help="the questions: " + gt_help(names))
     p.add_argument("--bank", type=Path,
                    help="another file/folder of the same benchmark to mine from "
                         "(default: the --gt records; a question never counts itself, so a "
@@ -478,14 +479,13 @@ def _read_questions(args: argparse.Namespace) -> list[str]:
         if args.input.is_dir():
             raise CommandError(f"{args.input} is a folder; a benchmark's folder is read by its "
                                "loader: name the benchmark before it, as fastvqa duplicates "
-                               f"BENCHMARK {args.input} (once --benchmark), one of: "
+                               f"BENCHMARK {args.input}, one of: "
                                f"{', '.join(BENCHMARKS)}")
         try:
             return read_texts(args.input)
         except CommandError as err:
-            # "once --benchmark": the old spelling's users are pointed to the new one.
             raise CommandError(f"{err} (a benchmark's file? name the benchmark before it, as "
-                               f"fastvqa duplicates BENCHMARK {args.input} (once --benchmark), "
+                               f"fastvqa duplicates BENCHMARK {args.input}, "
                                f"one of: {', '.join(BENCHMARKS)})") from None
     return [r.question for r in load_benchmark(args.benchmark, args.input, args.split)]
 
