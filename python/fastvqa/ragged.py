@@ -38,6 +38,12 @@ class Ragged(NamedTuple):
     ``values`` is ``[K, ...]`` (NumPy array or torch tensor), ``offsets`` is
     ``[n + 1]`` int64, starting at 0, non-decreasing, ending at ``K``. It
     unpacks as ``values, offsets = ragged``.
+
+    >>> r = Ragged(np.array([1.0, 2.0, 3.0]), np.array([0, 2, 2, 3]))
+    >>> r.num_rows, r.lengths(), r.row(0)
+    (3, array([2, 0, 1]), array([1., 2.]))
+    >>> list(r.rows())
+    [array([1., 2.]), array([], dtype=float64), array([3.])]
     """
 
     values: Any
@@ -71,7 +77,11 @@ class Ragged(NamedTuple):
 
 
 def offsets_from_counts(counts: Any) -> np.ndarray:
-    """``[n + 1]`` int64 offsets ``[0, c0, c0 + c1, ...]`` from ``[n]`` row counts."""
+    """``[n + 1]`` int64 offsets ``[0, c0, c0 + c1, ...]`` from ``[n]`` row counts.
+
+    >>> offsets_from_counts([2, 0, 1])
+    array([0, 2, 2, 3])
+    """
     counts = np.asarray(counts)
     if counts.ndim != 1 or (counts.size and counts.dtype.kind not in "iu"):
         raise InputTypeError(f"offsets_from_counts: counts must be a 1-D array of integers, "
@@ -102,6 +112,12 @@ def from_rows(rows: Iterable[Any], *, width: Optional[int] = None,
 
     Raises:
         InputError: a row that is not of that shape (naming the row).
+
+    >>> values, offsets = from_rows([[1, 2], [], [3]])
+    >>> values, offsets
+    (array([1., 2., 3.]), array([0, 2, 2, 3]))
+    >>> from_rows([[[0, 1, 0.9]]], width=2).values  # [start, end, score] read as a span
+    array([[0., 1.]])
     """
     parts = []
     for i, row in enumerate(rows):
@@ -139,6 +155,13 @@ def check_offsets(offsets: Any, total: int, *, rows: Optional[int] = None,
         InputTypeError: not integers. InputError: not 1-D, the wrong length,
         or not starting at 0, non-decreasing and ending at ``total`` (one
         message naming all three rules and the offending values).
+
+    >>> check_offsets([0, 2, 3], 3)
+    array([0, 2, 3])
+    >>> check_offsets([0, 3, 2], 2, op="nms_1d")
+    Traceback (most recent call last):
+    ...
+    fastvqa.errors.InputError: nms_1d: offsets must start at 0, never decrease and end at K = 2 ...
     """
     where = f"{op}: {name}" if op else name
     if _arrays.is_torch(offsets):
@@ -161,7 +184,11 @@ def check_offsets(offsets: Any, total: int, *, rows: Optional[int] = None,
 def segment_ids(offsets: Any) -> Any:
     """``[K]`` int64: ``out[k] = i`` for every item ``k`` of row ``i``
     (``offsets[i] <= k < offsets[i + 1]``); empty rows contribute nothing.
-    Same framework and device as ``offsets`` (NumPy or torch)."""
+    Same framework and device as ``offsets`` (NumPy or torch).
+
+    >>> segment_ids(np.array([0, 2, 2, 3]))
+    array([0, 0, 2])
+    """
     if _arrays.is_torch(offsets):
         import torch
 

@@ -33,9 +33,14 @@ PathLike = Union[str, Path]
 
 @dataclass(frozen=True)
 class BenchmarkInfo:
-    """One benchmark, as every command reads it."""
+    """One benchmark, as every command reads it.
 
-    #: The command-line name (``fastvqa eval <name>``, ``--benchmark <name>``).
+    >>> info = BENCHMARKS["wildqa"]
+    >>> info.loader, info.has_splits, info.split_files("dev")
+    ('load_wildqa', True, ('dev.json',))
+    """
+
+    #: The command-line name (``fastvqa eval <name>``, ``fastvqa stats <name>``, ...).
     name: str
     #: ``fastvqa.evaluation.<module>``, which registers its evaluation(s) and
     #: baselines at import.
@@ -131,7 +136,11 @@ ANSWERED: tuple[str, ...] = tuple(n for n, b in BENCHMARKS.items() if b.answers)
 
 def benchmark_info(name: str) -> BenchmarkInfo:
     """The entry of ``name``; :class:`~fastvqa.errors.InputError` naming the
-    known benchmarks otherwise."""
+    known benchmarks otherwise.
+
+    >>> benchmark_info("nextgqa").splits
+    ('test', 'val')
+    """
     if not isinstance(name, str) or name not in BENCHMARKS:
         raise InputError(f"unknown benchmark {name!r}; choose from {', '.join(BENCHMARKS)}")
     return BENCHMARKS[name]
@@ -145,6 +154,11 @@ def check_split(name: str, split: str, *, path: Optional[PathLike] = None,
     Raises:
         InputError: one line naming ``option`` and the accepted splits (and,
             for a folder ``path``, the split's file it lacks).
+
+    >>> check_split("nextgqa", "val")
+    'val'
+    >>> check_split("dvd", "my_split")
+    'my_split'
     """
     info = benchmark_info(name)
     if info.splits is not None:
@@ -180,6 +194,12 @@ def split_path(name: str, path: PathLike, split: str = "test", *,
             file (the message names what such a folder holds and what it
             holds, and ``option``, which chooses the split, unless None).
         InputError: ``path`` is neither a regular file nor a folder.
+
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     _ = Path(d, "dev.json").write_text("[]")
+    ...     print(split_path("wildqa", d, "dev").name, split_path("dvd", d) == Path(d))
+    dev.json True
     """
     info = benchmark_info(name)
     path = Path(path)
@@ -223,6 +243,14 @@ def load_benchmark(name: str, path: PathLike, split: str = "test",
             accepted ones).
         FileNotFoundError: as :func:`split_path`.
         DataFormatError: a file the loader refuses.
+
+    >>> import json, tempfile
+    >>> item = {"question": "Why?", "answer": "rain", "evidences": [{"0": [1.0, 4.5]}],
+    ...         "duration": 60.0, "video_id": "v1"}
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     _ = Path(d, "dev.json").write_text(json.dumps([item]))
+    ...     print([r.key for r in load_benchmark("wildqa", d, "dev")])
+    ['v1_0']
     """
     import fastvqa.data
 
@@ -238,7 +266,11 @@ def load_benchmark(name: str, path: PathLike, split: str = "test",
 def split_help(names: Iterable[str], folder: str = "a folder") -> str:
     """The ``--split`` help of a command reading ``names`` (from ``folder``,
     e.g. ``"a --gt folder"``): for each of them whose folders hold several
-    splits, the split names and the file(s) a folder holds for one."""
+    splits, the split names and the file(s) a folder holds for one.
+
+    >>> split_help(["wildqa", "dvd"])
+    'which split of a folder is read (wildqa test|dev|raw_test|raw_dev: <split>.json)'
+    """
     parts = [f"{n} {'|'.join(BENCHMARKS[n].splits or ('any name',))}: {BENCHMARKS[n].folder}"
              for n in names if BENCHMARKS[n].has_splits]
     return f"which split of {folder} is read (" + "; ".join(parts) + ")"
@@ -246,7 +278,11 @@ def split_help(names: Iterable[str], folder: str = "a folder") -> str:
 
 def gt_help(names: Iterable[str]) -> str:
     """The ``--gt`` help of a command reading any of ``names``: a file, or
-    what a folder of each holds."""
+    what a folder of each holds.
+
+    >>> gt_help(["wildqa"])
+    'a file of the benchmark, or a folder holding wildqa: <split>.json'
+    """
     return "a file of the benchmark, or a folder holding " + "; ".join(
         f"{n}: {BENCHMARKS[n].folder}" for n in names)
 

@@ -21,7 +21,7 @@ import math
 from contextlib import contextmanager
 from itertools import chain
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Optional, Union
+from typing import Any, Iterator, Literal, Mapping, Optional, Union
 
 import numpy as np
 
@@ -50,7 +50,7 @@ CANONICAL = ("qid", "video_id", "question", "options", "distractors", "answer", 
 def load_deveqa(
     path: PathLike,
     *,
-    schema: str = "auto",
+    schema: Literal["auto", "devi", "release"] = "auto",
     fields: Optional[Mapping[str, str]] = None,
     durations: Union[None, PathLike, Mapping[str, Any]] = None,
     split: str = "test",
@@ -95,6 +95,15 @@ def load_deveqa(
         DataFormatError: bad JSON, missing or mistyped fields, an answer that
             matches no option, a bad span, repeated qids.
         ValueError: an unknown schema or canonical field name.
+
+    >>> import json, tempfile
+    >>> rec = {"qid": "q1", "video_id": "v1", "question": "What happens?",
+    ...        "options": ["a", "b"], "answer": "B", "gt_span": [2, 5], "duration": 30}
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     _ = Path(d, "test.json").write_text(json.dumps([rec]))
+    ...     (r,) = load_deveqa(d, schema="devi")
+    >>> r.key, r.answer, r.spans, r.duration
+    ('v1_q1', 1, array([[2., 5.]]), 30.0)
     """
     path = split_file(path, [f"{split}.json", f"{split}.jsonl"], split=split,
                       what="DeVE-QA annotation file")
@@ -315,6 +324,13 @@ def read_deveqa_predictions(path: PathLike) -> tuple[dict[str, Optional[tuple[fl
     Returns:
         ``(spans, answers)``: ``{id: (start, end) or None}`` and ``{id: int}``,
         ``id`` being the record's ``qid`` (or ``key``) or the grounding file's key.
+
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     p = Path(d, "preds.jsonl")
+    ...     _ = p.write_text('{"qid": "q1", "answer": "B", "span": [2, 4]}\\n')
+    ...     print(read_deveqa_predictions(p))
+    ({'q1': (2.0, 4.0)}, {'q1': 1})
     """
     path = Path(path)
     if path.suffix.lower() == ".jsonl":

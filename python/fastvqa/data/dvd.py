@@ -87,6 +87,11 @@ def official_question_type(text: str, prior: Optional[str]) -> Optional[str]:
     follow-up takes the type of the previous turn (``prior``, already resolved,
     so chains of follow-ups resolve too). Returns None when no rule applies
     (the official code asserts there).
+
+    >>> official_question_type("How many times does the cone slide?", None)
+    'action count'
+    >>> official_question_type("What about the sphere?", "obj count")
+    'obj count'
     """
     t = text.lower()
     if "same set of activities" in t:
@@ -115,7 +120,13 @@ def official_question_subtype(text: str, prior: Optional[str]) -> Optional[str]:
     (same order of rules; ``<o>``/``<f>`` placeholders mark by-order /
     by-frequency action queries; ``"what about its color"`` etc. are attribute
     transfers; other ``"what about"`` follow-ups inherit ``prior``). Returns None
-    when no rule applies."""
+    when no rule applies.
+
+    >>> official_question_subtype("What color is the <o> thing?", None)
+    'attr query (color)'
+    >>> official_question_subtype("What is the <o> action of the cone?", None)
+    'action query (by order)'
+    """
     t = text.lower()
     if "same set of activities" in t:
         return "compare action set (count)" if "how many" in t else "compare action set (exist)"
@@ -405,6 +416,19 @@ def load_dvd(path: str | Path, *, fps: float = 24.0, video_frames: float = 301,
             for bad JSON, a missing or mistyped field, a reversed period, a
             question text no DVD rule classifies, or a duplicate record key.
         FileNotFoundError: ``path`` does not exist or a folder holds no file.
+
+    >>> import json, tempfile
+    >>> deps = dict.fromkeys(("temporal", "object", "attribute", "spatial"), "none")
+    >>> turn = {"question": "How many cones are there?", "answer": 2, "split": "all_actions",
+    ...         "image": "CLEVR_new_000002", "template_filename": "object_count.json",
+    ...         "template": {"text": ["How many <S> are there?"], "interval_type": "none",
+    ...                      "used_periods": [[None, ["3", "end_slide", 1, 96]]]},
+    ...         "turn_dependencies": deps}
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     _ = Path(d, "dialogues.json").write_text(json.dumps([[turn]]))
+    ...     (r,) = load_dvd(d)
+    >>> r.key, r.answer, r.spans, r.extra["question_type"]
+    ('all_actions-CLEVR_new_000002_0_0', '2', array([[0., 4.]]), 'object_count')
     """
     if not (isinstance(fps, (int, float)) and math.isfinite(fps) and fps > 0):
         raise ValueError(f"load_dvd: fps must be a positive number, got {fps!r}")

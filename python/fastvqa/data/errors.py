@@ -16,6 +16,13 @@ class DataFormatError(InputError):
     The message names the file, the record (index or id) and the field, e.g.
     ``gsub_test.json: record '2440175990' (video): field 'duration': expected a
     number, got 'abc'``.
+
+    >>> err = DataFormatError("data/gsub_test.json", "expected a number, got 'abc'",
+    ...                       record="24", field="duration")
+    >>> print(err)
+    gsub_test.json: record '24': field 'duration': expected a number, got 'abc'
+    >>> isinstance(err, ValueError), err.field
+    (True, 'duration')
     """
 
     def __init__(self, path: Any, reason: str, *, record: Any = None, field: Optional[str] = None):

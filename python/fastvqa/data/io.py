@@ -50,6 +50,12 @@ def input_file(path: PathLike) -> Path:
         IsADirectoryError: ``path`` is a folder.
         DataFormatError: ``path`` is not a regular file (a device such as
             ``/dev/zero``, a FIFO or a socket).
+
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     _ = Path(d, "test.json").write_text("[]")
+    ...     print(input_file(Path(d, "test.json")).name)
+    test.json
     """
     path = Path(path)
     try:
@@ -83,7 +89,15 @@ class _TooLarge(Exception):
 
 def loads(text: Union[str, bytes], path: PathLike, *, where: Any = None) -> Any:
     """``json.loads`` with fastvqa's checks (see :func:`read_json`); ``where``
-    names the record (e.g. ``"line 3"``) in the error."""
+    names the record (e.g. ``"line 3"``) in the error.
+
+    >>> loads('{"qid": 1}', "preds.json")
+    {'qid': 1}
+    >>> loads("[1,", "preds.jsonl", where="line 3")
+    Traceback (most recent call last):
+    ...
+    fastvqa.data.errors.DataFormatError: preds.jsonl: record 'line 3': not valid JSON ...
+    """
     # A parse makes no reference cycles, but millions of new containers set
     # off the cyclic collector again and again (about 40% of the time on a
     # large prediction file): paused for the parse.
@@ -117,6 +131,12 @@ def read_json(path: PathLike) -> Any:
         DataFormatError: not a regular file, not UTF-8 text, not valid JSON
             (the message gives the parser's line and column), nested too deeply,
             or holding an integer beyond +-(2**63 - 1).
+
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     _ = Path(d, "a.json").write_text('{"a": 1, "b": [2, 3]}')
+    ...     print(read_json(Path(d, "a.json")))
+    {'a': 1, 'b': [2, 3]}
     """
     with stream_json(path) as doc:
         if doc.kind is dict:
@@ -191,6 +211,13 @@ class JsonStream:
     leaves the ``with`` block with a ``ValueError``/``TypeError`` (a rejected
     entry), in its place: the error a whole-file parse gives first. Iterate
     once.
+
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     _ = Path(d, "a.json").write_text('[10, "x"]')
+    ...     with stream_json(Path(d, "a.json")) as doc:
+    ...         print(doc.kind.__name__, list(doc))
+    list [(0, 10), (1, 'x')]
     """
 
     def __init__(self, path: Path, f: TextIO):
@@ -514,6 +541,13 @@ def stream_json(path: PathLike) -> JsonStream:
             on the whole file), nested too deeply, or holding an integer
             beyond +-(2**63 - 1). Errors in the top level are raised when
             construction or iteration reaches them.
+
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     _ = Path(d, "a.json").write_text('{"a": 1, "b": [2, 3]}')
+    ...     with stream_json(Path(d, "a.json")) as doc:
+    ...         print(doc.kind.__name__, list(doc))
+    dict [('a', 1), ('b', [2, 3])]
     """
     path = input_file(path)
     f = path.open(encoding="utf-8-sig", newline="")
@@ -530,6 +564,12 @@ def iter_json_lines(path: PathLike) -> Iterator[tuple[int, Any]]:
 
     Raises:
         the errors of :func:`read_json`, the record named ``"line N"``.
+
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     _ = Path(d, "p.jsonl").write_text('{"qid": 1}\\n\\n{"qid": 2}\\n')
+    ...     print(list(iter_json_lines(Path(d, "p.jsonl"))))
+    [(1, {'qid': 1}), (3, {'qid': 2})]
     """
     path = input_file(path)
     first = True
@@ -552,7 +592,14 @@ def iter_json_lines(path: PathLike) -> Iterator[tuple[int, Any]]:
 def first_char(path: PathLike) -> str:
     """The first non-blank character of a file ('' when it has none), read in
     64 KiB chunks (the file is not loaded whole): tells a JSON array from
-    JSON Lines."""
+    JSON Lines.
+
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     _ = Path(d, "a.json").write_text('  \\n[{"qid": 1}]')
+    ...     print(first_char(Path(d, "a.json")))
+    [
+    """
     path = input_file(path)
     with path.open("rb") as f:
         while True:
@@ -575,6 +622,12 @@ def split_file(path: PathLike, names: Iterable[str], *, split: str, what: str) -
             ``names`` (the message names them, the split and up to 8 files
             the folder does hold).
         DataFormatError: ``path`` is not a regular file nor a folder.
+
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     _ = Path(d, "dev.json").write_text("[]")
+    ...     print(split_file(d, ["dev.json"], split="dev", what="split file").name)
+    dev.json
     """
     path = Path(path)
     if not path.is_dir():
@@ -609,6 +662,13 @@ def iter_input_files(path: PathLike, pattern: str = "*.json", *, exclude: Iterab
     Raises:
         FileNotFoundError: nothing at ``path``; a folder with no matching file.
         DataFormatError: ``path`` is not a regular file nor a folder.
+
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     for name in ("b.json", "a.json", "metadata.json", "notes.txt"):
+    ...         _ = Path(d, name).write_text("[]")
+    ...     print([p.name for p in iter_input_files(d, exclude=("metadata.json",))])
+    ['a.json', 'b.json']
     """
     path = Path(path)
     if not path.is_dir():
@@ -625,6 +685,11 @@ def merge_records(files: Iterable[Path], load: Callable[[Path], Iterable[Any]]) 
 
     A record ``key`` (:attr:`fastvqa.data.QARecord.key`) may come from one
     file only: a key seen again is a :class:`DataFormatError` naming both files.
+
+    >>> from fastvqa.data.record import QARecord
+    >>> load = lambda f: [QARecord(f.stem, "0"), QARecord(f.stem, "1")]
+    >>> [r.key for r in merge_records([Path("a.json"), Path("b.json")], load)]
+    ['a_0', 'a_1', 'b_0', 'b_1']
     """
     records: list[Any] = []
     seen: dict[str, Path] = {}
@@ -639,7 +704,15 @@ def merge_records(files: Iterable[Path], load: Callable[[Path], Iterable[Any]]) 
 
 
 def open_text(path: PathLike, *, encoding: str = "utf-8") -> TextIO:
-    """A checked regular file opened as text (``newline=""``, for csv)."""
+    """A checked regular file opened as text (``newline=""``, for csv).
+
+    >>> import csv, tempfile
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     _ = Path(d, "q.csv").write_text("qid,answer\\n1,a\\n")
+    ...     with open_text(Path(d, "q.csv")) as f:
+    ...         print(list(csv.DictReader(f)))
+    [{'qid': '1', 'answer': 'a'}]
+    """
     return input_file(path).open(newline="", encoding=encoding)
 
 
@@ -666,6 +739,13 @@ def read_keyed_predictions(
 
     Raises:
         DataFormatError: naming the file and, for a bad entry, its key or position.
+
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     _ = Path(d, "p.json").write_text('{"v1_0": 2, "v1_1": null}')
+    ...     print(read_keyed_predictions(Path(d, "p.json"), lambda v: isinstance(v, int),
+    ...                                  container="{key: index}", value=repr))
+    {'v1_0': 2, 'v1_1': None}
     """
     accepted = {type(None), *types}
     with stream_json(path) as doc:

@@ -28,7 +28,7 @@ import math
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Optional, Union
+from typing import Any, Iterator, Literal, Optional, Union
 
 import numpy as np
 
@@ -144,6 +144,15 @@ def load_qvhighlights(path: PathLike, *, split: str = "val") -> list[QARecord]:
             duplicated qid. The message names the file, the line and field.
         FileNotFoundError: the file does not exist; a folder without the
             split's file.
+
+    >>> import json, tempfile
+    >>> line = {"qid": 7, "query": "a dog runs", "duration": 150, "vid": "abc_60_210",
+    ...         "relevant_windows": [[10, 24]]}
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     _ = Path(d, "val.jsonl").write_text(json.dumps(line) + "\\n")
+    ...     (r,) = load_qvhighlights(d, split="val")
+    >>> r.key, r.question, r.spans, r.duration
+    ('abc_60_210_7', 'a dog runs', array([[10., 24.]]), 150.0)
     """
     path = split_file(path, [f"highlight_{split}_release.jsonl", f"{split}.jsonl"],
                       split=split, what="QVHighlights annotation file")
@@ -197,6 +206,14 @@ def load_qvhighlights_submission(path: PathLike, *, allow_reversed: bool = False
             fails on it), windows that are not three finite numbers with
             start <= end, a duplicated qid.
         FileNotFoundError: the file does not exist.
+
+    >>> import json, tempfile
+    >>> line = {"qid": 7, "pred_relevant_windows": [[8, 20, 0.9], [30, 40, 0.5]]}
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     _ = Path(d, "sub.jsonl").write_text(json.dumps(line) + "\\n")
+    ...     print(load_qvhighlights_submission(Path(d, "sub.jsonl")))
+    {'7': array([[ 8. , 20. ,  0.9],
+           [30. , 40. ,  0.5]])}
     """
     path = Path(path)
     out: dict[str, np.ndarray] = {}
@@ -225,6 +242,13 @@ def load_qvhighlights_saliency(path: PathLike) -> dict[str, np.ndarray]:
         DataFormatError: invalid JSON, a missing ``qid``, scores that are not
             a non-empty list of finite numbers.
         FileNotFoundError: the file does not exist.
+
+    >>> import json, tempfile
+    >>> lines = [{"qid": 7, "pred_saliency_scores": [0.1, 0.7]}, {"qid": 8}]
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     _ = Path(d, "sub.jsonl").write_text("\\n".join(map(json.dumps, lines)))
+    ...     print(load_qvhighlights_saliency(Path(d, "sub.jsonl")))
+    {'7': array([0.1, 0.7])}
     """
     path = Path(path)
     out: dict[str, np.ndarray] = {}
@@ -260,6 +284,11 @@ class TimestampRepair:
         before: the timestamp as the file has it.
         after: the timestamp kept (None when dropped).
         reason: a readable explanation.
+
+    >>> r = TimestampRepair("v_x", 1, "clipped_end", (18.0, 25.0), (18.0, 20.0),
+    ...                     "end 25 > duration 20: set to duration")
+    >>> r.action, r.after
+    ('clipped_end', (18.0, 20.0))
     """
 
     video_id: str
@@ -272,7 +301,12 @@ class TimestampRepair:
 
 class RepairedRecords(list):
     """A ``list[QARecord]`` that also carries ``repairs``: the
-    :class:`TimestampRepair` entries made while loading, in file order."""
+    :class:`TimestampRepair` entries made while loading, in file order.
+
+    >>> records = RepairedRecords([QARecord("v_x", "0")])
+    >>> len(records), records.repairs
+    (1, [])
+    """
 
     def __init__(self, records=(), repairs=()):
         super().__init__(records)
@@ -319,7 +353,8 @@ def _repair(video_id: str, index: int, s: float, e: float, duration: float, poli
     return kept, repairs
 
 
-def load_activitynet_captions(path: PathLike, *, policy: str = "repair",
+def load_activitynet_captions(path: PathLike, *,
+                              policy: Literal["repair", "2dtan", "strict"] = "repair",
                               split: str = "val_1") -> RepairedRecords:
     """Loads an ActivityNet Captions JSON file, one record per sentence.
 
@@ -368,6 +403,15 @@ def load_activitynet_captions(path: PathLike, *, policy: str = "repair",
         ValueError: an unknown policy.
         FileNotFoundError: the file does not exist; a folder without
             ``<split>.json``.
+
+    >>> import json, tempfile
+    >>> video = {"duration": 20.0, "timestamps": [[2, 5], [18, 25]],
+    ...          "sentences": [" A man walks.", " He sits."]}
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     _ = Path(d, "val_1.json").write_text(json.dumps({"v_x": video}))
+    ...     records = load_activitynet_captions(d, policy="repair")
+    >>> [(r.question, r.spans.tolist()) for r in records], records.repairs[0].action
+    ([('A man walks.', [[2.0, 5.0]]), ('He sits.', [[18.0, 20.0]])], 'clipped_end')
     """
     if policy not in ACTIVITYNET_POLICIES:
         raise ValueError(f"load_activitynet_captions: unknown policy {policy!r}; expected one of "

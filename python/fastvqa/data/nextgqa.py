@@ -20,7 +20,7 @@ import math
 from itertools import chain
 from operator import itemgetter
 from pathlib import Path
-from typing import Any, Iterable, Optional, Sequence, Union
+from typing import Any, Iterable, Literal, Optional, Sequence, Union
 
 import numpy as np
 
@@ -36,7 +36,7 @@ _INT_COLUMNS = ("frame_count", "width", "height")
 
 
 def load_nextgqa(folder_or_files: Union[PathLike, Sequence[PathLike]],
-                 split: str = "test") -> list[QARecord]:
+                 split: Literal["test", "val"] = "test") -> list[QARecord]:
     """Loads the grounded NExT-GQA questions of one split.
 
     Args:
@@ -64,6 +64,14 @@ def load_nextgqa(folder_or_files: Union[PathLike, Sequence[PathLike]],
             an answer that is none of the options, a grounded question missing
             from the csv, duplicated csv rows.
         FileNotFoundError: a file (or the folder's gsub JSON) does not exist.
+
+    >>> import json, tempfile
+    >>> gsub = {"4882821564": {"duration": 30.0, "fps": 30, "location": {"2": [[2.5, 6.0]]}}}
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     _ = Path(d, "gsub_val.json").write_text(json.dumps(gsub))
+    ...     (r,) = load_nextgqa(d, split="val")
+    >>> r.key, r.spans, r.duration, r.options
+    ('4882821564_2', array([[2.5, 6. ]]), 30.0, [])
     """
     gsub_path, csv_path = _resolve(folder_or_files, split)
     videos = read_gsub(gsub_path)
@@ -120,13 +128,25 @@ def _resolve(src: Any, split: str) -> tuple[Path, Optional[Path]]:
 
 
 def is_number(x: Any) -> bool:
-    """A JSON number (bool is not one)."""
+    """A JSON number (bool is not one).
+
+    >>> is_number(3), is_number(2.5), is_number(True), is_number("3")
+    (True, True, False, False)
+    """
     return isinstance(x, (int, float)) and not isinstance(x, bool)
 
 
 def parse_span(value: Any, path: PathLike, record: Any, field: str) -> tuple[float, float]:
     """``[start, end]``: exactly two finite numbers (reversed or zero-length
-    spans are allowed; their scores follow the evaluation's rules)."""
+    spans are allowed; their scores follow the evaluation's rules).
+
+    >>> parse_span([1, 2.5], "preds.json", "v1_2", "span")
+    (1.0, 2.5)
+    >>> parse_span([1], "preds.json", "v1_2", "span")
+    Traceback (most recent call last):
+    ...
+    fastvqa.data.errors.DataFormatError: preds.json: record 'v1_2': field 'span': expected ...
+    """
     if not isinstance(value, (list, tuple)) or len(value) != 2:
         raise DataFormatError(path, f"expected a span [start, end], got {value!r}",
                               record=record, field=field)
@@ -149,7 +169,15 @@ def parse_span(value: Any, path: PathLike, record: Any, field: str) -> tuple[flo
 def read_gsub(path: PathLike) -> dict[str, dict[str, Any]]:
     """Validated ``gsub_<split>.json``: ``{video_id: {"duration": float,
     "fps": float or None, "location": {qid: (K, 2) float64 array}}}`` in file
-    order."""
+    order.
+
+    >>> import json, tempfile
+    >>> gsub = {"4882821564": {"duration": 30.0, "fps": 30, "location": {"2": [[2.5, 6.0]]}}}
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     _ = Path(d, "gsub_val.json").write_text(json.dumps(gsub))
+    ...     print(read_gsub(Path(d, "gsub_val.json")))
+    {'4882821564': {'duration': 30.0, 'fps': 30.0, 'location': {'2': array([[2.5, 6. ]])}}}
+    """
     with stream_json(path) as doc:
         if doc.kind is not dict:
             raise DataFormatError(doc.path, "expected a JSON object {video_id: {duration, fps, "
@@ -199,7 +227,16 @@ def _gsub_videos(entries: Iterable[tuple[str, Any]], path: Path) -> dict[str, di
 
 def read_questions_csv(path: PathLike) -> dict[tuple[str, str], dict[str, Any]]:
     """``<split>.csv`` rows keyed by ``(video_id, qid)``: question, options,
-    answer (option index), extra (type, answer_text, frame_count, width, height)."""
+    answer (option index), extra (type, answer_text, frame_count, width, height).
+
+    >>> import tempfile
+    >>> text = "video_id,qid,question,answer,a0,a1,a2,a3,a4\\nv1,2,why?,to eat,a,to eat,c,d,e\\n"
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     _ = Path(d, "val.csv").write_text(text)
+    ...     row = read_questions_csv(Path(d, "val.csv"))[("v1", "2")]
+    >>> row["question"], row["answer"], row["extra"]
+    ('why?', 1, {'answer_text': 'to eat'})
+    """
     path = Path(path)
     try:
         with open_text(path, encoding="utf-8-sig") as f:
@@ -252,7 +289,11 @@ def _parse_row(row: dict[str, str], path: Path, record: str) -> dict[str, Any]:
 def answer_index(answer: str, options: Sequence[str]) -> Optional[int]:
     """Index of the first option equal to ``answer`` (exact, then ignoring
     surrounding spaces); an integer string within range is taken as an index
-    (NExT-QA's original csvs store the index). None when nothing matches."""
+    (NExT-QA's original csvs store the index). None when nothing matches.
+
+    >>> answer_index(" b ", ["a", "b"]), answer_index("1", ["a", "b"]), answer_index("c", ["a"])
+    (1, 1, None)
+    """
     for i, opt in enumerate(options):
         if opt == answer:
             return i
@@ -275,7 +316,14 @@ def read_grounding_predictions(path: PathLike) -> dict[str, tuple[float, float]]
 
     Spans must be two finite numbers (the official script reads ``[0]`` and
     ``[-1]`` of any list; fastvqa asks for exactly two so a malformed entry is
-    an error, not a silently different number)."""
+    an error, not a silently different number).
+
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     _ = Path(d, "grounding.json").write_text('{"4882821564_2": [2.0, 5.5]}')
+    ...     print(read_grounding_predictions(Path(d, "grounding.json")))
+    {'4882821564_2': (2.0, 5.5)}
+    """
     with stream_json(path) as doc:
         if doc.kind is not dict:
             raise DataFormatError(doc.path, _GROUNDING_LAYOUT + f", got a {doc.kind.__name__}")
@@ -289,7 +337,11 @@ def grounding_spans(runs: Iterable[dict], path: PathLike) -> dict[str, tuple[flo
     """``{key: (start, end)}`` from a grounding file's entries in runs
     (:meth:`fastvqa.data.io.JsonStream.batches`), each run checked as it
     comes (the first bad entry is an error naming its key; a repeated key
-    keeps its last span, as ``json.load``)."""
+    keeps its last span, as ``json.load``).
+
+    >>> grounding_spans([{"v1_2": [0, 2]}, {"v1_3": [1.5, 3]}], "grounding.json")
+    {'v1_2': (0, 2), 'v1_3': (1.5, 3)}
+    """
     out: dict[str, tuple[float, float]] = {}
     for run in runs:
         values = run.values()
@@ -314,7 +366,11 @@ _NUMBERS = frozenset((int, float))
 
 
 def parse_int(value: Any, path: PathLike, record: str, field: str) -> int:
-    """An integer (or an integral float such as 2.0); bools and text are errors."""
+    """An integer (or an integral float such as 2.0); bools and text are errors.
+
+    >>> parse_int(2.0, "qa.json", "v1_2", "prediction")
+    2
+    """
     if isinstance(value, bool) or not is_number(value) or \
             (isinstance(value, float) and not value.is_integer()):
         raise DataFormatError(path, f"expected an integer option index, got {value!r}",
@@ -326,7 +382,15 @@ def read_qa_predictions(path: PathLike) -> dict[str, dict[str, Optional[int]]]:
     """The official QA file ``{"<video_id>_<qid>": {"prediction": k, "answer": k_true}}``.
 
     Returns ``{key: {"prediction": int, "answer": int or None}}``; ``answer``
-    may be left out of an entry (fastvqa then takes the ground truth's)."""
+    may be left out of an entry (fastvqa then takes the ground truth's).
+
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     p = Path(d, "qa.json")
+    ...     _ = p.write_text('{"v1_2": {"prediction": 1, "answer": 1}, "v1_3": {"prediction": 2}}')
+    ...     print(read_qa_predictions(p))
+    {'v1_2': {'prediction': 1, 'answer': 1}, 'v1_3': {'prediction': 2, 'answer': None}}
+    """
     with stream_json(path) as doc:
         if doc.kind is not dict:
             raise DataFormatError(doc.path, 'expected a JSON object {"<video_id>_<qid>": '

@@ -26,6 +26,10 @@ class QARecord:
             seconds (K may be 0).
         duration: video length in seconds, or None when the file has none.
         extra: benchmark-specific fields, kept as they were (never dropped).
+
+    >>> r = QARecord("v1", "3", "What is on the table?", ["a cup", "a book"], answer=1)
+    >>> r.key, r.options[r.answer], r.spans.shape
+    ('v1_3', 'a book', (0, 2))
     """
 
     video_id: str
@@ -50,5 +54,12 @@ def spans_to_csr(rows: Sequence[Any]) -> Ragged:
     empty row); the result (it unpacks as ``flat, offsets``) feeds
     :func:`fastvqa.ops.grounding_overlap` and :func:`fastvqa.metrics.grounded_qa`.
     :func:`fastvqa.ragged.from_rows` with ``width=2``.
+
+    >>> flat, offsets = spans_to_csr([[[0, 1], [2, 3]], []])
+    >>> flat
+    array([[0., 1.],
+           [2., 3.]])
+    >>> offsets
+    array([0, 2, 2])
     """
     return from_rows(rows, width=2)

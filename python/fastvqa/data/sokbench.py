@@ -35,6 +35,11 @@ def parse_rationale(text: str) -> Optional[dict[str, str]]:
     The string is tried as JSON first. The released example is not valid JSON
     (steps quote text with unescaped ``"``), so the fallback cuts the text at
     each ``"<n>": "`` and strips the closing quote, comma and brace of each step.
+
+    >>> parse_rationale('{"1": "He says "hi".", "2": "So he waves."}')
+    {'1': 'He says "hi".', '2': 'So he waves.'}
+    >>> print(parse_rationale("no numbered steps"))
+    None
     """
     try:
         parsed = json.loads(text)
@@ -164,6 +169,15 @@ def load_sokbench(path: str | Path) -> list[QARecord]:
             ``question``/``video``/``answer.choices``/``answer.right_choice``,
             a wrong type, ``right_choice`` outside the choices, a reversed or
             non-numeric ``time_slot``.
+
+    >>> import json, tempfile
+    >>> q = {"question": "Why?", "video": "abc123", "time_slot": [3, 9],
+    ...      "answer": {"direct": "to drink", "choices": ["to wash", "to drink"], "right_choice": 1}}
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     _ = Path(d, "q.json").write_text(json.dumps({"intent": [q]}))
+    ...     (r,) = load_sokbench(Path(d, "q.json"))
+    >>> r.key, r.options[r.answer], r.spans, r.extra["question_type"]
+    ('abc123_intent_0', 'to drink', array([[3., 9.]]), 'intent')
     """
     files = iter_input_files(path, "*.json", what="SOK-Bench question file")
     if not Path(path).is_dir():

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any, Union
+from typing import Any, Literal, Union
 
 import numpy as np
 
@@ -31,7 +31,8 @@ _MAPPED = ("question", "answer", "duration", "video_id")
 LONG_SPAN_FRACTION = 0.25
 
 
-def load_wildqa(path: Union[str, Path], *, split: str = "test",
+def load_wildqa(path: Union[str, Path], *,
+                split: Literal["test", "dev", "raw_test", "raw_dev"] = "test",
                 evidence_filter: bool = False) -> list[QARecord]:
     """Reads a WildQA split file into one :class:`QARecord` per question, in file
     order.
@@ -82,6 +83,15 @@ def load_wildqa(path: Union[str, Path], *, split: str = "test",
             a span that is not two finite numbers with ``0 <= start <= end``, or a
             duration that is not a positive finite number. The message names the
             file, the record index and the field.
+
+    >>> import json, tempfile
+    >>> item = {"question": "Why?", "answer": "rain", "evidences": [{"0": [1.0, 4.5]}],
+    ...         "duration": 60.0, "video_id": "v1"}
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     _ = Path(d, "dev.json").write_text(json.dumps([item]))
+    ...     (r,) = load_wildqa(d, split="dev")
+    >>> r.key, r.answer, r.spans, r.duration
+    ('v1_0', 'rain', array([[1. , 4.5]]), 60.0)
     """
     path = split_file(path, [f"{split}.json"], split=split, what="WildQA split file")
     with stream_json(path) as doc:

@@ -22,7 +22,13 @@ class Prompt:
     ``system``: the instruction (the paper's words where it gives them);
     ``user``: a :meth:`str.format` template whose fields the pipeline fills;
     ``source``: where ``system`` comes from; ``user_source``: where the user
-    template comes from; ``notes``: what was changed or added and why."""
+    template comes from; ``notes``: what was changed or added and why.
+
+    >>> p = Prompt("caption", "You describe videos.", "Describe {what}.", source="fastvqa")
+    >>> p.messages(what="the first scene")  # doctest: +NORMALIZE_WHITESPACE
+    [{'role': 'system', 'content': 'You describe videos.'},
+     {'role': 'user', 'content': 'Describe the first scene.'}]
+    """
 
     name: str
     system: str

@@ -16,7 +16,7 @@ time is O(n_distinct^2) similarity products.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping, Optional, Sequence, Union
+from typing import Any, Literal, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
@@ -42,6 +42,9 @@ def normalize_question(text: str) -> str:
     and spaces are stripped, repeatedly, so ``"What is it ?!"`` and
     ``"what  is it"`` both become ``"what is it"``. Leading and inner
     punctuation is kept. A question made only of punctuation becomes ``""``.
+
+    >>> normalize_question("What  is it ?!"), normalize_question("?!")
+    ('what is it', '')
     """
     if not isinstance(text, str):
         raise TypeError(f"normalize_question: expected a string, got {type(text).__name__}")
@@ -167,7 +170,8 @@ def _groups_from_labels(labels: np.ndarray, include_singletons: bool) -> list[li
 
 
 def duplicate_groups(questions: Sequence[str], threshold: Optional[float] = None, *,
-                     encoder: Union[str, Any] = "tfidf", exact: str = "normalized",
+                     encoder: Union[str, Any] = "tfidf",
+                     exact: Literal["normalized", "raw"] = "normalized",
                      include_singletons: bool = False,
                      progress: Optional[bool] = None) -> list[list[int]]:
     """Groups of duplicate questions, as lists of indices into ``questions``.
@@ -203,6 +207,12 @@ def duplicate_groups(questions: Sequence[str], threshold: Optional[float] = None
     letters in the vocabulary; any encoder: an all-zero vector) has cosine 0
     with every question: it joins a group only by exact equality, and a
     :class:`~fastvqa.retrieval.RetrievalWarning` says how many there are.
+
+    >>> qs = ["What is it?", "what is it", "Who came?", "What is it ?!", "Where?"]
+    >>> duplicate_groups(qs), duplicate_groups(qs, exact="raw")
+    ([[0, 1, 3]], [])
+    >>> duplicate_groups(qs, include_singletons=True)
+    [[0, 1, 3], [2], [4]]
     """
     who = "duplicate_groups"
     qs = check_texts(questions, "questions", who)
@@ -216,7 +226,11 @@ class UniqueCounts:
     """``total``: questions; ``unique_exact``: distinct strings as given;
     ``unique_normalized``: distinct :func:`normalize_question` forms;
     ``unique_near``: near-duplicate groups including singletons (None
-    without a threshold)."""
+    without a threshold).
+
+    >>> UniqueCounts(total=5, unique_exact=5, unique_normalized=3)
+    UniqueCounts(total=5, unique_exact=5, unique_normalized=3, unique_near=None)
+    """
 
     total: int
     unique_exact: int
@@ -226,11 +240,15 @@ class UniqueCounts:
 
 def unique_question_count(questions: Sequence[str], threshold: Optional[float] = None, *,
                           encoder: Union[str, Any] = "tfidf",
-                          exact: str = "normalized",
+                          exact: Literal["normalized", "raw"] = "normalized",
                           progress: Optional[bool] = None) -> UniqueCounts:
     """DVD Table 1's "# unique questions", exact and normalised, and (with
     ``threshold``) the number of near-duplicate groups counted as in
-    :func:`duplicate_groups` (``encoder``, ``exact``, ``progress`` as there)."""
+    :func:`duplicate_groups` (``encoder``, ``exact``, ``progress`` as there).
+
+    >>> unique_question_count(["What is it?", "what is it", "Who came?"])
+    UniqueCounts(total=3, unique_exact=3, unique_normalized=2, unique_near=None)
+    """
     who = "unique_question_count"
     qs = check_texts(questions, "questions", who)
     t = _check_threshold(threshold, who)
@@ -245,12 +263,18 @@ def unique_question_count(questions: Sequence[str], threshold: Optional[float] =
 def unique_counts_by_split(splits: Mapping[str, Sequence[str]],
                            threshold: Optional[float] = None, *,
                            encoder: Union[str, Any] = "tfidf",
-                           exact: str = "normalized") -> dict[str, UniqueCounts]:
+                           exact: Literal["normalized", "raw"] = "normalized"
+                           ) -> dict[str, UniqueCounts]:
     """:func:`unique_question_count` per split, plus ``"total"`` over all
     splits together. The per-split unique counts can sum to more than the
     total's (DVD: 659,891 vs 620,739), since a question may recur across
     splits; count the union with ``"total"``, never by adding splits.
-    A split named ``"total"`` is refused."""
+    A split named ``"total"`` is refused.
+
+    >>> counts = unique_counts_by_split({"train": ["Why?", "How?"], "val": ["why", "When?"]})
+    >>> {name: c.unique_normalized for name, c in counts.items()}
+    {'train': 2, 'val': 2, 'total': 3}
+    """
     if "total" in splits:
         raise ValueError("unique_counts_by_split: 'total' is reserved for the union of splits")
     out = {name: unique_question_count(qs, threshold, encoder=encoder, exact=exact)

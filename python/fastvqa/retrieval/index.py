@@ -19,7 +19,7 @@ import io
 import json
 import warnings
 from pathlib import Path
-from typing import Any, Optional, Union
+from typing import Any, Literal, Optional, Union
 
 import numpy as np
 
@@ -172,9 +172,18 @@ class Index:
 
     The dimension is fixed by the first :meth:`add`. Ids are int64, given or
     running from 0 (continuing after the largest id so far).
+
+    >>> bank = np.random.default_rng(0).standard_normal((4, 8)).astype(np.float32)
+    >>> index = Index(metric="l2", device="cpu").add(bank)
+    >>> index
+    Index(metric='l2', kind='flat', device='cpu', dim=8, size=4)
+    >>> scores, ids = index.search(bank, k=5)  # each vector is its own nearest
+    >>> ids[:, 0], ids[:, 4]  # only 4 vectors: the 5th neighbour is missing (-1)
+    (array([0, 1, 2, 3]), array([-1, -1, -1, -1]))
     """
 
-    def __init__(self, metric: str = "ip", kind: str = "flat", device: Any = "auto", *,
+    def __init__(self, metric: Literal["ip", "l2"] = "ip",
+                 kind: Literal["flat", "ivf", "hnsw"] = "flat", device: Any = "auto", *,
                  fp16: bool = False, nlist: int = 1024, nprobe: int = 16, m: int = 32):
         _checks.choice(metric, "Index", "metric", METRICS)
         _checks.choice(kind, "Index", "kind", KINDS)
@@ -237,7 +246,13 @@ class Index:
 
     def add(self, vectors: Any, ids: Any = None) -> "Index":
         """Add (n, d) vectors (NumPy or torch; copied to float32) with int64
-        ``ids`` (default: running numbers after the largest id so far)."""
+        ``ids`` (default: running numbers after the largest id so far).
+
+        >>> bank = np.random.default_rng(0).standard_normal((4, 8)).astype(np.float32)
+        >>> index = Index("ip", device="cpu").add(bank[:2], ids=[10, 20]).add(bank[2:])
+        >>> len(index), index.search(bank[3:], k=1)[1]
+        (4, array([[22]]))
+        """
         x = _as_matrix("vectors", vectors, self.dim)
         n = x.shape[0]
         if ids is None:
@@ -282,6 +297,11 @@ class Index:
         NumPy arrays, or torch tensors on the queries' device when the queries
         are a torch tensor. Ties are ordered by id (smaller first); missing
         neighbours are id -1 with score -inf (ip) / +inf (l2).
+
+        >>> bank = np.random.default_rng(0).standard_normal((4, 8)).astype(np.float32)
+        >>> scores, ids = Index("l2", device="cpu").add(bank).search(bank[[2]], k=1)
+        >>> ids, scores.dtype
+        (array([[2]]), dtype('float32'))
         """
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 0:
             raise ValueError(f"Index.search: k must be a non-negative integer, got {k!r}")
@@ -378,7 +398,14 @@ class Index:
         blob's sha256 (checked by :meth:`load`). It is written through a
         temporary name and linked into place when complete, so a failure
         leaves no partial file (:mod:`fastvqa._outputs`). An existing
-        ``path`` raises ``FileExistsError`` before any work."""
+        ``path`` raises ``FileExistsError`` before any work.
+
+        >>> import tempfile
+        >>> bank = np.random.default_rng(0).standard_normal((4, 8)).astype(np.float32)
+        >>> with tempfile.TemporaryDirectory() as d:
+        ...     print(Index("l2", device="cpu").add(bank).save(Path(d, "bank.npz")).name)
+        bank.npz
+        """
         from fastvqa._outputs import check_new, write_new
 
         path = check_new(path, "path")
@@ -406,6 +433,13 @@ class Index:
         which stored no checksum, still loads, with a
         :class:`~fastvqa.retrieval.RetrievalWarning` (re-save it to add one);
         its flat blob is size-checked all the same, other kinds are not.
+
+        >>> import tempfile
+        >>> bank = np.random.default_rng(0).standard_normal((4, 8)).astype(np.float32)
+        >>> with tempfile.TemporaryDirectory() as d:
+        ...     path = Index("l2", device="cpu").add(bank).save(Path(d, "bank.npz"))
+        ...     print(Index.load(path, device="cpu"))
+        Index(metric='l2', kind='flat', device='cpu', dim=8, size=4)
         """
         from fastvqa.retrieval.encoders import RetrievalWarning
 
@@ -437,7 +471,12 @@ class Index:
 class IndexFileError(InputError):
     """An index file (or index folder) that is not what fastvqa wrote: a
     damaged, truncated or foreign file. The message names the path. An
-    :class:`fastvqa.errors.InputError` (so a ``ValueError``)."""
+    :class:`fastvqa.errors.InputError` (so a ``ValueError``).
+
+    >>> err = IndexFileError("bank.npz: damaged index file: not a readable .npz")
+    >>> isinstance(err, ValueError), str(err)
+    (True, 'bank.npz: damaged index file: not a readable .npz')
+    """
 
 
 #: Settings of an index file and the checks each must pass.
