@@ -195,8 +195,10 @@ def test_decoding_from_the_probes_container_is_exact(videos, video_id, workers, 
             np.testing.assert_array_equal(dec.get_frames_at(want[::-1]).data, expected[::-1])
         groups = pyav_backend._split_runs(dec.metadata, np.unique(want), dict(
             pyav_backend._plan_seeks(dec.metadata, np.unique(want))), workers)
-        # the probe's open serves the first group; other groups open their own
-        assert first == len(groups) or dec.metadata.decode_from_start
+        # the probe's open serves a one-group read; several decoders each open
+        # their own (with their share of the cores as threads)
+        assert first == (1 if len(groups) == 1 else 1 + len(groups)) \
+            or dec.metadata.decode_from_start
 
 
 def test_probe_open_closes_its_container_on_error(tmp_path, monkeypatch):
@@ -242,3 +244,30 @@ def test_probe_open_closes_its_container_on_error(tmp_path, monkeypatch):
     with pytest.raises(VideoError, match="no video stream"):
         probe_open(audio)
     assert closed == [True]
+
+
+@pytest.mark.parametrize("cores, workers, per", [(2, 2, 1), (8, 2, 4), (3, 2, 1), (16, 3, 5)])
+def test_several_decoders_share_the_cores(videos, cores, workers, per, monkeypatch):
+    """Each of ``workers`` decoders gets ``cores // workers`` FFmpeg threads
+    (at least one): a read never runs more decoding threads than cores."""
+    from fastvqa.video import VideoDecoder, pyav_backend
+
+    monkeypatch.setattr(pyav_backend, "MIN_GROUP_FRAMES", 1)
+    monkeypatch.setattr(pyav_backend.os, "cpu_count", lambda: cores)
+    counts = []
+    real_open = pyav_backend._Reader._open
+
+    def spy(self, container=None):
+        real_open(self, container)
+        counts.append(self.stream.codec_context.thread_count)
+
+    monkeypatch.setattr(pyav_backend._Reader, "_open", spy)
+    path = videos["h264-cfr-gop12"].path
+    want = np.array([10, 46, 94])  # three runs of 11 frames from their keyframes
+    with VideoDecoder(path, backend="pyav", decode_workers=workers) as dec:
+        groups = pyav_backend._split_runs(dec.metadata, want, dict(
+            pyav_backend._plan_seeks(dec.metadata, want)), workers)
+        assert len(groups) > 1
+        counts.clear()
+        np.testing.assert_array_equal(dec.get_frames_at(want).data, plain_pick(path, want))
+    assert counts == [per] * len(groups)
