@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import random
+import re
 
 import numpy as np
 import pytest
@@ -684,3 +685,34 @@ def test_records_keyed_by_question_id_and_in_record_order():
     assert by_key.metrics == by_qid.metrics == in_order.metrics
     with pytest.raises(InputError, match="no prediction key matches"):
         grounded_qa({"0": [0.0, 4.0]}, recs)  # question ids without by_question_id
+
+
+@pytest.mark.parametrize("offsets, message", [
+    ([1, 2, 3], "must start at 0, got 1"),
+    ([0, 3, 2], "must be non-decreasing, got 3 then 2"),
+    ([0, 2, 2], "must end at the number of ground-truth spans (3), got 2"),
+    ([0, -5, 3], "must be non-decreasing, got 0 then -5"),
+    ([0, 1, 99], "must end at the number of ground-truth spans (3), got 99"),
+])
+def test_scan_reads_the_offsets_in_place_and_rejects_bad_ones(offsets, message):
+    """The compiled pass reads the caller's offsets without a checked copy;
+    an offset out of order or range never addresses gt, and the call raises
+    the offsets' own error (the metric's Python check is bypassed here)."""
+    from fastvqa import _C
+
+    pred = np.array([[0.0, 5.0], [1.0, 2.0]])
+    gt = np.array([[0.0, 10.0], [2.0, 3.0], [4.0, 6.0]])
+    with pytest.raises(ValueError, match=re.escape(message)):
+        _C._grounding_scan(pred, gt, np.array(offsets, dtype=np.int64), np.array([0.5]),
+                           None, None, -1, 0.5)
+
+
+def test_scan_reads_strided_offsets():
+    from fastvqa.ops.temporal_iou import grounding_scan
+
+    pred = np.array([[0.0, 5.0], [1.0, 2.0]])
+    gt = np.array([[0.0, 10.0], [2.0, 3.0], [4.0, 6.0]])
+    spaced = np.array([0, -7, 1, -7, 3], dtype=np.int64)[::2]  # [0, 1, 3], stride 2
+    s = grounding_scan(pred, gt, spaced, [0.5])
+    # row 0: [0, 5] vs [0, 10] -> 0.5; row 1: [1, 2] vs [2, 3] (touching) and [4, 6]
+    assert s.iou.tolist() == [0.5, 0.0] and s.iop.tolist() == [1.0, 0.0]

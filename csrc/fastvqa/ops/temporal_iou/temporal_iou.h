@@ -46,6 +46,12 @@ struct GroundingScan {
   int64_t* counts;           ///< 2 * n_thresholds: rows with IoU >= t, then with IoP >= t
   int64_t bad_pred = -1;     ///< first prediction row neither finite nor two NaNs, or -1
   int64_t bad_gt = -1;       ///< first ground-truth row with a NaN or an infinity, or -1
+  /// The rows of gt. The scan reads the caller's offsets in place, each one
+  /// once, and addresses gt only with offsets inside [0, gt_rows].
+  int64_t gt_rows = 0;
+  /// Some row's offsets were decreasing or outside [0, gt_rows]; it was read
+  /// as empty (the binding then raises the offsets' error).
+  bool bad_offsets = false;
   // Answers (optional: pred_answers == nullptr skips them).
   const int64_t* pred_answers = nullptr;  ///< n predicted option indices
   const int64_t* gt_answers = nullptr;    ///< n gold option indices

@@ -145,17 +145,18 @@ py::dict grounding_scan(py::object pred_obj, py::object gt_obj, py::object off_o
                 ": gt_offsets must have shape (N + 1,) = (", n + 1, ",) for N = ", n,
                 " predictions, got shape ", ov.shape_str());
   FASTVQA_CHECK(thr.ndim() == 1, op, ": thresholds must be 1-D");
-  const std::vector<int64_t> offsets = host_row_offsets(ov, k, op, "gt_offsets",
-                                                        "ground-truth spans", 0);
+  FASTVQA_CHECK(!ov.is_cuda(), op, ": gt_offsets must be a host array");
   const int64_t n_t = thr.shape(0);
   py::array_t<double> iou(n), iop(n);
   py::array_t<bool> missing(n);
   py::array_t<int64_t> counts(2 * n_t);
   GroundingParams<double> p{static_cast<const double*>(pv.data), pv.strides[0], pv.strides[1],
                             static_cast<const double*>(gv.data), gv.strides[0], gv.strides[1],
-                            offsets.data(), 1, iou.mutable_data(), iop.mutable_data(), n};
+                            static_cast<const int64_t*>(ov.data), ov.strides[0],
+                            iou.mutable_data(), iop.mutable_data(), n};
   GroundingScan scan{reinterpret_cast<uint8_t*>(missing.mutable_data()), thr.data(), n_t,
                      counts.mutable_data()};
+  scan.gt_rows = k;
   // Answers are only compared, never used as addresses, so the pass reads the
   // caller's arrays (held here) like the spans, not a checked copy.
   using Int64s = py::array_t<int64_t, py::array::c_style | py::array::forcecast>;
@@ -180,6 +181,14 @@ py::dict grounding_scan(py::object pred_obj, py::object gt_obj, py::object off_o
   {
     py::gil_scoped_release release;
     grounding_scan_cpu(p, &scan);
+  }
+  // The pass read the caller's offsets in place, each checked against the
+  // rows of gt before use; the full rule (0 first, k last, non-decreasing)
+  // is checked here, with host_row_offsets' message.
+  const int64_t* o = static_cast<const int64_t*>(ov.data);
+  if (scan.bad_offsets || o[0] != 0 || o[n * ov.strides[0]] != k) {
+    host_row_offsets(ov, k, op, "gt_offsets", "ground-truth spans", 0);
+    FASTVQA_CHECK(false, op, ": gt_offsets changed while the call read it");
   }
   py::dict out;
   out["iou"] = iou;

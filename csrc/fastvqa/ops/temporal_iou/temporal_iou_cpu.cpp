@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // CPU loops for the temporal IoU family; the math is in temporal_iou_math.h.
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <limits>
 #include <mutex>
@@ -134,14 +135,27 @@ void overlap_cpu(const OverlapParams<T>& p) {
 
 namespace {
 
-// Rows [lo, hi) of p, one by one (the per-row loop's data-dependent trip count
-// costs a mispredicted branch on most rows; a block-wise vectorised form and a
-// four-lane masked form were both measured slower on 1-3 segments per row).
+// Rows [lo, hi) of p against k rows of gt, one by one (the per-row loop's
+// data-dependent trip count costs a mispredicted branch on most rows; a
+// block-wise vectorised form and a four-lane masked form were both measured
+// slower on 1-3 segments per row). Each offset is read once and checked
+// before it addresses gt, so the scan reads the caller's own offsets (no
+// checked copy: 16 bytes per row written and read again) and another thread
+// changing them while the GIL is released cannot send a read out of bounds.
+// A row whose offsets are decreasing or outside [0, k] is read as empty, and
+// the return value says so. The one caller of grounding_row on the CPU: with
+// two, GCC stops inlining nextgqa_pair (a call per pair, 8% slower).
 template <typename T>
-void grounding_rows(const GroundingParams<T>& p, int64_t lo, int64_t hi) {
-  for (int64_t i = lo; i < hi; ++i)
+bool grounding_rows(const GroundingParams<T>& p, int64_t k, int64_t lo, int64_t hi) {
+  bool bad = false;
+  for (int64_t i = lo; i < hi; ++i) {
+    const int64_t b = p.offsets[i * p.off_s0], e = p.offsets[(i + 1) * p.off_s0];
+    const bool ok = (b >= 0) & (b <= e) & (e <= k);
+    bad |= !ok;
     grounding_row(p.pred[i * p.p_s0], p.pred[i * p.p_s0 + p.p_s1], p.gt, p.g_s0, p.g_s1,
-                  p.offsets[i * p.off_s0], p.offsets[(i + 1) * p.off_s0], &p.iou[i], &p.iop[i]);
+                  ok ? b : 0, ok ? e : 0, &p.iou[i], &p.iop[i]);
+  }
+  return bad;
 }
 
 }  // namespace
@@ -154,7 +168,7 @@ void grounding_cpu(const GroundingParams<T>& p) {
   const double per_row = n > 0 ? double(p.offsets[n * p.off_s0] - p.offsets[0]) / double(n) : 0;
   parallel_rows(op_costs::loop_cost(op_costs::kGroundingOverlap, n, 1.0 + per_row), [&](Chunks& c) {
     int64_t lo, hi;
-    while (c.next(&lo, &hi)) grounding_rows(p, lo, hi);
+    while (c.next(&lo, &hi)) grounding_rows(p, p.offsets[n * p.off_s0], lo, hi);
   });
 }
 
@@ -238,8 +252,10 @@ void grounding_scan_cpu(const GroundingParams<double>& p, GroundingScan* scan) {
   const int64_t n = p.n, n_t = scan->n_thresholds;
   std::fill(scan->counts, scan->counts + 2 * n_t, int64_t{0});
   if (n == 0) return;
-  const double per_row = double(p.offsets[n * p.off_s0] - p.offsets[0]) / double(n);
+  const int64_t k = scan->gt_rows;
+  const double per_row = double(k) / double(n);
   const int64_t *pa = scan->pred_answers, *ga = scan->gt_answers;
+  std::atomic<bool> bad_offsets{false};
   std::mutex merge;
   parallel_rows(op_costs::loop_cost(op_costs::kGroundingOverlap, n, 1.0 + per_row), [&](Chunks& c) {
     std::vector<int64_t> counts(2 * n_t, 0);
@@ -249,8 +265,9 @@ void grounding_scan_cpu(const GroundingParams<double>& p, GroundingScan* scan) {
     // while they are still in L1/L2. The first-bad-row searches run only in a
     // block whose vectorised pass found one.
     auto block = [&](int64_t lo, int64_t hi) {
-      grounding_rows(p, lo, hi);
-      const int64_t k0 = p.offsets[lo * p.off_s0], k1 = p.offsets[hi * p.off_s0];
+      if (grounding_rows(p, k, lo, hi)) bad_offsets.store(true, std::memory_order_relaxed);
+      const int64_t k0 = std::clamp<int64_t>(p.offsets[lo * p.off_s0], 0, k);
+      const int64_t k1 = std::clamp<int64_t>(p.offsets[hi * p.off_s0], k0, k);
       if (bad_gt < 0 && !all_finite(p.gt, p.g_s0, p.g_s1, k0, k1)) {
         for (int64_t k = k0; k < k1 && bad_gt < 0; ++k)
           if (!(std::isfinite(p.gt[k * p.g_s0]) && std::isfinite(p.gt[k * p.g_s0 + p.g_s1])))
@@ -293,6 +310,7 @@ void grounding_scan_cpu(const GroundingParams<double>& p, GroundingScan* scan) {
     scan->n_correct += tallies[1];
     scan->n_gqa += tallies[2];
   });
+  scan->bad_offsets = bad_offsets.load();
   // One more pass, in order: the sums of the rows with a span prediction.
   int64_t kept = 0;
   for (int64_t i = 0; i < n; ++i) kept += scan->missing[i] == 0;
