@@ -206,7 +206,7 @@ SPAN_CASES = [
     ("From frame 12 to frame 18.", {"fps": 4.0},
      ([(3.0, 4.5)], "frame_range; frames at 4 fps", None)),
     ("between frames 5 and 10", {"fps": 1.0}, ([(5.0, 10.0)], "frame_range; frames at 1 fps", None)),
-    ("frames 30 to 90", {}, ([], "", "frame indices need the frame rate (fps)")),
+    ("frames 30 to 90", {}, ([], "", "frame indices need the frame rate (fps) or the frames' times")),
     # fractions of the video
     ("0.25 to 0.5 (normalized)", {"duration": 100.0},
      ([(25.0, 50.0)], "fraction_range; fractions of the video", None)),
@@ -234,6 +234,30 @@ SPAN_CASES = [
      ([(3.5, 6.0)], "json", None)),
     # markdown
     ("**Evidence:** 00:00:05 - 00:00:09", {}, ([(5.0, 9.0)], "clock_range", None)),
+    # durations in several units (hand-computed: 1 min 5 s = 65 s)
+    ("from 1 min 5 s to 1 min 20 s", {}, ([(65.0, 80.0)], "from_to", None)),
+    ("1m30s - 2m5s", {}, ([(90.0, 125.0)], "unit_range", None)),
+    ("from 1 minute and 5 seconds to 1 minute and 20.5 seconds", {},
+     ([(65.0, 80.5)], "from_to", None)),
+    ("1h 2m 3s to 1h 2m 9s", {}, ([(3723.0, 3729.0)], "unit_range", None)),
+    ("between 2 min 10 s and 2 min 40 s", {}, ([(130.0, 160.0)], "between_and", None)),
+    ('{"start": "1m 5s", "end": "1m 9s"}', {}, ([(65.0, 69.0)], "json", None)),
+    # start and end named by two different event verbs
+    ("The red cone starts sliding at 3.5 s and stops at 7 s.", {},
+     ([(3.5, 7.0)], "start_end", None)),
+    ("It begins to rotate at 2s and finishes rotating at 6.5s", {},
+     ([(2.0, 6.5)], "start_end", None)),
+    ("The ball commences rolling at 0:04 and halts at 0:09", {},
+     ([(4.0, 9.0)], "start_end", None)),
+    # frames numbered as the prompt showed them, at the sampler's own times
+    ("from frame 2 to frame 3", {"frame_times": [0.5, 4.0, 9.25]},
+     ([(4.0, 9.25)], "frame_range; frames at their timestamps", None)),
+    ("frames 3-1", {"frame_times": [0.5, 4.0, 9.25]},
+     ([(0.5, 9.25)], "frame_range; frames at their timestamps; swapped reversed span", None)),
+    ("frames 2 to 7", {"frame_times": [0.5, 4.0, 9.25]},
+     ([], "", "frame 7 is not one of the 3 frames shown (numbered from 1)")),
+    ("frames 0 to 2", {"frame_times": [0.5, 4.0]},
+     ([], "", "frame 0 is not one of the 2 frames shown (numbered from 1)")),
     # nothing
     ("I cannot determine when this happens.", {}, ([], "", "no time span found in the response")),
     ("The man waves at the camera.", {}, ([], "", "no time span found in the response")),
@@ -258,6 +282,8 @@ RESPONSE_CASES = [
     ("frames 4 to 8. Answer: E", OPTS, {"fps": 2.0},
      (4, "answer_phrase"), ([(2.0, 4.0)], "frame_range; frames at 2 fps")),
     ("[1, 2]", OPTS, {}, (None, ""), ([(1.0, 2.0)], "json")),
+    ("Answer: C. Frames 2 to 4.", OPTS, {"frame_times": [1.0, 3.5, 6.0, 8.5]},
+     (2, "answer_phrase"), ([(3.5, 8.5)], "frame_range; frames at their timestamps")),
     ("Answer: B", None, {}, None, ([], "")),
 ]
 
@@ -310,6 +336,10 @@ def test_bad_arguments_are_clear_errors():
         parse_option("B", OPTS, index_base=2)
     with pytest.raises(InputError, match="parse_spans: fps must be > 0"):
         parse_spans("frames 1 to 2", fps=0)
+    with pytest.raises(InputError, match="give fps or frame_times, not both"):
+        parse_spans("frames 1 to 2", fps=2.0, frame_times=[0.0, 1.0])
+    with pytest.raises(InputError, match="frame_times must be finite seconds"):
+        parse_spans("frames 1 to 2", frame_times=[0.0, float("nan")])
     with pytest.raises(InputError, match="duration must be >= 0"):
         parse_spans("1s-2s", duration=-1.0)
     with pytest.raises(InputTypeError, match="parse_spans: text must be a str"):

@@ -89,6 +89,12 @@ SHAPES = {
     "distinct_spans": "".join(f"[{i}, {i + 1}] " for i in range(80_000))[:SIZE],
     "many_from_to": _fill("from 1 to 2 seconds. "),
     "bracket_labels": _fill("(A) (B) "),
+    # durations in several units, and spans named by two event verbs
+    "compound_chain": _fill("1 min 2 s "),
+    "compound_glued": _fill("1h2m3s"),
+    "compound_digits": "1 h " + "1" * (SIZE - 10) + " s",
+    "compound_ands": _fill("1 minute and "),
+    "verb_pairs": _fill("starts sliding at 1 s and stops at "),
 }
 
 

@@ -58,7 +58,8 @@ class ResponseParse(NamedTuple):
 
 def parse_response(text: str, options: Union[None, Sequence[str], int] = None, *,
                    duration: Optional[float] = None, fps: Optional[float] = None,
-                   normalized: bool = False, index_base: int = 1) -> ResponseParse:
+                   normalized: bool = False, index_base: int = 1,
+                   frame_times: Optional[Sequence[float]] = None) -> ResponseParse:
     """An answer and spans from one response ("Answer: (C). Evidence: 12.0s
     to 18.5s"): :func:`parse_spans` on the whole text, then
     :func:`parse_option` on the text with the spans' characters blanked, so a
@@ -69,8 +70,8 @@ def parse_response(text: str, options: Union[None, Sequence[str], int] = None, *
     the two functions.
     """
     fn = "parse_response"
-    text, duration, fps = span_args(text, duration, fps, fn)
-    spans, used = spans_and_ranges(text, duration, fps, normalized)
+    text, duration, frames = span_args(text, duration, fps, fn, frame_times)
+    spans, used = spans_and_ranges(text, duration, frames, normalized)
     if options is None:
         return ResponseParse(None, spans)
     n, texts, index_base = option_args(options, index_base, fn)

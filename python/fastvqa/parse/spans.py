@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any, NamedTuple, Optional
+from typing import Any, NamedTuple, Optional, Sequence
 
 from fastvqa._checks import optional_real
+from fastvqa.errors import InputError
 from fastvqa.parse._text import check_text, clean, json_value
 
 
@@ -44,11 +45,20 @@ _NUM_B = _DIGITS + r"(?!\d|[.,]\d|[eE][+-]?\d)"
 # sign ("-3" is never 3), nor after "1," (a thousands group)
 _BEGIN = r"(?<![\dA-Za-z.:\-\u2212])(?<!\d,)"
 _CLOCK = r"(?<![\d:.])(?:\d{1,2}:)?\d{1,2}:\d{2}(?:\.\d+|,\d{3}(?![\d:]))?(?!\d|:\d|\.\d)"
-_UNIT = r"(?:milliseconds?|msecs?|ms|seconds?|secs?|s|minutes?|mins?)\b"
+_UNIT = r"(?:milliseconds?|msecs?|ms|seconds?|secs?|s|minutes?|mins?|hours?|hrs?)\b"
+# A duration in several units, "1 min 5 s", "1m30s", "1 hour 2 minutes",
+# "2 minutes and 3.5 seconds": whole hours and minutes, then seconds; at
+# least two parts (one part is a plain number with its unit).
+_H = r"(?:hours?|hrs?|h)"
+_M = r"(?:minutes?|mins?|m)"
+_S = r"(?:seconds?|secs?|s)"
+_AND = r"(?:\s*,?\s*and\s+|\s*,\s*|\s*)"
+_COMPOUND = (rf"(?:\d+\s*{_H}{_AND}\d+\s*{_M}(?:{_AND}{_NUM}\s*{_S})?"
+             rf"|\d+\s*{_H}{_AND}{_NUM}\s*{_S}|\d+\s*{_M}{_AND}{_NUM}\s*{_S})\b")
 
 
 def _time(num: str) -> str:
-    return rf"(?:{_CLOCK}|{num}\s*%|{num}(?:\s*{_UNIT})?)"
+    return rf"(?:{_CLOCK}|{_COMPOUND}|{num}\s*%|{num}(?:\s*{_UNIT})?)"
 
 
 _TIME = _time(_NUM)
@@ -73,8 +83,9 @@ SPAN_RULES: dict[str, re.Pattern] = {
     # seconds, and the end time is 12 seconds" (the phrasings lmms-eval's
     # Charades-STA parser reads)
     "start_end": re.compile(
-        rf"(?i)\b(?:start|begin|began)(?:s|ed|ing|ning)?(?:[ _]?time)?{_Q}{_SAYS}{_Q}(?P<a>{_TIME}){_Q}"
-        rf"[\s\S]{{0,60}}?\bend(?:s|ed|ing)?(?:[ _]?time)?{_Q}{_SAYS}{_Q}(?P<b>{_TIME_B})"),
+        rf"(?i)\b(?:start|begin|began|commenc)(?:s|ed|ing|ning|e|es)?(?:[ _]?time)?{_Q}{_SAYS}{_Q}"
+        rf"(?P<a>{_TIME}){_Q}[\s\S]{{0,60}}?\b(?:end|stop|finish|ceas|halt)"
+        rf"(?:s|ed|ing|ped|ping|es|e)?(?:[ _]?time)?{_Q}{_SAYS}{_Q}(?P<b>{_TIME_B})"),
     # "frames 30 to 90", "from frame 30 to frame 90"
     "frame_range": re.compile(
         r"(?i)\b(?:from\s+|between\s+)?frames?\s*(?:#|no\.?\s*)?(?P<a>\d+)(?!\.\d)"
@@ -89,8 +100,8 @@ SPAN_RULES: dict[str, re.Pattern] = {
     # "00:01:18 to 00:01:23", "1:05-1:20", "at 0:12-0:15"
     "clock_range": re.compile(_pair("", _SEP, "", _CLOCK, _CLOCK)),
     # "10.2s - 34.5s", "12-15 seconds", "20.8 - 30.0 seconds"
-    "unit_range": re.compile(_pair(_BEGIN, _SEP, "", rf"{_NUM}(?:\s*{_UNIT})?",
-                                   rf"{_NUM_B}\s*{_UNIT}")),
+    "unit_range": re.compile(_pair(_BEGIN, _SEP, "", rf"(?:{_COMPOUND}|{_NUM}(?:\s*{_UNIT})?)",
+                                   rf"(?:{_COMPOUND}|{_NUM_B}\s*{_UNIT})")),
     # "25% to 50% of the video"
     "percent_range": re.compile(_pair(_BEGIN, _SEP, "", rf"{_NUM}\s*%", rf"{_NUM_B}\s*%")),
     # "0.25 to 0.5" (only where numbers are fractions: normalized, or the
@@ -101,7 +112,10 @@ _WHOLE_TIME = re.compile(_TIME_B, re.I)
 _NUMBER_UNIT = re.compile(rf"({_DIGITS})\s*(\w*)")
 _FRACTION_WORDS = re.compile(r"(?i)\b(?:fractions?|normali[sz]ed|proportions?)\b")
 _SCALE = {"ms": 1e-3, "msec": 1e-3, "msecs": 1e-3, "millisecond": 1e-3, "milliseconds": 1e-3,
-          "min": 60.0, "mins": 60.0, "minute": 60.0, "minutes": 60.0}
+          "min": 60.0, "mins": 60.0, "minute": 60.0, "minutes": 60.0, "m": 60.0,
+          "h": 3600.0, "hr": 3600.0, "hrs": 3600.0, "hour": 3600.0, "hours": 3600.0}
+# a number or a word: every match succeeds once begun, so findall is linear
+_COMPOUND_PIECE = re.compile(rf"{_DIGITS}|[A-Za-z]+")
 
 
 class _Value(NamedTuple):
@@ -118,6 +132,11 @@ def _value(token: str) -> _Value:
         for part in parts:
             seconds = seconds * 60.0 + float(part)
         return _Value(seconds, "seconds", 1.0)
+    pieces = [p for p in _COMPOUND_PIECE.findall(token) if p.lower() != "and"]
+    if len(pieces) > 2:  # "1 min 5 s" (number, unit, number, unit): the parts' sum
+        numbers, units = pieces[0::2], pieces[1::2]
+        return _Value(sum(float(n.replace(",", "")) * _SCALE.get(u.lower(), 1.0)
+                          for n, u in zip(numbers, units)), "seconds", 1.0)
     m = _NUMBER_UNIT.match(token)
     number = float(m.group(1).replace(",", ""))
     if token.endswith("%"):
@@ -178,9 +197,10 @@ def _scalar(v: Any) -> bool:
     return isinstance(v, str) or (isinstance(v, (int, float)) and not isinstance(v, bool))
 
 
-def _seconds_of(a: Any, b: Any, rule: str, *, fractions: bool, duration, fps,
+def _seconds_of(a: Any, b: Any, rule: str, *, fractions: bool, duration, frames,
                 notes: list) -> tuple[float, float]:
-    """Raw endpoints -> seconds; raises ``_Fail`` with the reason."""
+    """Raw endpoints -> seconds; raises ``_Fail`` with the reason. ``frames``:
+    None, the frame rate, or the tuple of the shown frames' times."""
     values = []
     for v in (a, b):
         if not isinstance(v, str):
@@ -194,10 +214,12 @@ def _seconds_of(a: Any, b: Any, rule: str, *, fractions: bool, duration, fps,
             shown = v if len(v) <= 60 else v[:60] + "..."
             raise _Fail(f"{shown!r} is not a time")
     if rule == "frame_range":
-        if fps is None:
-            raise _Fail("frame indices need the frame rate (fps)")
-        _note(notes, f"frames at {fps:g} fps")
-        return values[0].number / fps, values[1].number / fps
+        if frames is None:
+            raise _Fail("frame indices need the frame rate (fps) or the frames' times")
+        if isinstance(frames, tuple):
+            return _frame_times(values[0].number, values[1].number, frames, notes)
+        _note(notes, f"frames at {frames:g} fps")
+        return values[0].number / frames, values[1].number / frames
     # a bare first value takes the second's unit: "12 to 15 seconds", "1 to 2 min"
     if values[0].kind == "bare" and values[1].kind == "seconds":
         values[0] = values[0]._replace(kind="seconds", scale=values[1].scale)
@@ -215,6 +237,19 @@ def _seconds_of(a: Any, b: Any, rule: str, *, fractions: bool, duration, fps,
     return out[0], out[1]
 
 
+def _frame_times(a: float, b: float, times: tuple, notes: list) -> tuple[float, float]:
+    """Frames ``a`` and ``b``, numbered from 1 as the prompt showed them, at
+    their own times (a sampler's frames need not be evenly spaced)."""
+    out = []
+    for k in (a, b):
+        if k != int(k) or not 1 <= k <= len(times):
+            raise _Fail(f"frame {k:g} is not one of the {len(times)} frames shown "
+                        "(numbered from 1)")
+        out.append(times[int(k) - 1])
+    _note(notes, "frames at their timestamps")
+    return out[0], out[1]
+
+
 class _Fail(Exception):
     pass
 
@@ -227,14 +262,14 @@ def _note(notes: list, note: str) -> None:
         notes.append(note)
 
 
-def _finish(raw: list, rules: list, *, fractions, duration, fps) -> SpanParse:
+def _finish(raw: list, rules: list, *, fractions, duration, frames) -> SpanParse:
     notes: list = []
     spans: list = []
     seen: set = set()  # a set: a reply may give many thousands of spans
     try:
         for (a, b), rule in zip(raw, rules):
             start, end = _seconds_of(a, b, rule, fractions=fractions, duration=duration,
-                                     fps=fps, notes=notes)
+                                     frames=frames, notes=notes)
             if not (math.isfinite(start) and math.isfinite(end)):
                 raise _Fail(_NOT_FINITE)
             if start < 0 or end < 0:
@@ -257,31 +292,46 @@ def _finish(raw: list, rules: list, *, fractions, duration, fps) -> SpanParse:
     return SpanParse(spans, "; ".join([how, *notes]), None)
 
 
-def spans_and_ranges(text: str, duration, fps, normalized: bool) -> tuple[SpanParse, list]:
-    """The parse and the character ranges of ``clean(text)`` it used."""
+def spans_and_ranges(text: str, duration, frames, normalized: bool) -> tuple[SpanParse, list]:
+    """The parse and the character ranges of ``clean(text)`` it used
+    (``frames`` as :func:`span_args` returns it)."""
     fractions = bool(normalized)
     raw = _json_spans(json_value(text))
     if raw is not None:
         return _finish(raw, ["json"] * len(raw), fractions=fractions, duration=duration,
-                       fps=fps), []
+                       frames=frames), []
     cleaned = clean(text)
     fractions = fractions or bool(_FRACTION_WORDS.search(cleaned))
     found = _text_spans(cleaned, fractions)
     if not found:
         return SpanParse([], "", "no time span found in the response"), []
     parse = _finish([(f.a, f.b) for f in found], [f.rule for f in found],
-                    fractions=fractions, duration=duration, fps=fps)
+                    fractions=fractions, duration=duration, frames=frames)
     return parse, [(f.start, f.end) for f in found]
 
 
-def span_args(text, duration, fps, fn: str) -> tuple[str, Optional[float], Optional[float]]:
-    """``(the text to parse, duration, fps)``, checked."""
-    return (check_text(text, fn), optional_real(duration, fn, "duration", minimum=0.0, finite=True),
-            optional_real(fps, fn, "fps", positive=True, finite=True))
+def span_args(text, duration, fps, fn: str, frame_times=None) -> tuple[str, Optional[float], Any]:
+    """``(the text to parse, duration, frames)``, checked; ``frames`` is None,
+    the frame rate, or the frames' times as a tuple of floats."""
+    text = check_text(text, fn)
+    duration = optional_real(duration, fn, "duration", minimum=0.0, finite=True)
+    fps = optional_real(fps, fn, "fps", positive=True, finite=True)
+    if frame_times is None:
+        return text, duration, fps
+    if fps is not None:
+        raise InputError(f"{fn}: give fps or frame_times, not both")
+    try:
+        times = tuple(float(t) for t in frame_times)
+    except (TypeError, ValueError):
+        raise InputError(f"{fn}: frame_times must be a sequence of seconds") from None
+    if not all(math.isfinite(t) and t >= 0 for t in times):
+        raise InputError(f"{fn}: frame_times must be finite seconds >= 0")
+    return text, duration, times
 
 
 def parse_spans(text: str, *, duration: Optional[float] = None, fps: Optional[float] = None,
-                normalized: bool = False) -> SpanParse:
+                normalized: bool = False,
+                frame_times: Optional[Sequence[float]] = None) -> SpanParse:
     """The time span(s) a response gave, in seconds.
 
     Args:
@@ -291,6 +341,11 @@ def parse_spans(text: str, *, duration: Optional[float] = None, fps: Optional[fl
             ``[0, duration]`` (``how`` says "clamped to duration").
         fps: frames per second of the frames the model was shown: frame
             indices ("frames 30 to 90") become ``index / fps`` seconds.
+        frame_times: instead of ``fps``, the times (seconds) of the frames
+            the model was shown, numbered from 1 as a prompt numbers them
+            ("Frame 1 at 0.50 s: ..."): frame ``k`` is ``frame_times[k - 1]``,
+            so a sampler's uneven times are kept; a frame number outside
+            ``1..len(frame_times)`` is a failure.
         normalized: bare numbers (no unit, no clock) are fractions of the
             video; also switched on by the words "fraction", "normalized"
             or "proportion" in the response. Numbers with a unit and clock
@@ -328,9 +383,11 @@ def parse_spans(text: str, *, duration: Optional[float] = None, fps: Optional[fl
         SpanParse(spans=[(12.0, 30.0)], how='json; fractions of the video', error=None)
         >>> parse_spans("frames 30 to 90", fps=30).spans
         [(1.0, 3.0)]
+        >>> parse_spans("from frame 2 to frame 3", frame_times=[0.5, 4.0, 9.25]).spans
+        [(4.0, 9.25)]
     """
-    text, duration, fps = span_args(text, duration, fps, "parse_spans")
-    return spans_and_ranges(text, duration, fps, normalized)[0]
+    text, duration, frames = span_args(text, duration, fps, "parse_spans", frame_times)
+    return spans_and_ranges(text, duration, frames, normalized)[0]
 
 
 __all__ = ["SPAN_RULES", "SpanParse", "parse_spans"]
