@@ -328,10 +328,14 @@ def grad_bounds(grad_out, reduce: str, min_len: int = 1, lengths=None):
             finite = [v for v in terms[t] if math.isfinite(v)]
             total, mag, m, special = _parts(terms[t])
             # A product that overflowed is an infinite term: the kernel forms the
-            # same product, so it is a term like any other.
-            if special is not None:
+            # same product, so it is a term like any other. Finite terms that
+            # reach the float64 range may overflow in the kernel's sums (the
+            # documented overflow), to the infinity opposite an infinite term
+            # too (inf + -inf: NaN), so only a NaN term still decides the value.
+            overflow = mag * (1 + 2 * len(finite) * U) >= Fraction(np.finfo(np.float64).max) / 2
+            if special is not None and (math.isnan(special) or not overflow):
                 out[b][t] = special
-            elif mag * (1 + 2 * len(finite) * U) >= Fraction(np.finfo(np.float64).max) / 2:
+            elif overflow:
                 out[b][t] = None
             else:
                 # each product rounded once, then a float64 sum of m terms
