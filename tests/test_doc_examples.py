@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import doctest
 import importlib
+import importlib.util
 import os
 from pathlib import Path
 
@@ -22,10 +23,13 @@ import fastvqa
 #: Top-level names of the optional dependencies a module may import at load
 #: time; a missing one skips that module instead of failing it.
 OPTIONAL = {
-    "av", "bert_score", "faiss", "matplotlib", "nltk", "nvidia", "open_clip", "ray",
+    "PIL", "av", "bert_score", "faiss", "matplotlib", "nltk", "nvidia", "open_clip", "ray",
     "rouge_score", "sacrebleu", "safetensors", "scipy", "sentence_transformers", "sklearn",
     "torch", "torchvision", "transformers", "vllm",
 }
+#: Modules whose examples call an optional library that they import on first
+#: use, not at load time: skipped, naming it, when it is missing.
+EXAMPLES_NEED = {"fastvqa.llm.images": "PIL", "fastvqa.llm.vision": "PIL"}
 
 
 def _module_names() -> list[str]:
@@ -67,6 +71,9 @@ def test_doc_examples(name: str) -> None:
         if lib is None:
             raise
         pytest.skip(f"{name} needs the optional library {lib}, which is not installed")
+    lib = EXAMPLES_NEED.get(name)
+    if lib is not None and importlib.util.find_spec(lib) is None:
+        pytest.skip(f"{name}'s examples need the optional library {lib}, which is not installed")
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE,
                              verbose=False, report=True)
     assert result.failed == 0, f"{name}: {result.failed} of {result.attempted} examples failed"

@@ -11,9 +11,14 @@ access, used by :mod:`fastvqa.devi`, :mod:`fastvqa.generate` and the demo.
   :class:`Captioner`, :class:`ImageTextEncoder`) and adapters for plain
   callables;
 - :mod:`fastvqa.llm.prompts`: :class:`Prompt`, a prompt as data with its
-  provenance.
+  provenance;
+- :mod:`fastvqa.llm.images`: frames as chat image parts and back
+  (:func:`frames_content`, :func:`decode_image_url`; Pillow);
+- :mod:`fastvqa.llm.vision`: :class:`ChatCaptioner` and :class:`ChatAnswerer`,
+  a vision-language model as a prompt plus a chat model.
 
-It imports nothing beyond the standard library and NumPy.
+It imports nothing beyond the standard library and NumPy (Pillow when an
+image is encoded or decoded).
 """
 
 from __future__ import annotations
@@ -36,6 +41,17 @@ _LAZY = {
     "as_encoder": "protocols",
     "as_language_model": "protocols",
     "Prompt": "prompts",
+    "HFClipEncoder": "encoders",
+    "OpenClipEncoder": "encoders",
+    "load_encoder": "encoders",
+    "decode_image_url": "images",
+    "encode_image": "images",
+    "frames_content": "images",
+    "image_part": "images",
+    "message_images": "images",
+    "message_text": "images",
+    "ChatAnswerer": "vision",
+    "ChatCaptioner": "vision",
 }
 
 __all__ = sorted(_LAZY)

@@ -58,6 +58,7 @@ from typing import Any, Optional, Sequence
 
 from fastvqa import _checks
 from fastvqa.errors import InputError
+from fastvqa.llm._content import checked_content
 
 #: the longest ``Retry-After`` honoured (seconds); a longer one is cut to this.
 MAX_RETRY_AFTER = 60.0
@@ -185,14 +186,23 @@ class ChatCompletionsClient:
         return f"ChatCompletionsClient({self.url!r}, model={self.model!r})"
 
     def body(self, messages: Sequence[dict]) -> dict:
-        """The exact JSON body sent for ``messages`` (and hashed for the cache)."""
+        """The exact JSON body sent for ``messages`` (and hashed for the cache).
+
+        A message is ``{"role": str, "content": ...}``; ``content`` is a str or
+        a non-empty list of parts, ``{"type": "text", "text": str}`` or
+        ``{"type": "image_url", "image_url": {"url": str}}`` (optional
+        ``"detail"`` str), sent as given (copied): the cache key covers every
+        image's bytes (:mod:`fastvqa.llm.images` makes such parts). Anything
+        else raises :class:`~fastvqa.errors.InputError` naming
+        ``messages[k].content[j]``, before any request."""
         msgs = []
         for k, m in enumerate(messages):
             if not isinstance(m, dict) or not isinstance(m.get("role"), str) \
-                    or not isinstance(m.get("content"), str):
-                raise InputError(f"messages[{k}]: expected {{'role': str, 'content': str}}, "
-                                 f"got {m!r:.80}")
-            msgs.append({"role": m["role"], "content": m["content"]})
+                    or "content" not in m:
+                raise InputError(f"messages[{k}]: expected {{'role': str, 'content': str or "
+                                 f"list of parts}}, got {m!r:.80}")
+            msgs.append({"role": m["role"],
+                         "content": checked_content(m["content"], f"messages[{k}].content")})
         body = {"model": self.model, "messages": msgs, "temperature": self.temperature,
                 **self.extra_body}
         if self.max_tokens is not None:

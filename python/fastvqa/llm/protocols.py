@@ -7,8 +7,9 @@
 - :class:`LanguageModel`: chat messages -> the reply text (the paper's GPT-4o;
   :class:`fastvqa.llm.ChatCompletionsClient` reaches any OpenAI-compatible
   server);
-- :class:`ImageTextEncoder`: frames and texts -> L2-normalised embeddings in
-  one space (the paper's CLIP ViT-L/14), for the self-consistency score.
+- :class:`ImageTextEncoder`: images and texts -> L2-normalised embeddings in
+  one space (the paper's CLIP ViT-L/14), for the self-consistency score;
+  :mod:`fastvqa.llm.encoders` has CLIP models behind it.
 
 Any object with the right methods is a component; :func:`as_captioner`,
 :func:`as_language_model` and :func:`as_encoder` also accept plain functions
@@ -48,14 +49,19 @@ class LanguageModel(Protocol):
 
 @runtime_checkable
 class ImageTextEncoder(Protocol):
-    """Frames and texts into one embedding space.
+    """Images and texts into one embedding space.
 
-    ``encode_frames(frames)``: ``(N, H, W, 3)`` uint8 -> ``(N, D)`` float32;
-    ``encode_texts(texts)``: ``M`` strings -> ``(M, D)`` float32. Every row
-    L2-normalised (norm 1; an all-zero row is allowed and means "nothing
-    recognised": its cosine with anything is 0)."""
+    ``encode_images(images)``: ``(N, H, W, 3)`` uint8 RGB -> ``(N, D)``
+    float32; ``encode_texts(texts)``: ``M`` strings -> ``(M, D)`` float32.
+    Every row L2-normalised (norm 1; an all-zero row is allowed and means
+    "nothing recognised": its cosine with anything is 0), so a dot product
+    is a cosine similarity.
 
-    def encode_frames(self, frames: np.ndarray) -> np.ndarray: ...
+    ``encode_frames`` is the former name of ``encode_images``: code written
+    for it keeps working, as :func:`as_encoder` gives every encoder both
+    names."""
+
+    def encode_images(self, images: np.ndarray) -> np.ndarray: ...
 
     def encode_texts(self, texts: Sequence[str]) -> np.ndarray: ...
 
@@ -85,17 +91,39 @@ class CallableLanguageModel:
 
 
 class CallableEncoder:
-    """A pair of functions ``(frames_fn, texts_fn)`` as an :class:`ImageTextEncoder`."""
+    """A pair of functions ``(images_fn, texts_fn)`` as an :class:`ImageTextEncoder`
+    (``encode_frames`` is ``encode_images``)."""
 
-    def __init__(self, frames_fn: Callable, texts_fn: Callable):
-        self.frames_fn, self.texts_fn = frames_fn, texts_fn
-        self.name = f"({_name(frames_fn)}, {_name(texts_fn)})"
+    def __init__(self, images_fn: Callable, texts_fn: Callable):
+        self.images_fn, self.texts_fn = images_fn, texts_fn
+        self.name = f"({_name(images_fn)}, {_name(texts_fn)})"
 
-    def encode_frames(self, frames):
-        return self.frames_fn(frames)
+    def encode_images(self, images):
+        return self.images_fn(images)
+
+    encode_frames = encode_images
 
     def encode_texts(self, texts):
         return self.texts_fn(texts)
+
+
+class EncoderAdapter:
+    """An object with ``encode_texts`` and one of ``encode_images`` /
+    ``encode_frames`` (the former name), given both names. Its ``name`` is the
+    object's (or its class name), so caches keyed on it keep their keys; other
+    attributes are the object's."""
+
+    def __init__(self, encoder: Any):
+        self.encoder = encoder
+        self.name = getattr(encoder, "name", None) or type(encoder).__qualname__
+        self.encode_images = getattr(encoder, "encode_images", None) or encoder.encode_frames
+        self.encode_frames = self.encode_images
+        self.encode_texts = encoder.encode_texts
+
+    def __getattr__(self, attr: str) -> Any:  # dim, batch_size, ... of the encoder
+        if "encoder" not in self.__dict__:  # half-built (copy, pickle): no recursion
+            raise AttributeError(attr)
+        return getattr(self.__dict__["encoder"], attr)
 
 
 def _text(value: Any, who: str) -> str:
@@ -125,14 +153,24 @@ def as_language_model(obj: Any) -> LanguageModel:
 
 
 def as_encoder(obj: Any) -> ImageTextEncoder:
-    """``obj`` when it has ``encode_frames`` and ``encode_texts``; a pair of
-    functions ``(frames_fn, texts_fn)`` wrapped in :class:`CallableEncoder`."""
-    if isinstance(obj, ImageTextEncoder):
-        return obj
+    """An :class:`ImageTextEncoder` that also answers to ``encode_frames``.
+
+    ``obj`` itself when it has ``encode_images``, ``encode_frames`` and
+    ``encode_texts`` (the encoders of :mod:`fastvqa.llm.encoders` do); an
+    object with ``encode_texts`` and only one of ``encode_images`` /
+    ``encode_frames`` wrapped in :class:`EncoderAdapter`; a pair of functions
+    ``(images_fn, texts_fn)`` wrapped in :class:`CallableEncoder`."""
     if isinstance(obj, (tuple, list)) and len(obj) == 2 and all(map(callable, obj)):
         return CallableEncoder(*obj)
-    raise InputTypeError(f"encoder: expected an object with encode_frames and encode_texts, or a "
-                         f"pair of functions (frames_fn, texts_fn), got {type(obj).__name__}")
+    has = [callable(getattr(obj, m, None)) for m in ("encode_images", "encode_frames",
+                                                      "encode_texts")]
+    if all(has):
+        return obj
+    if has[2] and (has[0] or has[1]):
+        return EncoderAdapter(obj)
+    raise InputTypeError(f"encoder: expected an object with encode_images (or encode_frames) and "
+                         f"encode_texts, or a pair of functions (images_fn, texts_fn), got "
+                         f"{type(obj).__name__}")
 
 
 def embeddings(x: Any, rows: int, what: str) -> np.ndarray:

@@ -11,8 +11,13 @@ Python model behind the same protocol as vLLM or llama.cpp's server.
 
 The replies follow the schema's shape (``id``, ``object``, ``created``,
 ``model``, ``choices[0].message``, ``finish_reason``, ``usage`` with word
-counts standing in for tokens). A request that is not a chat-completions
-body gets 400 with ``{"error": {"message": ...}}``; an exception in ``fn``
+counts standing in for tokens; text parts only). A message's ``content`` is
+a str or a list of text and ``image_url`` parts, as
+:meth:`~fastvqa.llm.ChatCompletionsClient.body` sends them; ``fn`` gets the
+messages as received and decodes ``data:`` image URLs itself
+(:func:`fastvqa.llm.images.decode_image_url`). A request that is not a
+chat-completions body (parts included) gets 400 with
+``{"error": {"message": ...}}``; an exception in ``fn``
 gets 500. ``fn`` may also return a :class:`Reply` to send another status,
 headers or body (the tests' failing and slow servers).
 
@@ -31,6 +36,8 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Callable, Iterator, NamedTuple, Optional
+
+from fastvqa.llm._content import checked_content, text_of
 
 #: the default cap on a request body (bytes): a chat request with a few
 #: base64 frames is well under it.
@@ -162,9 +169,12 @@ def _handler(fn: Callable, stats: ServerStats, max_request_bytes: int, request_t
                     body = json.loads(self._read_body())
                     messages = body["messages"]
                     if not isinstance(messages, list) or not all(
-                            isinstance(m, dict) and isinstance(m.get("content"), str)
-                            for m in messages):
+                            isinstance(m, dict) and "content" in m for m in messages):
                         raise ValueError("messages must be a list of {role, content}")
+                    # Content parts checked (InputError, a ValueError: 400); fn
+                    # gets the messages as received.
+                    texts = [text_of(checked_content(m["content"], f"messages[{k}].content"))
+                             for k, m in enumerate(messages)]
                 except _BadRequest as err:
                     self.close_connection = True  # the unread body must not be taken as a request
                     self._send(err.status, {"error": {"message": str(err),
@@ -187,7 +197,7 @@ def _handler(fn: Callable, stats: ServerStats, max_request_bytes: int, request_t
                     self._send(out.status, out.body if out.body is not None else
                                {"error": {"message": f"status {out.status}"}}, out.headers)
                     return
-                words = sum(len(m["content"].split()) for m in messages)
+                words = sum(len(t.split()) for t in texts)  # text parts only
                 self._send(200, _chat_body(str(body.get("model", "")), str(out), words))
             except (OSError, TimeoutError):  # the client gave up, or was too slow: no reply
                 self.close_connection = True
