@@ -38,6 +38,10 @@ def _replies(folder):
 
 # fastvqa demo --pipeline devi ------------------------------------------------------------------
 
+#: caption replies of the demo's one 5-s video (2.5/5/10-s segments: 2 + 1 + 1)
+CAPTIONS = 4
+
+
 def _demo(out, url, capsys):
     from fastvqa.cli import main
 
@@ -65,11 +69,14 @@ def test_a_failed_demo_keeps_its_replies_and_a_rerun_resumes(tmp_path, capsys):
         rc, err = _demo(out, served.base_url, capsys)
     assert rc == 2 and len(err.splitlines()) == 1, err
     assert "HTTP 400" in err and "quota exceeded" in err
-    assert f"the {n} language-model replies received are kept in {out / 'cache' / 'llm'}" in err
-    # Only the reply cache is left, holding the n replies.
+    # The captions came first, from the demo's vision server: one per segment of
+    # the 5-s video in 2.5/5/10-s tiles (2 + 1 + 1, by hand), then n answers.
+    kept = n + CAPTIONS
+    assert f"the {kept} model replies received are kept in {out / 'cache' / 'llm'}" in err
+    # Only the reply cache is left, holding those replies.
     assert [p.name for p in out.iterdir()] == ["cache"]
     assert [p.name for p in (out / "cache").iterdir()] == ["llm"]
-    assert len(_replies(out / "cache" / "llm")) == n
+    assert len(_replies(out / "cache" / "llm")) == kept
 
     # A killed run's temporary folder, as OutputFiles names it, holding those replies.
     leftover = tmp_path / ".o2.0123456789ab.k1ll3d_x.part"
@@ -85,7 +92,7 @@ def test_a_failed_demo_keeps_its_replies_and_a_rerun_resumes(tmp_path, capsys):
     # A rerun into the folder a failed run kept (only cache/llm) is accepted.
     with serve_chat_model(Counting(model, fail_after=n)) as served:
         rc, err = _demo(out, served.base_url, capsys)
-    assert rc == 2 and len(_replies(out / "cache" / "llm")) == n
+    assert rc == 2 and len(_replies(out / "cache" / "llm")) == kept
     with serve_chat_model(Counting(model)) as served:
         rc, err = _demo(out, served.base_url, capsys)
         assert rc == 0, err
@@ -93,14 +100,16 @@ def test_a_failed_demo_keeps_its_replies_and_a_rerun_resumes(tmp_path, capsys):
     assert (out / "results.json").is_file()
 
 
-def test_a_demo_failing_before_any_reply_leaves_nothing(tmp_path, capsys):
+def test_a_demo_whose_language_model_fails_at_once_keeps_only_the_captions(tmp_path, capsys):
     pytest.importorskip("av")
     pytest.importorskip("sklearn")
     pytest.importorskip("matplotlib")
     with serve_chat_model(Counting(lambda m: "x", fail_after=0)) as served:
         rc, err = _demo(tmp_path / "o", served.base_url, capsys)
-    assert rc == 2 and "partial output removed" in err and "kept" not in err
-    assert list(tmp_path.iterdir()) == []
+    assert rc == 2 and "partial output removed" in err
+    assert f"the {CAPTIONS} model replies received are kept" in err
+    assert [p.name for p in (tmp_path / "o").iterdir()] == ["cache"]
+    assert len(_replies(tmp_path / "o" / "cache" / "llm")) == CAPTIONS
 
 
 def test_llm_deadline_needs_the_devi_pipeline(tmp_path, capsys):

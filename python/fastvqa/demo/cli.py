@@ -19,6 +19,7 @@ STAGES = ("generate", "decode", "features", "dialogues", "ground", "answer", "ev
 PIPELINES = ("features", "devi")
 #: the model name the demo's own chat-completions server is asked for.
 DEMO_LLM_MODEL = "fastvqa-demo-rules"
+DEMO_VLM_MODEL = "fastvqa-demo-vision"
 
 DESCRIPTION = """\
 Generate a small synthetic grounded video-QA benchmark (coloured shapes that
@@ -28,7 +29,9 @@ motion features, grounding with the span-scoring kernel (top_spans), answers
 to multiple-choice questions whose wrong options come from fastvqa.retrieval's
 distractor mining, and the NExT-GQA / WildQA / multiple-choice metrics. Prints
 the tables and writes videos/, annotations.json, results.json and
-report.html into the output folder, plus every video as a CATER scene graph
+report.html into the output folder, the multiple-choice questions as a
+DeVE-QA file (deveqa.json: fastvqa run vlm deveqa --gt DIR/deveqa.json
+--videos DIR/videos asks a model them), every video as a CATER scene graph
 (scenes/*.json: fastvqa generate dvd --scenes DIR/scenes reads them) and a
 few DVD-style dialogues for each (dialogues.json, the DVD layout). Needs PyAV,
 scikit-learn and matplotlib: pip install 'fastvqa[demo]'."""
@@ -312,7 +315,7 @@ def _run_or_clear(folder: Path, shown: Path, args: argparse.Namespace, remove: b
         if kept:
             rerun = "rerun the same command" if args.out is not None else \
                 f"rerun with --out {shown}"
-            note += (f"; the {kept} language-model replies received are kept in "
+            note += (f"; the {kept} model replies received are kept in "
                      f"{shown / LLM_CACHE}: {rerun} to resume")
         raise CommandError(f"{err} ({note})") from err
     except BaseException:  # Ctrl-C, or a bug: no partial output either
@@ -368,7 +371,7 @@ def _features_through_store(out: Path, bench, args: argparse.Namespace, stages,
 def _run_in(out: Path, args: argparse.Namespace, shown: Path) -> int:
     """The stages, writing into ``out``; ``shown``: the folder named to the
     user (where ``out`` will be once the run succeeded)."""
-    from fastvqa.demo import cater, options, pipeline, report, synth
+    from fastvqa.demo import cater, export, options, pipeline, report, synth
 
     if getattr(args, "pipeline", "features") == "devi":
         return _run_devi_in(out, args, shown)
@@ -380,6 +383,7 @@ def _run_in(out: Path, args: argparse.Namespace, shown: Path) -> int:
         bench = synth.generate(out, videos=args.videos, duration=args.duration, seed=args.seed,
                                add_options=options.add_options, progress=bar.update)
         questions = bench.annotations["questions"]
+        export.write_deveqa(bench.annotations, out / "deveqa.json")
     if getattr(args, "store", False):
         features = _features_through_store(out, bench, args, stages, config)
     else:
@@ -442,21 +446,28 @@ def _dialogues(out: Path, bench, args: argparse.Namespace, bar):
 
 
 def _run_devi_in(out: Path, args: argparse.Namespace, shown: Path) -> int:
-    """``--pipeline devi``: generate, then DeVi through a chat-completions
-    client (the demo's rule-following model on a local server, or
-    ``--llm-url``), its caches under ``out/cache``; score, print, write
+    """``--pipeline devi``: generate, then DeVi through chat-completions
+    clients: the captions from the demo's pixel-reading vision model
+    (:class:`fastvqa.demo.vision_server.DemoVisionModel`) on a local server,
+    sent the paper's caption prompt with each segment's frames as images;
+    the reasoning from the demo's rule-following model on a second local
+    server, or ``--llm-url``. Caches under ``out/cache``; score, print, write
     ``results.json``."""
     from fastvqa.demo import devi_models, options, report, synth
+    from fastvqa.demo.vision_server import DemoVisionModel
     from fastvqa.devi import Components, run_devi
+    from fastvqa.devi import prompts as devi_prompts
     from fastvqa.devi.runner import score
     from fastvqa.llm import ChatCompletionsClient, serve_chat_model
+    from fastvqa.llm.vision import ChatCaptioner
 
     stages = _Stages(not args.no_progress)
     config = {"videos": args.videos, "duration": args.duration, "seed": args.seed,
               "pipeline": "devi", "backend": "pyav",
               "hierarchy": {"lengths": list(devi_models.DEMO_HIERARCHY.lengths),
                             "frames": list(devi_models.DEMO_HIERARCHY.frames)},
-              "llm": args.llm_url or "the demo's rule-following model on 127.0.0.1"}
+              "llm": args.llm_url or "the demo's rule-following model on 127.0.0.1",
+              "captioner": "the demo's pixel-reading vision model on 127.0.0.1 (PNG frames)"}
     with stages.stage("generate", args.videos, "video") as bar:
         bench = synth.generate(out, videos=args.videos, duration=args.duration, seed=args.seed,
                                add_options=options.add_options, progress=bar.update)
@@ -473,7 +484,10 @@ def _run_devi_in(out: Path, args: argparse.Namespace, shown: Path) -> int:
         client = ChatCompletionsClient(url, model, api_key=os.environ.get("OPENAI_API_KEY"),
                                        cache_dir=out / LLM_CACHE,
                                        max_total_seconds=getattr(args, "llm_deadline", None))
-        parts = Components(devi_models.DemoCaptioner(), client,
+        vision = stack.enter_context(serve_chat_model(DemoVisionModel()))
+        # one reply cache for both models (the key is the whole request, model included)
+        vlm = ChatCompletionsClient(vision.base_url, DEMO_VLM_MODEL, cache_dir=out / LLM_CACHE)
+        parts = Components(ChatCaptioner(vlm, devi_prompts.CAPTION, format="png"), client,
                            devi_models.DemoEncoder(devi_models.FEATURE_FPS))
         # show_bar=False: run_devi draws one bar per DeVi stage
         with stages.stage("devi", len(questions), "question", show_bar=False):

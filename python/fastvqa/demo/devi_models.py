@@ -225,8 +225,9 @@ class DemoLanguageModel:
 
     - contextualisation (a ``Captions`` section): the events of the finest
       scale's captions merged per object (:func:`timelines`); each caption
-      rewritten with the merged events of the objects it shows, and a
-      synopsis with every object's whole timeline (the question's object
+      rewritten with the merged events of the objects it shows;
+    - the synopsis call (a ``Captions`` section, a system prompt that asks
+      for a synopsis): every object's whole timeline (the question's object
       first);
     - answering (an ``Events`` section and ``Options``): the timelines of the
       synopsis (else of the captions), then per question kind:
@@ -249,7 +250,12 @@ class DemoLanguageModel:
     switch_ratio = 0.5
 
     def __call__(self, messages: Sequence[dict]) -> str:
-        user = "\n".join(m["content"] for m in messages if m.get("role") == "user")
+        from fastvqa.llm.images import message_text  # content may be a list of parts
+
+        user = "\n".join(message_text(m) for m in messages if m.get("role") == "user")
+        system = "\n".join(message_text(m) for m in messages if m.get("role") == "system")
+        if "Captions (" in user and "synopsis" in system.lower():
+            return self._contextualise(user, synopsis=True)
         if "Captions (" in user:
             return self._contextualise(user)
         if "Events:" in user and "Options:" in user:
@@ -258,7 +264,9 @@ class DemoLanguageModel:
 
     complete = __call__
 
-    def _contextualise(self, user: str) -> str:
+    def _contextualise(self, user: str, synopsis: bool = False) -> str:
+        """The refined captions, one ``(k) ...`` line each; with ``synopsis``
+        (the synopsis call) the ``Synopsis: ...`` line alone."""
         rows = []
         for line in (_section(user, "Captions (") or "").splitlines():
             m = _CAPTION_LINE.match(line.strip())
@@ -272,13 +280,14 @@ class DemoLanguageModel:
         lines = timelines(events, min(r[2] for r in rows), max(r[3] for r in rows))
         question = (_section(user, "Question: ") or "").lower()
         order = sorted(lines, key=lambda o: (o not in question, o))
+        if synopsis:
+            return "Synopsis: " + " ".join(describe(o, lines[o]) for o in order)
         out = []
         for k, _, a, b, text in rows:
             shown = [o for o in order if any(e.obj == o for e in events_in(text))]
             parts = [describe(o, [e for e in lines[o] if e.end > a and e.start < b])
                      for o in shown]
             out.append(f"({k}) " + (" ".join(parts) if parts else text))
-        out.append("Synopsis: " + " ".join(describe(o, lines[o]) for o in order))
         return "\n".join(out)
 
     def _evidence(self, user: str) -> Optional[tuple]:

@@ -84,7 +84,8 @@ class EventMemory(NamedTuple):
     ``original``); ``synopsis``: the global event ``e_y`` ('' when the reply
     had none); ``original``: the captions ``E``; ``features``: ``(T, D)``
     float32 frame embeddings ``f_v`` (or None); ``times``: ``(T,)`` their
-    times in seconds; ``raw``: the language model's reply."""
+    times in seconds; ``raw``: the contextualisation reply;
+    ``synopsis_raw``: the synopsis reply ('' when none was asked)."""
 
     captions: list
     synopsis: str
@@ -92,6 +93,7 @@ class EventMemory(NamedTuple):
     features: Optional[np.ndarray]
     times: Optional[np.ndarray]
     raw: str
+    synopsis_raw: str = ""
 
 
 class Answer(NamedTuple):
@@ -163,10 +165,27 @@ def hierarchical_captions(video: Any, sampler_config: Any = None, captioner: Any
     times = np.asarray(frames.pts_seconds, dtype=np.float64) - float(index.timestamps[0])
     out, at = [], 0
     for level, start, end, k in sampler.segments(float(index.duration)):
-        text = captioner.caption(data[at:at + k], times[at:at + k])
+        text = segment_caption(captioner, data[at:at + k], times[at:at + k], start, end)
         out.append(Caption(int(level), float(start), float(end), str(text)))
         at += k
     return out
+
+
+def segment_caption(captioner: Any, frames: np.ndarray, times: np.ndarray, start: float,
+                    end: float) -> str:
+    """One segment's caption; a captioner whose ``caption`` takes ``start``
+    and ``end`` (:class:`fastvqa.llm.vision.ChatCaptioner`: the paper's
+    caption prompt names the clip's span and frame count) is given the
+    segment's own bounds in seconds, not its first and last frames' times."""
+    import inspect
+
+    try:
+        params = inspect.signature(captioner.caption).parameters
+    except (TypeError, ValueError):
+        params = {}
+    if "start" in params and "end" in params:
+        return captioner.caption(frames, times, start=float(start), end=float(end))
+    return captioner.caption(frames, times)
 
 
 def visual_memory(video: Any, encoder: Any, *, fps: float = FEATURE_FPS,
@@ -229,19 +248,47 @@ def contextualise_messages(captions: Sequence[Caption], question: Optional[str],
                            question=question if question else "(none: refine for any question)")
 
 
+def synopsis_messages(captions: Sequence[Caption], question: Optional[str],
+                      prompt: P.Prompt = P.SYNOPSIS) -> list:
+    """The chat messages of the synopsis call (the refined ``captions``)."""
+    return prompt.messages(captions=format_captions(captions),
+                           question=question if question else "(none: any question)")
+
+
+def parse_synopsis(text: str) -> str:
+    """The synopsis of a synopsis reply: the text from its ``Synopsis:``
+    line on, else the whole reply, stripped."""
+    lines = text.splitlines()
+    for k, line in enumerate(lines):
+        m = _SYNOPSIS.match(line)
+        if m:
+            return " ".join(s.strip() for s in [m.group(1)] + lines[k + 1:] if s.strip())
+    return " ".join(s.strip() for s in lines if s.strip())
+
+
 def event_memory(captions: Sequence[Caption], llm: Any, *, question: Optional[str] = None,
                  features: Optional[np.ndarray] = None, times: Optional[np.ndarray] = None,
-                 prompt: P.Prompt = P.CONTEXTUALISE, reply: Optional[str] = None) -> EventMemory:
+                 prompt: P.Prompt = P.CONTEXTUALISE, reply: Optional[str] = None,
+                 synopsis_prompt: P.Prompt = P.SYNOPSIS,
+                 synopsis_reply: Optional[str] = None) -> EventMemory:
     """The :class:`EventMemory` of one video for one question (``question=None``:
-    one memory shared by all of the video's questions). One ``llm`` call
-    (``reply``: that call's text when the caller made it already)."""
+    one memory shared by all of the video's questions). Two ``llm`` calls, in
+    the paper's order: the contextualisation refines the captions, then the
+    synopsis call articulates the refined captions into one global event
+    (``reply``/``synopsis_reply``: a call's text when the caller made it
+    already). A synopsis line in the contextualisation reply is used only
+    where the synopsis reply gives none."""
     from fastvqa.llm.protocols import as_language_model
 
     captions = list(captions)
     if reply is None:
         reply = as_language_model(llm).complete(contextualise_messages(captions, question, prompt))
-    refined, synopsis = parse_contextualised(reply, captions)
-    return EventMemory(refined, synopsis, captions, features, times, reply)
+    refined, inline = parse_contextualised(reply, captions)
+    if synopsis_reply is None:
+        synopsis_reply = as_language_model(llm).complete(
+            synopsis_messages(refined, question, synopsis_prompt))
+    synopsis = parse_synopsis(synopsis_reply) or inline
+    return EventMemory(refined, synopsis, captions, features, times, reply, synopsis_reply)
 
 
 def format_events(memory: EventMemory) -> str:

@@ -51,13 +51,28 @@ CONTEXTUALISE = Prompt(
             "context with coherence."),
     user=("Captions (number, scale, time segment, caption):\n{captions}\n\n"
           "Question: {question}\n\n"
-          "Reply with one line per caption, '(number) refined caption', in the same order, "
-          "then one last line 'Synopsis: ...' that articulates all events of the video, with "
-          "their times in seconds, as one global event."),
+          "Reply with one line per caption, '(number) refined caption', in the same order."),
     source=f"{PAPER}, Table 12, verbatim",
-    notes=("The user template and the synopsis request are fastvqa's: the paper prompts "
-           "GPT-4o for the synopsis without printing that prompt, and fastvqa asks for it in "
-           "the same call. The paper's curated in-context examples are not published."),
+    notes=("The user template is fastvqa's. The synopsis is a call of its own "
+           "(:data:`SYNOPSIS`), after this one, as the paper's pipeline orders them. The "
+           "paper's curated in-context examples are not published."),
+)
+
+SYNOPSIS = Prompt(
+    name="synopsis",
+    system=("You are a helpful expert in dense event video analysis. Articulate all the events "
+            "of a video, given as captions of its time segments, into a synopsis which serves "
+            "as a global event for the entire video."),
+    user=("Captions (number, scale, time segment, caption):\n{captions}\n\n"
+          "Question: {question}\n\n"
+          "Reply with one line 'Synopsis: ...' that articulates all the events above, with their "
+          "times in seconds."),
+    source=(f"{PAPER}, main text (temporal event memory): 'we prompt GPT-4o to articulate all "
+            "events into a synopsis e_y which serves as a global event for the entire video'; "
+            "the prompt itself is not printed"),
+    notes=("The system text restates the paper's sentence; the layout and the reply format "
+           "are fastvqa's. It reads the refined captions of the contextualisation call, so the "
+           "synopsis is per (video, question) like them."),
 )
 
 ANSWER = Prompt(

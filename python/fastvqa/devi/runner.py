@@ -24,7 +24,7 @@ from fastvqa.llm.protocols import embeddings
 from fastvqa.errors import InputError
 
 #: the stages in run order, as the latency report names them.
-STAGES = ("caption", "visual memory", "contextualise", "answer", "verify")
+STAGES = ("caption", "visual memory", "contextualise", "synopsis", "answer", "verify")
 COMPONENTS = ("captioner", "encoder", "llm")
 #: the span scored for an answer without one: a point before the video, overlapping nothing.
 _NO_SPAN = (-1.0, -1.0)
@@ -44,11 +44,20 @@ class Question(NamedTuple):
 
 
 def as_question(q: Any) -> Question:
-    """A :class:`Question` from itself or a dict (``id``, ``video``, ``text``
-    or ``question``, ``options``; optional ``answer_index`` or ``answer``
-    (an index), ``spans``)."""
+    """A :class:`Question` from itself, a loader's
+    :class:`~fastvqa.data.QARecord` (``id`` = its ``key``, ``"<video_id>_<question_id>"``;
+    an answer that is no option index is left out) or a dict (``id``,
+    ``video``, ``text`` or ``question``, ``options``; optional
+    ``answer_index`` or ``answer`` (an index), ``spans``)."""
     if isinstance(q, Question):
         return q
+    from fastvqa.data.record import QARecord
+
+    if isinstance(q, QARecord):
+        answer = q.answer if isinstance(q.answer, (int, np.integer)) and \
+            not isinstance(q.answer, bool) else None
+        q = {"id": q.key, "video": q.video_id, "text": q.question, "options": list(q.options),
+             "answer": answer, "spans": [list(map(float, s)) for s in q.spans]}
     if not isinstance(q, Mapping):
         raise InputError(f"a question must be a dict or a Question, got {type(q).__name__}")
     missing = [k for k in ("id", "video", "options") if k not in q]
@@ -105,7 +114,7 @@ class LatencyRow(NamedTuple):
 class LatencyReport(NamedTuple):
     """Rows for every stage and component, ``questions``, ``per_question``
     (the paper's Table 15: seconds per question for QA = contextualise +
-    answer, and GQA = QA + verify, the shared captioning and visual memory
+    synopsis + answer, and GQA = QA + verify, the shared captioning and visual memory
     left out as the paper's timing appears to), and ``http`` (the
     chat-completions client's counts: calls made, cache hits, retries;
     None when the language model is not one)."""
@@ -210,8 +219,11 @@ class _Timed:
         self.meters = {name: _Meter() for name in COMPONENTS}
         self.max_concurrency = int(getattr(parts.llm, "max_concurrency", 1) or 1)
 
-    def caption(self, frames, timestamps):
-        return self.meters["captioner"].time(self.parts.captioner.caption, frames, timestamps)
+    def caption(self, frames, timestamps, start=None, end=None):
+        if start is None or end is None:
+            return self.meters["captioner"].time(self.parts.captioner.caption, frames, timestamps)
+        return self.meters["captioner"].time(S.segment_caption, self.parts.captioner, frames,
+                                             timestamps, start, end)
 
     def complete(self, messages):
         return self.meters["llm"].time(self.parts.llm.complete, messages)
@@ -419,11 +431,16 @@ def run_devi(videos: Mapping[str, Any], questions: Sequence[Any], components: An
     with stages.stage("contextualise", len(distinct), "call") as bar:
         replies = _parallel(lambda k: timed.complete(S.contextualise_messages(captions[k[0]], k[1])),
                             distinct, workers, bar.update)
+    refined = {k: S.parse_contextualised(reply, captions[k[0]])[0]
+               for k, reply in zip(distinct, replies)}
+    with stages.stage("synopsis", len(distinct), "call") as bar:
+        synopses = _parallel(lambda k: timed.complete(S.synopsis_messages(refined[k], k[1])),
+                             distinct, workers, bar.update)
     memories = {}
-    for (v, text), reply in zip(distinct, replies):
+    for (v, text), reply, synopsis in zip(distinct, replies, synopses):
         times, feats = visual[v]
         memories[(v, text)] = S.event_memory(captions[v], None, question=text, features=feats,
-                                             times=times, reply=reply)
+                                             times=times, reply=reply, synopsis_reply=synopsis)
 
     with stages.stage("answer", len(qs), "question") as bar:
         initial = _parallel(lambda iq: S.parse_answer(
@@ -473,7 +490,7 @@ def _latency(stages: _Stages, timed: _Timed, n: int) -> LatencyReport:
         m = timed.meters[name]
         rows.append(LatencyRow("component", name, m.seconds, m.calls,
                                m.seconds / m.calls if m.calls else math.nan))
-    qa = sum(stages.rows.get(s, (0.0, 0))[0] for s in ("contextualise", "answer"))
+    qa = sum(stages.rows.get(s, (0.0, 0))[0] for s in ("contextualise", "synopsis", "answer"))
     gqa = qa + stages.rows.get("verify", (0.0, 0))[0]
     per_q = {"QA": qa / n if n else math.nan, "GQA": gqa / n if n else math.nan}
     stats = getattr(timed.parts.llm, "stats", None)
