@@ -515,6 +515,13 @@ def _build_generate(p: argparse.ArgumentParser) -> None:
     generate_cli.add_arguments(p)  # each builder sets func
 
 
+def _build_run(p: argparse.ArgumentParser) -> None:
+    from fastvqa.run import cli as run_cli
+
+    p.description = run_cli.DESCRIPTION
+    run_cli.add_arguments(p)  # each pipeline sets func
+
+
 #: Every command: (name, the one-line help ``fastvqa --help`` lists, the
 #: function that adds its options). The help is written here, not taken from
 #: the command's module, so listing the commands imports none of them.
@@ -536,6 +543,8 @@ _COMMANDS = (
               "biases, leakage)", _build_audit),
     ("generate", "build a benchmark as its paper did (DVD dialogues from scene graphs; "
                  "DeVE-QA/SOK-Bench questions from captions)", _build_generate),
+    ("run", "run a vision-language model or DeVi over a benchmark, to its official scores",
+     _build_run),
 )
 
 
