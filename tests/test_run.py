@@ -55,6 +55,11 @@ def test_run_vlm_scores_the_demo_and_matches_eval(demo, tmp_path, capsys):
         requests = served.stats.requests
     n = len(_questions(root))
     assert requests == n
+    err = capsys.readouterr().err
+    # the counts, latency and the tokens the server reports (its usage: word counts)
+    assert f"{n} questions, {n} replies fully parsed" in err
+    assert f"vlm: {n} requests, 0 from the cache, 0 retries" in err
+    assert "s per request" in err and "completion tokens" in err
     for name in FILES:
         assert (tmp_path / "run" / name).is_file(), name
     # the frames that travelled are the decoder's, at the sampler's times

@@ -87,13 +87,19 @@ class ClientStats:
     ``cache_hits``: replies read from the cache; ``retries``: attempts
     repeated after a retryable failure; ``failures``: calls that failed for
     good; ``seconds``: wall time of each successful call (retries and
-    waits included), in completion order."""
+    waits included), in completion order; ``prompt_tokens`` and
+    ``completion_tokens``: the sums of the replies' ``usage`` counts where
+    the server reports them (``tokens_reported``: how many replies did;
+    cache hits count nothing)."""
 
     calls: int = 0
     cache_hits: int = 0
     retries: int = 0
     failures: int = 0
     seconds: list = field(default_factory=list)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    tokens_reported: int = 0
 
     @property
     def total_seconds(self) -> float:
@@ -227,9 +233,15 @@ class ChatCompletionsClient:
             elapsed = time.perf_counter() - start
         text = self._content(reply)
         self._cache_write(key, body, reply, text)
+        usage = reply.get("usage") if isinstance(reply, dict) else None
+        prompt, completion = _token_counts(usage)
         with self._lock:
             self.stats.calls += 1
             self.stats.seconds.append(elapsed)
+            if prompt is not None:
+                self.stats.tokens_reported += 1
+                self.stats.prompt_tokens += prompt
+                self.stats.completion_tokens += completion
         return text
 
     __call__ = complete
@@ -459,6 +471,19 @@ class ChatCompletionsClient:
                       "cache entry")
         except OutputExistsError:
             pass  # another thread made the same call meanwhile: same request, same entry
+
+
+def _token_counts(usage: Any) -> tuple:
+    """``(prompt_tokens, completion_tokens)`` of a reply's ``usage`` object,
+    or ``(None, None)`` where it is missing or not two non-negative ints (a
+    server's word, never trusted further)."""
+    if not isinstance(usage, dict):
+        return None, None
+    prompt, completion = usage.get("prompt_tokens"), usage.get("completion_tokens")
+    if all(isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 2**53
+           for v in (prompt, completion)):
+        return prompt, completion
+    return None, None
 
 
 class _Oversize(Exception):

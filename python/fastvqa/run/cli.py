@@ -162,7 +162,12 @@ def run(args: argparse.Namespace) -> int:
     if not records:
         raise CommandError(f"{args.gt}: no {benchmark} records to ask")
     videos = {v.id: v.path for v in discover(args.videos)}
-    videos.update({Path(v).name: p for v, p in list(videos.items())})  # ids without folders
+    # a video in a subfolder also answers to its bare name, where that is unique
+    names = {}
+    for vid, path in videos.items():
+        names.setdefault(Path(vid).name, []).append(path)
+    videos.update({name: paths[0] for name, paths in names.items()
+                   if len(paths) == 1 and name not in videos})
     if args.shard is not None:
         ids = shard_of(sorted({r.video_id for r in records}), args.shard)
         keep = set(ids)
@@ -232,8 +237,11 @@ def run(args: argparse.Namespace) -> int:
           file=sys.stderr)
     for name, c in clients.items():
         s = c.stats
+        latency = f", {s.total_seconds / s.calls:.2f} s per request" if s.calls else ""
+        tokens = (f", {s.prompt_tokens} prompt + {s.completion_tokens} completion tokens"
+                  if s.tokens_reported else "")
         print(f"{name}: {s.calls} requests, {s.cache_hits} from the cache, {s.retries} "
-              f"retries", file=sys.stderr)
+              f"retries{latency}{tokens}", file=sys.stderr)
     if args.shard is not None:
         print(f"shard {args.shard[0]}/{args.shard[1]} written to {folder}; run again without "
               "--shard to assemble and score (answers come from the cache)", file=sys.stderr)
