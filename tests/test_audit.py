@@ -366,15 +366,21 @@ def test_table_lists_every_baseline_with_chance():
         assert name in text
 
 
-def test_cli_on_a_deveqa_file(tmp_path, capsys):
-    # DeVE-QA's sample layout; the correct option is always "C" here: the
-    # index prior finds it (6 of 6) and the chi-square sees it.
+def deveqa_sample(folder):
+    """Six DeVE-QA questions in the sample layout, written to ``folder/test.jsonl``;
+    the correct option is always "C"."""
     rows = [{"qid": str(i), "video_id": f"vid{i}", "question": f"what does person {i} do",
              "options": {"A": "sit", "B": "run", "C": f"open the box {i}", "D": "eat",
                          "E": "sleep"},
              "answer": "C", "gt_span": [1.0, 2.0], "duration": 10.0} for i in range(6)]
-    gt = tmp_path / "test.jsonl"
+    gt = folder / "test.jsonl"
     gt.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    return gt
+
+
+def test_cli_on_a_deveqa_file(tmp_path, capsys):
+    # the index prior finds the always-"C" answer (6 of 6) and the chi-square sees it
+    gt = deveqa_sample(tmp_path)
     js = tmp_path / "a.json"
     assert main(["audit", "deveqa", "--gt", str(gt), "--folds", "3", "--json", str(js)]) == 0
     doc = json.loads(js.read_text())

@@ -179,13 +179,9 @@ def test_stats_old_json_file_keeps_its_format(tmp_path, capsys):
 
 
 def _deveqa(tmp_path):
-    rows = [{"qid": str(i), "video_id": f"vid{i}", "question": f"what does person {i} do",
-             "options": {"A": "sit", "B": "run", "C": f"open the box {i}", "D": "eat",
-                         "E": "sleep"},
-             "answer": "C", "gt_span": [1.0, 2.0], "duration": 10.0} for i in range(6)]
-    gt = tmp_path / "test.jsonl"
-    gt.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
-    return ["audit", "deveqa", "--gt", str(gt), "--folds", "3"]
+    from tests.test_audit import deveqa_sample
+
+    return ["audit", "deveqa", "--gt", str(deveqa_sample(tmp_path)), "--folds", "3"]
 
 
 def test_audit_spellings(tmp_path, capsys):
