@@ -19,7 +19,7 @@ from typing import Any, Callable, Mapping, Optional, Sequence
 
 import numpy as np
 
-from fastvqa.run.harness import NO_OPTION, Outcome, parse_reply
+from fastvqa.run.harness import NO_OPTION, Outcome
 
 
 def sampled_frames(path: Path, frames: int, *, backend: str = "pyav") -> tuple:
@@ -58,7 +58,7 @@ def devi_outcomes(records: Sequence[Any], videos: Mapping[str, Path], components
     :class:`~fastvqa.run.harness.Outcome` per record in order, and the
     :class:`fastvqa.devi.DeViResult` (latencies, consistency report). The
     reply kept is the final answer's (after self-consistency); its parse is
-    DeVi's own."""
+    DeVi's own, not repeated here."""
     from fastvqa.devi import run_devi
 
     start = time.perf_counter()
@@ -67,12 +67,12 @@ def devi_outcomes(records: Sequence[Any], videos: Mapping[str, Path], components
     per = (time.perf_counter() - start) / max(len(records), 1)
     outcomes = []
     for record in records:
-        p = result.predictions[record.key]
-        raw = p.final.raw
-        option, spans, _, how, parsed = parse_reply(raw, record, duration=record.duration)
-        if p.option != option or [tuple(s) for s in p.spans] != spans:
-            how = f"{how}; DeVi's answer after self-consistency"
-        outcomes.append(Outcome(record.key, raw, int(p.option) if p.option >= 0 else NO_OPTION,
+        p = result.predictions[record.key]  # DeVi parsed its replies already
+        how = p.final.error or "DeVi's parse of its final answer"
+        if p.reasked:
+            how += f"; after {p.reasked} self-consistency re-asks"
+        outcomes.append(Outcome(record.key, p.final.raw,
+                                int(p.option) if p.option >= 0 else NO_OPTION,
                                 [tuple(map(float, s)) for s in p.spans], "", how,
                                 p.option >= 0 and bool(p.spans), per))
     return outcomes, result
