@@ -3,7 +3,6 @@
 #include "fastvqa/common/parallel.h"
 
 #include <pthread.h>
-#include <time.h>
 #include <sched.h>
 #include <unistd.h>
 
@@ -64,14 +63,6 @@ int64_t now_ns() {
       .count();
 }
 
-// CPU time of the calling thread (ns): what its rows cost, without the
-// slices the scheduler gave other threads meanwhile.
-int64_t thread_cpu_ns() {
-  timespec ts;
-  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) return 0;
-  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
-}
-
 // When splitting stopped paying. A worker preempted in the middle of a chunk
 // (cores shared with more runnable threads than they have) holds the caller
 // until the scheduler runs it again, which can take milliseconds; one thread
@@ -83,15 +74,20 @@ int64_t thread_cpu_ns() {
 // whose rows cost more than expected cannot hold the others back), guarded
 // by the dispatch flag (one loop at a time).
 //
-// What the loop costs on one thread is measured, not taken from the cost
-// model: the caller's CPU time over the rows it computed, times all rows.
-// The caller's wall-clock wait is no measure (on shared cores it is
-// preempted too), and the model's estimate is an average that a row can
-// exceed many times over: top_spans with NMS on rows whose best spans all
-// overlap costs 62 ns per cell against the model's 2.1, and span_scores
-// contrast 0.99 against the sum's 0.30; judged by the model, such loops lost
-// every split on idle cores and ran on one thread. The model's estimate is
-// the fallback when the caller computed no row.
+// What the loop would take on one thread is measured, not taken from the
+// cost model: the caller's wall-clock time over the rows it computed itself,
+// times all rows. The caller shares the cores as a lone thread would (on a
+// machine with more runnable threads than cores it is preempted too), so its
+// pace is what one thread would have had; the loop's own CPU time is not,
+// since under fair sharing a lone thread gets less than a core and takes
+// longer than its CPU time: judged by CPU time, a split that gave the loop a
+// whole core where one thread would have had two thirds of one was lost as
+// often as won, and the loop fell back to one thread (grounded_qa under two
+// busy processes, 37-47 ms against 28-30 ms; BENCHMARKS.md). The model's
+// estimate is an average that a row can exceed many times over (top_spans
+// with NMS on rows whose best spans all overlap costs 62 ns per cell against
+// the model's 2.1), so it is only the fallback when the caller computed no
+// row.
 struct Backoff {
   static constexpr int kMaxBackoff = 128;
   int skip = 0;     // split-sized loops still to run on one thread
@@ -132,7 +128,6 @@ class Pool {
   void run(Job& job, int helpers, Backoff& backoff) {
     grow(helpers);
     const int64_t start = now_ns();
-    const int64_t cpu_start = thread_cpu_ns();
     {
       std::lock_guard<std::mutex> lock(mutex_);
       job_ = &job;
@@ -146,7 +141,7 @@ class Pool {
     } catch (...) {
       own = std::current_exception();
     }
-    const int64_t caller_cpu_ns = thread_cpu_ns() - cpu_start;
+    const int64_t caller_ns = now_ns() - start;
     // Every row is claimed: close the job to workers that wake late, then
     // wait only for those inside it.
     std::unique_lock<std::mutex> lock(mutex_);
@@ -156,7 +151,7 @@ class Pool {
     lock.unlock();
     const double one_thread_ns =
         chunks.claimed() > 0
-            ? static_cast<double>(caller_cpu_ns) * static_cast<double>(job.rows) /
+            ? static_cast<double>(caller_ns) * static_cast<double>(job.rows) /
                   static_cast<double>(chunks.claimed())
             : job.one_thread_ns;
     backoff.record(now_ns() - start, one_thread_ns);
