@@ -271,3 +271,35 @@ def test_several_decoders_share_the_cores(videos, cores, workers, per, monkeypat
         counts.clear()
         np.testing.assert_array_equal(dec.get_frames_at(want).data, plain_pick(path, want))
     assert counts == [per] * len(groups)
+
+
+def test_several_decoders_fill_one_output_in_request_order(videos, monkeypatch):
+    """Decoders sharing a read store each frame straight into the caller's
+    array, in the request's order, repeats included, and the read allocates
+    no other frame-sized array (no per-decoder parts joined after)."""
+    from fastvqa.video import pyav_backend
+
+    monkeypatch.setattr(pyav_backend, "MIN_GROUP_FRAMES", 1)
+    path = videos["h264-cfr-gop12"].path
+    index = probe(path)
+    want = np.array([94, 10, 46, 10, 95, 47, 94, 11])  # unsorted, repeats, three runs
+    groups = []
+    real = pyav_backend._decode_groups
+    monkeypatch.setattr(pyav_backend, "_decode_groups",
+                        lambda index, gs, **kw: (groups.append(len(gs)), real(index, gs, **kw)))
+    frame_bytes = index.height * index.width * 3
+    allocated = []
+    real_empty = np.empty
+
+    def counting_empty(shape, *args, **kw):
+        out = real_empty(shape, *args, **kw)
+        if out.nbytes >= frame_bytes:
+            allocated.append(out.shape)
+        return out
+
+    monkeypatch.setattr(pyav_backend.np, "empty", counting_empty)
+    got = decode_pyav(index, want, decode_workers=2)
+    monkeypatch.setattr(pyav_backend.np, "empty", real_empty)
+    assert groups and groups[0] > 1
+    assert allocated == [(len(want), index.height, index.width, 3)]
+    np.testing.assert_array_equal(got, plain_pick(path, want))

@@ -138,11 +138,30 @@ def decode_pyav(
                    file=file, decode_workers=decode_workers)
 
 
+class _Rows:
+    """Where a decoder stores the ``pos``-th of its sorted wanted frames:
+    row ``rows[pos]`` of the call's one output array. Each frame is written
+    once, straight into the array the caller gets (in request order), so a
+    read allocates its output once: a 32-frame 720p read is 88 MB, and every
+    fresh large buffer costs page faults, at times hundreds of ms of them on
+    VMs that hand freed memory back to the host."""
+
+    __slots__ = ("out", "rows")
+
+    def __init__(self, out: np.ndarray, rows: np.ndarray):
+        self.out, self.rows = out, rows
+
+    def __setitem__(self, pos: int, frame: np.ndarray) -> None:
+        self.out[self.rows[pos]] = frame
+
+
 def _decode(index: VideoIndex, frame_indices: Any, *, geometry: Optional[Geometry], turns: int,
             threads: Optional[str], file: Optional["PyAVFile"], decode_workers: Optional[int],
-            thread_count: int = 0) -> np.ndarray:
+            thread_count: int = 0, into: Optional[_Rows] = None) -> np.ndarray:
     """:func:`decode_pyav`; ``thread_count``: FFmpeg's decoding threads
-    (0: its default, one more than the cores)."""
+    (0: its default, one more than the cores); ``into``: store the frames
+    there (one decoder of a call shared by several, :func:`_decode_groups`;
+    ``frame_indices`` are then sorted and distinct) and return ``into.out``."""
     av = import_av()
     idx = check_frame_indices(index, frame_indices)
     turns = int(turns) % 4
@@ -153,9 +172,17 @@ def _decode(index: VideoIndex, frame_indices: Any, *, geometry: Optional[Geometr
     top, left, crop_h, crop_w = geometry.crop or (0, 0, out_h, out_w)
     coded_h, coded_w = (out_w, out_h) if turns % 2 else (out_h, out_w)  # resize before turning
     wanted, inverse = np.unique(idx, return_inverse=True)
-    frames = np.empty((len(wanted), crop_h, crop_w, 3), dtype=np.uint8)
+    if into is None:
+        # each wanted frame goes to the first row that asks for it; repeats are copied after
+        first = np.empty(len(wanted), dtype=np.int64)
+        first[inverse[::-1]] = np.arange(len(idx) - 1, -1, -1)
+        into = _Rows(np.empty((len(idx), crop_h, crop_w, 3), dtype=np.uint8), first)
+        inverse_of_call = inverse
+    else:
+        inverse_of_call = None  # a share of another call's frames: that call fills repeats
+    frames = into
     if len(wanted) == 0:
-        return frames
+        return into.out
     wanted_pts = index.pts[wanted]
     # A stream indexed by decoding (untimed packets) is read from the start, no seek.
     seek_at = {} if index.decode_from_start else dict(_plan_seeks(index, wanted))
@@ -163,9 +190,10 @@ def _decode(index: VideoIndex, frame_indices: Any, *, geometry: Optional[Geometr
         threads = "AUTO"
     groups = _split_runs(index, wanted, seek_at, _workers(decode_workers))
     if len(groups) > 1:
-        parts = _decode_groups(index, [wanted[a:b] for a, b in groups], geometry=geometry,
-                               turns=turns, threads=threads)
-        return _in_request_order(np.concatenate(parts), wanted, inverse, idx)
+        _decode_groups(index, [(wanted[a:b], _Rows(into.out, into.rows[a:b]))
+                               for a, b in groups], geometry=geometry, turns=turns,
+                       threads=threads)
+        return _with_repeats(into, inverse_of_call)
     keep = frozenset(int(t) for t in wanted_pts)
     reformatter = av.video.reformatter.VideoReformatter()  # one swscale context for the call
     resize = (coded_h, coded_w) != (index.height, index.width)
@@ -202,7 +230,7 @@ def _decode(index: VideoIndex, frame_indices: Any, *, geometry: Optional[Geometr
                 raise VideoError(path, f"frame {missing} never came out of the decoder (it "
                                        f"gave {count} frames, the probe "
                                        f"{len(index)}); the file changed or is damaged")
-            return _in_request_order(frames, wanted, inverse, idx)
+            return _with_repeats(into, inverse_of_call)
         if not reader.fresh:  # a reused container: it stands wherever the last read left it
             if reader.sequential:
                 reader.reopen()  # seeks are not trusted here: from the start again
@@ -247,7 +275,7 @@ def _decode(index: VideoIndex, frame_indices: Any, *, geometry: Optional[Geometr
             missing = int(wanted[pos])
             raise VideoError(path, f"frame {missing} (t={index.timestamps[missing]:.3f} s) never "
                                    "came out of the decoder; the stream is truncated or damaged")
-    return _in_request_order(frames, wanted, inverse, idx)
+    return _with_repeats(into, inverse_of_call)
 
 
 #: The least decoding work (frames, keyframe to last wanted frame) of a group
@@ -255,12 +283,17 @@ def _decode(index: VideoIndex, frame_indices: Any, *, geometry: Optional[Geometr
 MIN_GROUP_FRAMES = 30
 
 
-def _in_request_order(frames: np.ndarray, wanted: np.ndarray, inverse: np.ndarray,
-                      idx: np.ndarray) -> np.ndarray:
-    """The frames of the sorted distinct ``wanted`` indices, in the order
-    (and with the repeats) of the request ``idx``."""
-    same = len(wanted) == len(idx) and np.all(wanted == idx)
-    return frames if same else frames[inverse]
+def _with_repeats(into: _Rows, inverse: Optional[np.ndarray]) -> np.ndarray:
+    """``into.out`` with every row of a frame asked for more than once filled
+    (each distinct frame was stored in the first row asking for it;
+    ``inverse``: the request's position of each row among the distinct
+    frames, None for a decoder sharing another call, which fills them)."""
+    if inverse is not None:
+        source = into.rows[inverse]
+        repeat = source != np.arange(len(source))
+        if repeat.any():
+            into.out[repeat] = into.out[source[repeat]]
+    return into.out
 
 
 def _workers(decode_workers: Optional[int]) -> int:
@@ -297,8 +330,9 @@ def _split_runs(index: VideoIndex, wanted: np.ndarray, seek_at: dict, workers: i
     return list(zip(cuts, cuts[1:] + [n]))
 
 
-def _decode_groups(index: VideoIndex, groups: list, **kwargs) -> list:
-    """Each group of sorted distinct frames decoded by its own decoder, the
+def _decode_groups(index: VideoIndex, groups: list, **kwargs) -> None:
+    """Each group ``(sorted distinct frames, _Rows where they go)`` decoded
+    by its own decoder, the
     first one in this thread, the others in threads. The cores are shared out:
     each decoder gets ``cores // decoders`` FFmpeg threads (at least one), and
     opens the file for this call (a kept-open container has its thread count
@@ -309,10 +343,11 @@ def _decode_groups(index: VideoIndex, groups: list, **kwargs) -> list:
     per = max(1, (os.cpu_count() or 1) // len(groups))
     with ThreadPoolExecutor(max_workers=len(groups) - 1) as pool:
         rest = [pool.submit(_decode, index, g, file=None, decode_workers=1, thread_count=per,
-                            **kwargs) for g in groups[1:]]
-        first = _decode(index, groups[0], file=None, decode_workers=1, thread_count=per,
-                        **kwargs)
-        return [first] + [f.result() for f in rest]
+                            into=rows, **kwargs) for g, rows in groups[1:]]
+        g, rows = groups[0]
+        _decode(index, g, file=None, decode_workers=1, thread_count=per, into=rows, **kwargs)
+        for f in rest:
+            f.result()
 
 
 def _collect(decoder, pos, wanted_pts, out, convert, seek_at, check_first):
