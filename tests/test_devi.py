@@ -363,6 +363,64 @@ def test_consistency_score_pools_as_named():
     assert S.consistency_score(m.features, m.times, None, EMB[0]) == -math.inf
 
 
+def demo_feature_store(path, videos, model=devi_models.DemoEncoder.name):
+    """A feature store of 1-fps DemoEncoder features of ``videos`` (id ->
+    file), written through the store's API as ``fastvqa extract`` writes one."""
+    pytest.importorskip("safetensors")
+    from fastvqa.extract import FeatureStore
+    from fastvqa.video import Fps, read_frames
+
+    store = FeatureStore.create(path, {"recipe": {"name": "demo-1fps", "input": "frames"},
+                                       "recipe_hash": "0" * 16, "model": model,
+                                       "model_sha256": None, "weights": "demo"})
+    for vid, file in videos.items():
+        got = read_frames(file, Fps(1.0))
+        start = np.asarray(got.pts_seconds, dtype=np.float64)
+        feats = devi_models.DemoEncoder(1.0).encode_frames(np.asarray(got.data))
+        store.write(vid, feats, start - start[0], start - start[0] + 1.0,
+                    {"recipe": "demo-1fps", "recipe_hash": "0" * 16, "model": model})
+    return store
+
+
+def test_visual_memory_from_a_feature_store(bench, tmp_path):
+    """Videos the store holds are neither decoded nor encoded for the visual
+    memory; the answers equal those of a run that encodes every video."""
+    videos, questions = bench
+    first, second = sorted(videos)
+    demo_feature_store(tmp_path / "store", {first: videos[first]})
+    encoded = []
+
+    class Counting(devi_models.DemoEncoder):
+        def encode_frames(self, frames):
+            encoded.append(len(frames))
+            return super().encode_frames(frames)
+
+    llm = devi_models.DemoLanguageModel()
+    parts = Components(devi_models.DemoCaptioner(), llm, Counting(1.0))
+    kw = {"progress": False, "hierarchy": devi_models.DEMO_HIERARCHY}
+    plain = run_devi(videos, questions, parts, **kw)
+    assert len(encoded) == 2 and plain.stored == ()
+    encoded.clear()
+    stored = run_devi(videos, questions, parts, store=tmp_path / "store", **kw)
+    assert stored.stored == (first,) and len(encoded) == 1  # the second video only
+    for k, p in plain.predictions.items():
+        q = stored.predictions[k]
+        assert (q.option, q.spans, q.reasked) == (p.option, p.spans, p.reasked)
+        assert [r[2] for r in q.rounds] == pytest.approx([r[2] for r in p.rounds], abs=1e-6)
+
+
+def test_a_store_of_another_model_is_refused(bench, tmp_path):
+    from fastvqa.errors import InputError
+
+    videos, questions = bench
+    vid = sorted(videos)[0]
+    demo_feature_store(tmp_path / "store", {vid: videos[vid]}, model="open_clip:ViT-L-14@clip.pt")
+    with pytest.raises(InputError, match="holds features of 'open_clip:ViT-L-14@clip.pt', not "
+                                         "of the encoder 'fastvqa.demo.DemoEncoder/1'"):
+        run_devi(videos, questions, _parts(devi_models.DemoLanguageModel()), progress=False,
+                 store=tmp_path / "store", hierarchy=devi_models.DEMO_HIERARCHY)
+
+
 def test_plain_callables_are_components(bench, tmp_path):
     videos, questions = bench
     vid = next(iter(videos))

@@ -186,13 +186,15 @@ class ConsistencyReport(NamedTuple):
 class DeViResult(NamedTuple):
     """:func:`run_devi`'s result: ``predictions`` (question id ->
     :class:`Prediction`), ``captions`` (video id -> captions), ``durations``
-    (video id -> seconds), ``latency`` and ``consistency`` reports."""
+    (video id -> seconds), ``latency`` and ``consistency`` reports, and
+    ``stored``: the videos whose visual memory came from the feature store."""
 
     predictions: dict
     captions: dict
     durations: dict
     latency: LatencyReport
     consistency: ConsistencyReport
+    stored: tuple = ()
 
 
 # Timing --------------------------------------------------------------------------
@@ -364,7 +366,8 @@ def run_devi(videos: Mapping[str, Any], questions: Sequence[Any], components: An
              threshold: float = S.THRESHOLD, max_verify: int = S.MAX_VERIFY,
              pool: str = "cos_of_mean", rescale: str = "affine01",
              consistency_text: str = "question+answer", feature_fps: float = S.FEATURE_FPS,
-             per_question_memory: bool = True, backend: str = "pyav") -> DeViResult:
+             per_question_memory: bool = True, backend: str = "pyav",
+             store: Any = None) -> DeViResult:
     """DeVi end to end.
 
     Args:
@@ -388,6 +391,12 @@ def run_devi(videos: Mapping[str, Any], questions: Sequence[Any], components: An
         per_question_memory: one contextualisation per (video, question), as
             the paper conditions it on the question; False: one per video.
         backend: the decoder.
+        store: a :class:`~fastvqa.extract.FeatureStore` (or its folder) of
+            the encoder's image features (``fastvqa extract --recipe
+            devi-clip``): the visual memory of every video it holds is read
+            from it, at the store's own rate, and only the other videos are
+            decoded and encoded (:class:`~fastvqa.devi.stored_memory.StoredMemory`,
+            which refuses a store of another model).
 
     Language model calls of one stage run concurrently up to the model's
     ``max_concurrency`` (1 for a plain callable). An error (a
@@ -421,9 +430,16 @@ def run_devi(videos: Mapping[str, Any], questions: Sequence[Any], components: An
         for v in used:
             captions[v] = _cached_captions(cache, videos[v], hierarchy, timed, backend)
             bar.update()
+    memory = None
+    if store is not None:
+        from fastvqa.devi.stored_memory import StoredMemory
+
+        memory = StoredMemory(store, parts.encoder)
+    stored = tuple(v for v in used if memory is not None and v in memory)
     with stages.stage("visual memory", len(used), "video") as bar:
         for v in used:
-            visual[v] = _cached_features(cache, videos[v], timed, feature_fps, backend)
+            visual[v] = memory.load(v) if v in stored else \
+                _cached_features(cache, videos[v], timed, feature_fps, backend)
             bar.update()
 
     keys = [(q.video, q.text if per_question_memory else None) for q in qs]
@@ -469,7 +485,7 @@ def run_devi(videos: Mapping[str, Any], questions: Sequence[Any], components: An
                                                      r.score) for r in ver.rounds], ver.reasked)
     latency = _latency(stages, timed, len(qs))
     consistency = _consistency(qs, predictions, durations, threshold)
-    return DeViResult(predictions, captions, durations, latency, consistency)
+    return DeViResult(predictions, captions, durations, latency, consistency, stored)
 
 
 def _components_from(triple: Any) -> Components:
