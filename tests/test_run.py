@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import threading
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -60,6 +61,11 @@ def test_run_vlm_scores_the_demo_and_matches_eval(demo, tmp_path, capsys):
     assert f"{n} questions, {n} replies fully parsed" in err
     assert f"vlm: {n} requests, 0 from the cache, 0 retries" in err
     assert "s per request" in err and "completion tokens" in err
+    # per stage: the frames decoded and the answers asked once per question
+    rows = {line.split()[0]: line.split()[1:] for line in
+            err.split("latency per stage (seconds summed over questions):\n")[1].splitlines()[1:4]}
+    assert {k: v[0] for k, v in rows.items()} == {"decode": str(n), "answer": str(n),
+                                                  "parse": str(n)}
     for name in FILES:
         assert (tmp_path / "run" / name).is_file(), name
     # the frames that travelled are the decoder's, at the sampler's times
@@ -181,6 +187,55 @@ def test_run_devi_through_two_servers(demo, tmp_path, capsys):
     assert record["scores"]["grounded QA"]["Acc@QA"] >= 60.0
 
 
+def test_self_consistency_fires_changes_answers_and_is_counted(demo, tmp_path, capsys):
+    """A language model that first answers the option its own evidence
+    supports least: the encoder's score (the frames of the span it gave
+    against the option's text) is below the threshold, DeVi re-asks with the
+    paper's verification prompt, the model reconsiders and changes to the
+    right answer, and the report and run.json count each change. One video's
+    visual memory comes from a feature store (``--store``)."""
+    from fastvqa.demo.devi_models import LETTERS, _PREVIOUS, DemoLanguageModel
+    from fastvqa.demo.vision_server import DemoVisionModel
+    from tests.test_devi import demo_feature_store
+
+    class Hasty(DemoLanguageModel):
+        def _answer(self, user):
+            found = self._evidence(user)
+            if found is None or _PREVIOUS.search(user) is not None:
+                return super()._answer(user)  # re-asked: reconsiders as the demo model does
+            scores, spans = found
+            worst = int(np.argmin(scores))
+            a, b = spans[worst] or (0.0, 0.0)
+            return f"The answer is ({LETTERS[worst]}). The supporting event is at {a:.1f}s - {b:.1f}s."
+
+    root, bench = demo
+    qs = _questions(root)
+    first = sorted({q["video_id"] for q in qs})[0]
+    files = {Path(p).stem: p for p in bench.videos}
+    demo_feature_store(tmp_path / "store", {first: files[first]})
+    out = tmp_path / "run"
+    with serve_chat_model(DemoVisionModel()) as vlm, serve_chat_model(Hasty()) as llm:
+        argv = ["run", "devi", "deveqa", "--gt", str(root / "deveqa.json"), "--videos",
+                str(root / "videos"), "--out", str(out), "--vlm-url", vlm.base_url,
+                "--vlm-model", "demo-vision", "--llm-url", llm.base_url, "--llm-model", "hasty",
+                "--encoder", "demo", "--segment-lengths", "2.5,5,10",
+                "--segment-frames", "5,7,13", "--image-format", "png", "--no-progress",
+                "--store", str(tmp_path / "store")]
+        assert main(argv) == 0
+        verify_requests = llm.stats.requests - 3 * len(qs)  # context, synopsis, answer each
+    err = capsys.readouterr().err
+    assert "visual memory: 1 of 3 videos read from" in err
+    assert "latency per stage" in err and "verify" in err
+    c = json.loads((out / "run.json").read_text())["consistency"]
+    assert c["questions"] == len(qs) and c["prompts"] == verify_requests >= c["reasked"] >= 1
+    assert c["changed"] >= 1 and c["helped"] >= 1 and c["hurt"] == 0
+    assert c["final"]["Acc@QA"] > c["initial"]["Acc@QA"]
+    assert f"self-consistency (threshold 0.6): {c['reasked']} of {len(qs)} questions re-asked" \
+        in err
+    outcomes = [json.loads(line) for line in (out / "outcomes.jsonl").read_text().splitlines()]
+    assert sum("self-consistency re-asks" in o["parse"] for o in outcomes) == c["reasked"]
+
+
 def _benchmark_files(root, bench, name):
     """The demo's multiple-choice questions written in benchmark ``name``'s
     released layout (video ids = the demo's), under ``root / name``."""
@@ -250,11 +305,45 @@ def test_run_vlm_reads_every_benchmark_through_its_loader(demo, tmp_path, capsys
                      "--json"]) == 0
         assert json.loads(capsys.readouterr().out)["metrics"] == \
             record["scores"]["multiple choice"]
+        # the same as SOK-Bench's rule over the raw replies (parse, else BLEU)
+        assert main(["eval", "sokbench", "--gt", str(gt), "--pred-text",
+                     str(out / "responses.jsonl"), "--json"]) == 0
+        assert json.loads(capsys.readouterr().out)["metrics"] == \
+            record["scores"]["multiple choice"]
     else:
         answers = json.loads((out / "answers.json").read_text())
         evidence = json.loads((out / "evidence.json").read_text())
         assert len(answers) == len(evidence) == n
         assert set(record["scores"]) == {"answers", "evidence"}
+
+
+@pytest.mark.parametrize("name", ["nextgqa", "sokbench"])
+def test_run_devi_reads_the_other_multiple_choice_benchmarks(demo, tmp_path, name):
+    """DeVi over NExT-GQA's and SOK-Bench's records (their loaders, their
+    files), scored by fastvqa eval's rules; WildQA's open questions are
+    refused with the reason."""
+    from fastvqa.data.benchmarks import load_benchmark
+    from fastvqa.demo.devi_models import DemoLanguageModel
+    from fastvqa.demo.vision_server import DemoVisionModel
+
+    root, bench = demo
+    gt = _benchmark_files(tmp_path, bench, name)
+    n = len(load_benchmark(name, gt))
+    out = tmp_path / "run"
+    with serve_chat_model(DemoVisionModel()) as vlm, \
+            serve_chat_model(DemoLanguageModel()) as llm:
+        argv = ["run", "devi", name, "--gt", str(gt), "--videos", str(root / "videos"),
+                "--out", str(out), "--vlm-url", vlm.base_url, "--vlm-model", "demo-vision",
+                "--llm-url", llm.base_url, "--llm-model", "demo", "--encoder", "demo",
+                "--segment-lengths", "2.5,5,10", "--segment-frames", "5,7,13",
+                "--image-format", "png", "--no-progress"]
+        assert main(argv) == 0
+    record = json.loads((out / "run.json").read_text())
+    assert record["summary"]["questions"] == record["consistency"]["questions"] == n
+    task = "grounded QA" if name == "nextgqa" else "multiple choice"
+    assert record["scores"][task]["Acc@QA" if name == "nextgqa" else "Acc"] >= 60.0
+    wild = _benchmark_files(tmp_path, bench, "wildqa")
+    assert main([*argv[:2], "wildqa", "--gt", str(wild), *argv[5:]]) == 2
 
 
 ORDINALS = ("first", "second", "third", "fourth", "fifth")
@@ -300,3 +389,31 @@ def test_a_judge_model_reads_what_the_rules_cannot_and_is_counted_apart(demo, tm
     rules = json.loads((tmp_path / "rules" / "run.json").read_text())
     assert rules["summary"]["judged"] == 0 and rules["summary"]["no_option_or_answer"] == n
     assert rules["scores"]["grounded QA"]["Acc@QA"] == 0.0
+
+
+def test_sokbench_reply_without_an_option_goes_to_the_papers_bleu_rule(tmp_path):
+    """SOK-Bench scores an output it cannot parse by the option of highest
+    BLEU against it (sokbench.md section 3.1): the run keeps such a reply's
+    text in pred.json, so fastvqa eval applies that rule, not a zero."""
+    from fastvqa.data.benchmarks import load_benchmark
+    from fastvqa.evaluation import sokbench
+    from fastvqa.run.harness import NO_OPTION, Outcome
+    from fastvqa.run.outputs import prediction_texts, write_files
+
+    choices = ["the red cube slides to the left", "the blue ball flies away",
+               "nothing moves at all"]
+    gt = tmp_path / "mc.json"
+    gt.write_text(json.dumps({"Action": [{"video": "v1", "question": "What happens?",
+                                          "answer": {"direct": choices[0], "choices": choices,
+                                                     "right_choice": 0}}]}))
+    record = load_benchmark("sokbench", gt)[0]
+    # No option letter or index, and no option's text whole: the parser reads none.
+    reply = "Well, the red cube slides slowly to the left side."
+    texts = prediction_texts("sokbench", [record], [Outcome(record.key, reply, NO_OPTION, [],
+                                                            "", "option: none", False, 0.0)])
+    assert json.loads(texts["pred.json"]) == {record.key: reply}
+    (tmp_path / "run").mkdir()
+    write_files(tmp_path / "run", texts)
+    # By hand: only the first choice shares a 4-gram ("the red cube slides") with
+    # the reply, so only its unsmoothed BLEU-4 is above zero: it is picked, and right.
+    assert sokbench.evaluate(gt=gt, pred=tmp_path / "run" / "pred.json")["Acc"] == 100.0

@@ -105,6 +105,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                                                  "seconds (the paper's)")
             q.add_argument("--segment-frames", type=_ints, default=(5, 7, 13), metavar="K,K,K",
                            help="frames per segment at each length (the paper's)")
+            q.add_argument("--store", default=None, metavar="DIR",
+                           help="a feature store (fastvqa extract) of the --encoder's image "
+                                "features: the visual memory of the videos it holds is read "
+                                "from it, only the others are decoded and encoded")
         q.set_defaults(func=run)
 
 
@@ -186,7 +190,8 @@ def run(args: argparse.Namespace) -> int:
         from fastvqa.run.pipelines import vlm_pipeline
 
         answerer = ChatAnswerer(vlm, None, **image)
-        ask = vlm_pipeline(answerer, frames=args.frames, backend=args.backend)
+        clock = harness.StageClock()
+        ask = vlm_pipeline(answerer, frames=args.frames, backend=args.backend, clock=clock)
         clients = {"vlm": vlm}
         judge = None
         if (args.judge_url is None) != (args.judge_model is None):
@@ -197,8 +202,9 @@ def run(args: argparse.Namespace) -> int:
             clients["judge"] = _client(args, args.judge_url, args.judge_model, cache)
             judge = judge_option(clients["judge"])
         outcomes = harness.run_questions(records, videos, ask, workers=args.concurrency,
-                                         progress=args.progress, judge=judge)
+                                         progress=args.progress, judge=judge, clock=clock)
         devi = None
+        latency = clock.format_table()
     else:
         from fastvqa.devi import prompts as devi_prompts
         from fastvqa.devi.protocols import components
@@ -215,9 +221,10 @@ def run(args: argparse.Namespace) -> int:
                            _encoder(args.encoder))
         outcomes, devi = devi_outcomes(
             records, videos, parts, cache_dir=out / "devi-cache", progress=args.progress,
-            backend=args.backend,
+            backend=args.backend, store=args.store,
             hierarchy=Hierarchical(args.segment_lengths, args.segment_frames))
         clients = {"vlm": vlm, "llm": llm}
+        latency = devi.latency.format_table()
     seconds = time.perf_counter() - started
     texts = outputs.prediction_texts(benchmark, records, outcomes)
     record = {"pipeline": args.pipeline, "benchmark": benchmark, "gt": str(args.gt),
@@ -225,8 +232,9 @@ def run(args: argparse.Namespace) -> int:
               "shard": None if args.shard is None else list(args.shard),
               "summary": harness.summary(outcomes)}
     if devi is not None:
-        record["devi"] = {"latency": devi.latency.to_dict(),
-                          "consistency": devi.consistency._asdict()}
+        record["devi"] = {"latency": devi.latency.to_dict()}
+        record["consistency"] = devi.consistency.to_dict()
+        record["visual_memory_from_store"] = len(devi.stored)
     folder.mkdir(parents=True, exist_ok=True)
     same = outputs.write_files(folder, texts)
     summary = record["summary"]
@@ -235,6 +243,12 @@ def run(args: argparse.Namespace) -> int:
           f"{summary['no_option_or_answer']} without an answer, {summary['no_span']} without "
           f"a span; {seconds:.1f} s" + (f"; unchanged: {', '.join(same)}" if same else ""),
           file=sys.stderr)
+    print(f"latency per stage (seconds summed over questions):\n{latency}", file=sys.stderr)
+    if devi is not None:
+        print(devi.consistency.format(), file=sys.stderr)
+        if args.store is not None:
+            print(f"visual memory: {len(devi.stored)} of {len(devi.durations)} videos read from "
+                  f"{args.store}, the others decoded and encoded", file=sys.stderr)
     for name, c in clients.items():
         s = c.stats
         latency = f", {s.total_seconds / s.calls:.2f} s per request" if s.calls else ""

@@ -13,8 +13,10 @@ functions and :mod:`fastvqa.run.outputs` writes what ``fastvqa eval`` reads.
 from __future__ import annotations
 
 import math
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Mapping, NamedTuple, Optional, Sequence
 
@@ -55,6 +57,49 @@ class Outcome(NamedTuple):
         return {"key": self.key, "response": self.response, "option": self.option,
                 "spans": [[s, e] for s, e in self.spans], "answer_text": self.answer_text,
                 "parse": self.parse, "parsed": self.parsed, "judged": self.judged}
+
+
+class StageClock:
+    """Wall time per stage of the questions, summed over questions (stages
+    of questions in flight together overlap, so the sums can exceed the
+    run's wall time), with the number of times each ran. Thread-safe: the
+    pipelines' workers time their stages into one clock.
+
+    >>> clock = StageClock()
+    >>> with clock.stage("decode"):
+    ...     pass
+    >>> clock.rows()[0][:2]
+    ('decode', 1)
+    """
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._rows: dict = {}  # name -> [seconds, times]
+
+    @contextmanager
+    def stage(self, name: str):
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.add(name, time.perf_counter() - start)
+
+    def add(self, name: str, seconds: float) -> None:
+        with self._lock:
+            row = self._rows.setdefault(name, [0.0, 0])
+            row[0] += seconds
+            row[1] += 1
+
+    def rows(self) -> list:
+        """``[(stage, times, seconds, mean seconds), ...]`` in first-use order."""
+        with self._lock:
+            return [(name, n, secs, secs / n) for name, (secs, n) in self._rows.items()]
+
+    def format_table(self) -> str:
+        lines = [f"{'stage':14} {'times':>7} {'seconds':>9} {'s/time':>9}"]
+        lines += [f"{name:14} {n:7d} {secs:9.3f} {mean:9.4f}"
+                  for name, n, secs, mean in self.rows()]
+        return "\n".join(lines)
 
 
 def parse_reply(text: str, record: Any, *, duration: Optional[float] = None,
@@ -107,7 +152,8 @@ def _open_answer(text: str) -> str:
 def run_questions(records: Sequence[Any], videos: Mapping[str, Path],
                   ask: Callable[[Any, Path], tuple], *, workers: int = 4,
                   progress: Optional[bool] = None,
-                  judge: Optional[Callable[[Any, str], Optional[int]]] = None) -> list:
+                  judge: Optional[Callable[[Any, str], Optional[int]]] = None,
+                  clock: Optional[StageClock] = None) -> list:
     """Every record through ``ask``, in input order.
 
     ``ask(record, path) -> (reply, frame_times)``: the model's raw reply and
@@ -120,7 +166,9 @@ def run_questions(records: Sequence[Any], videos: Mapping[str, Path],
     in the model client's cache, so a rerun asks only the rest.
     ``judge(record, reply) -> option or None``: asked only for a
     multiple-choice reply in which the rules found no option (off when None);
-    an option it gives is marked ``judged``.
+    an option it gives is marked ``judged``. ``clock``: the parse and the
+    judge are timed into it as stages ``"parse"`` and ``"judge"`` (``ask``
+    times its own).
     """
     from fastvqa._progress import Progress
 
@@ -128,6 +176,7 @@ def run_questions(records: Sequence[Any], videos: Mapping[str, Path],
     if missing:
         shown = ", ".join(missing[:5]) + (" ..." if len(missing) > 5 else "")
         raise InputError(f"{len(missing)} videos of the records are not in --videos: {shown}")
+    clock = StageClock() if clock is None else clock
     bar = Progress(len(records), progress is not False, desc="questions", unit="question",
                    force=progress is True)
 
@@ -136,11 +185,13 @@ def run_questions(records: Sequence[Any], videos: Mapping[str, Path],
         reply, frame_times = ask(record, videos[record.video_id])
         duration = record.duration if record.duration is not None and \
             math.isfinite(record.duration) else None
-        option, spans, answer, how, parsed = parse_reply(reply, record, duration=duration,
-                                                         frame_times=frame_times)
+        with clock.stage("parse"):
+            option, spans, answer, how, parsed = parse_reply(reply, record, duration=duration,
+                                                             frame_times=frame_times)
         judged = False
         if judge is not None and record.options and option < 0:
-            got = judge(record, reply)
+            with clock.stage("judge"):
+                got = judge(record, reply)
             if got is not None:
                 option, judged = got, True
                 how = f"option by the judge model; {how.split('; ', 1)[-1]}"

@@ -11,7 +11,10 @@ predictions of the benchmark's own submission format:
   span; a question without one is left out, as the official evaluator
   skips it) and ``qa.json`` ``{key: {"prediction": k, "answer": k_true}}``
   (``k = -1`` where the reply named no option);
-- ``sokbench``: ``pred.json`` ``{key: k or null}``;
+- ``sokbench``: ``pred.json`` ``{key: k}``, or ``{key: "the raw reply"}``
+  where the reply named no option: SOK-Bench's rule then takes the option
+  with the highest BLEU against the reply (``fastvqa eval sokbench``), as
+  the paper scores an output it cannot parse;
 - ``wildqa``: ``answers.json`` (answer texts in file order) and
   ``evidence.json`` (span lists in file order).
 
@@ -65,7 +68,7 @@ def prediction_texts(benchmark: str, records: Sequence[Any], outcomes: Sequence[
         texts["qa.json"] = _json({o.key: {"prediction": o.option, "answer": r.answer}
                                   for r, o in zip(records, outcomes)})
     elif benchmark == "sokbench":
-        texts["pred.json"] = _json({o.key: (o.option if o.option >= 0 else None)
+        texts["pred.json"] = _json({o.key: (o.option if o.option >= 0 else o.response)
                                     for o in outcomes})
     elif benchmark == "wildqa":
         texts["answers.json"] = _json([o.answer_text for o in outcomes])

@@ -34,18 +34,26 @@ def sampled_frames(path: Path, frames: int, *, backend: str = "pyav") -> tuple:
     return np.asarray(got.data), np.asarray(got.pts_seconds, dtype=np.float64) - start
 
 
-def vlm_pipeline(answerer: Any, *, frames: int = 8,
-                 backend: str = "pyav") -> Callable[[Any, Path], tuple]:
+def vlm_pipeline(answerer: Any, *, frames: int = 8, backend: str = "pyav",
+                 clock: Optional[Any] = None) -> Callable[[Any, Path], tuple]:
     """``ask`` for :func:`~fastvqa.run.harness.run_questions`: ``frames``
     uniform frames of the record's video, then ``answerer.answer(frames,
     times, question, options)`` (a :class:`fastvqa.llm.vision.ChatAnswerer`:
     multiple choice where the record has options, an open answer otherwise).
     Returns the raw reply and the frames' times (so "frame 3" in a reply
-    reads as the third frame's time)."""
+    reads as the third frame's time). ``clock`` (a
+    :class:`~fastvqa.run.harness.StageClock`): the stages ``"decode"`` (the
+    frames) and ``"answer"`` (images encoded, the request and its reply) are
+    timed into it."""
+    from fastvqa.run.harness import StageClock
+
+    clock = StageClock() if clock is None else clock
 
     def ask(record, path):
-        data, times = sampled_frames(path, frames, backend=backend)
-        reply = answerer.answer(data, times, record.question, list(record.options))
+        with clock.stage("decode"):
+            data, times = sampled_frames(path, frames, backend=backend)
+        with clock.stage("answer"):
+            reply = answerer.answer(data, times, record.question, list(record.options))
         return reply, times
 
     return ask
