@@ -12,6 +12,7 @@ import doctest
 import json
 import socket
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -458,3 +459,39 @@ def test_hf_different_inputs_differ(hf):
     assert not np.allclose(a, b, atol=1e-3)
     t = hf.encode_texts(["a cat", "zebra"])
     assert not np.allclose(t[0], t[1], atol=1e-3)
+
+
+def test_a_store_of_the_encoders_own_weights_serves_devi_and_others_are_refused(
+        oc, tmp_path, no_network):
+    """``fastvqa extract --recipe devi-clip`` with the encoder's checkpoint
+    writes a store DeVi reads its visual memory from (the weights compared by
+    their sha256, not by file name); a checkpoint of other weights is refused."""
+    import torch
+
+    pytest.importorskip("av")
+    pytest.importorskip("safetensors")
+    from fastvqa.demo import synth
+    from fastvqa.devi.stored_memory import StoredMemory
+    from fastvqa.extract import run as extract
+
+    enc, _ = oc
+    mine, other = tmp_path / "clip.pt", tmp_path / "other.pt"
+    torch.save(enc.model.state_dict(), mine)
+    changed = {k: v + 0.01 if v.is_floating_point() else v
+               for k, v in enc.model.state_dict().items()}
+    torch.save(changed, other)
+    bench = synth.generate(tmp_path / "demo", videos=1, duration=5.0, seed=0)
+    extract(bench.videos, "devi-clip", out=tmp_path / "store", model=f"open_clip:{ARCH}@{mine}",
+            progress=False)
+    (video,) = [Path(p).stem for p in bench.videos]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        same = load_encoder(f"open_clip:{ARCH}@{mine}", device="cpu")
+        differs = load_encoder(f"open_clip:{ARCH}@{other}", device="cpu")
+    memory = StoredMemory(tmp_path / "store", same)
+    times, feats = memory.load(video)
+    np.testing.assert_array_equal(times, [0.0, 1.0, 2.0, 3.0, 4.0])  # 1 fps on the grid
+    _check_embeddings(feats, 5, same.dim)
+    with pytest.raises(InputError, match="whose weights differ from the encoder's"):
+        StoredMemory(tmp_path / "store", differs)
+    assert no_network == []
