@@ -191,6 +191,8 @@ def _prep_index(t: Optional[Tensor], op: str, name: str) -> Optional[Tensor]:
 
 
 def _check_devices(op: str, **named: Optional[Tensor]) -> None:
+    if all(t is None or t.is_cpu for t in named.values()):
+        return  # the common case, without making a torch.device per tensor
     devices = {name: t.device for name, t in named.items() if t is not None}
     if len(set(devices.values())) > 1:
         listing = ", ".join(f"{n} on {d}" for n, d in devices.items())
