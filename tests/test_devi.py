@@ -330,6 +330,34 @@ def test_low_consistency_triggers_the_re_answer_loop():
     assert "frames 2 to 4" in system
 
 
+def test_an_open_question_is_checked_by_its_answer_text():
+    """No options: each round's answer text is embedded and scored against
+    the span's frames; the open verification prompt re-asks, and a changed
+    text counts as a change."""
+    seen = []
+
+    def llm(messages):
+        seen.append(messages)
+        return "Answer: right\nThe supporting event is at 2.0s - 4.0s."
+
+    def texts(batch):  # "left" -> [1, 0], anything else -> [0, 1]
+        return np.array([[1.0, 0.0] if "left" in t else [0.0, 1.0] for t in batch])
+
+    first = S.parse_answer("Answer: left\nThe supporting event is at 2.0s - 4.0s.", [])
+    assert (first.option, first.text, first.spans) == (-1, "left", [(2.0, 4.0)])
+    out = S.self_consistency(first, "Which way?", [], _crafted_memory(), llm,
+                             encoder=(texts, texts))
+    # "left" over frames 2-4 ([0, 1]): cos 0 -> 0.5 < 0.6; "right": cos 1 -> 1.0.
+    assert [r.score for r in out.rounds] == pytest.approx([0.5, 1.0])
+    assert (out.answer.text, out.reasked, out.changed) == ("right", 1, True)
+    system = seen[0][0]["content"]
+    assert "one open-ended question" in system and '"left", at 2.0s - 4.0s' in system
+    from fastvqa.errors import InputError
+
+    with pytest.raises(InputError, match="an open question needs the encoder"):
+        S.self_consistency(first, "Which way?", [], _crafted_memory(), llm)
+
+
 def test_the_loop_stops_after_max_verify_re_asks_and_keeps_the_last_answer():
     calls = []
 

@@ -243,6 +243,11 @@ class DemoLanguageModel:
       :attr:`switch_ratio` of the previous one's (a close call), else keeps
       its answer.
 
+    - an open question (``Events`` and ``Question`` but no ``Options``): the
+      same evidence over the demo's answer vocabulary (every action's verb, or
+      every object of the events for "Which object ...?"), the best one
+      replied as ``Answer: <words>`` and its span.
+
     Anything else gets a reply that names no option (a parse failure).
     """
 
@@ -260,6 +265,8 @@ class DemoLanguageModel:
             return self._contextualise(user)
         if "Events:" in user and "Options:" in user:
             return self._answer(user)
+        if "Events:" in user and "Question: " in user:
+            return self._answer_open(user)
         return "I cannot help with that request."
 
     complete = __call__
@@ -347,6 +354,27 @@ class DemoLanguageModel:
         span = spans[best] or (0.0, 0.0)
         return (f"{prefix}The answer is ({LETTERS[best]}). The supporting event is at "
                 f"{span[0]:.1f}s - {span[1]:.1f}s.")
+
+
+    def _answer_open(self, user: str) -> str:
+        """An open question (no options): the demo's answer vocabulary (an
+        action's verb, or "the <object>" of the events for "Which object
+        ...?") weighed as options are, the best one in words."""
+        question = (_section(user, "Question: ") or "").strip()
+        if _WHICH.search(question):
+            objects = {e.obj for e in events_in(_section(user, "Events:") or "")}
+            words = [f"the {o}" for o in sorted(objects)]
+        else:
+            words = [ACTION_VERBS[a] for a in ACTIONS]
+        listed = "\n".join(f"({LETTERS[k]}) {w}" for k, w in enumerate(words[:len(LETTERS)]))
+        found = self._evidence(f"{user}\n\nOptions:\n{listed}") if words else None
+        if found is None:
+            return "I cannot determine the answer from these events."
+        scores, spans = found
+        best = int(np.argmax(scores))
+        span = spans[best] or (0.0, 0.0)
+        return (f"Answer: {words[best]}\nThe supporting event is at {span[0]:.1f}s - "
+                f"{span[1]:.1f}s.")
 
 
 # The image-text encoder ---------------------------------------------------------------

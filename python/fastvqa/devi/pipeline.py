@@ -98,14 +98,17 @@ class EventMemory(NamedTuple):
 
 class Answer(NamedTuple):
     """One answer: ``option`` (0-based index, -1 when no option could be
-    parsed), ``spans`` (list of ``(start, end)`` seconds, best first; empty
-    when none could be parsed), ``raw`` (the reply) and ``error`` (why the
-    parse failed, '' when it did not)."""
+    parsed, and always for an open question), ``spans`` (list of ``(start,
+    end)`` seconds, best first; empty when none could be parsed), ``raw``
+    (the reply), ``error`` (why the parse failed, '' when it did not) and
+    ``text`` (an open question's answer, :func:`fastvqa.parse.answer_text`;
+    '' for multiple choice)."""
 
     option: int
     spans: list
     raw: str
     error: str = ""
+    text: str = ""
 
 
 class Round(NamedTuple):
@@ -119,8 +122,8 @@ class Round(NamedTuple):
 class Verified(NamedTuple):
     """:func:`self_consistency`'s result: the final ``answer``, every
     ``rounds`` entry in order (the first is the initial answer), ``reasked``
-    (verification prompts sent) and ``changed`` (the final option differs
-    from the initial one)."""
+    (verification prompts sent) and ``changed`` (the final option, or an open
+    question's answer text, differs from the initial one)."""
 
     answer: Answer
     rounds: list
@@ -310,18 +313,33 @@ def format_options(options: Sequence[str]) -> str:
 
 
 def answer_messages(question: str, options: Sequence[str], memory: EventMemory,
-                    prompt: P.Prompt = P.ANSWER) -> list:
-    """The chat messages of :func:`answer_with_grounding`."""
-    return prompt.messages(events=format_events(memory), question=question,
-                           options=format_options(options))
+                    prompt: Optional[P.Prompt] = None) -> list:
+    """The chat messages of :func:`answer_with_grounding`: ``prompt``, by
+    default :data:`~fastvqa.devi.prompts.ANSWER`, or
+    :data:`~fastvqa.devi.prompts.ANSWER_OPEN` for an open question (no
+    options)."""
+    if not options:
+        return (prompt or P.ANSWER_OPEN).messages(events=format_events(memory),
+                                                  question=question)
+    return (prompt or P.ANSWER).messages(events=format_events(memory), question=question,
+                                         options=format_options(options))
 
 
 def parse_answer(text: str, options: Sequence[str], duration: Optional[float] = None) -> Answer:
     """An :class:`Answer` from a reply, through :func:`fastvqa.parse.parse_response`
     (spans in seconds, found first, so that a time is never read as an option
-    number; ``duration`` lets fractions of the video be read)."""
-    from fastvqa.parse import parse_response
+    number; ``duration`` lets fractions of the video be read). Without
+    options (an open question) the answer is the reply's text
+    (:func:`fastvqa.parse.answer_text`) and ``option`` is -1."""
+    from fastvqa.parse import answer_text, parse_response
 
+    if not options:
+        spans = parse_response(text, None, duration=duration).spans
+        found = [(float(s), float(e)) for s, e in (spans.spans or [])]
+        said = answer_text(text)
+        errors = ([] if said else ["answer: none found"]) + \
+            ([] if found else [f"span: {spans.error or 'none found'}"])
+        return Answer(-1, found, text, "; ".join(errors), said)
     opt, spans = parse_response(text, list(options), duration=duration)
     index = opt.index if isinstance(opt.index, (int, np.integer)) and opt.index >= 0 else -1
     found = [(float(s), float(e)) for s, e in (spans.spans or [])]
@@ -335,9 +353,10 @@ def parse_answer(text: str, options: Sequence[str], duration: Optional[float] = 
 
 def answer_with_grounding(question: str, options: Sequence[str], memory: EventMemory, llm: Any,
                           *, duration: Optional[float] = None,
-                          prompt: P.Prompt = P.ANSWER) -> Answer:
-    """Ask ``llm`` the multiple-choice ``question`` over the memory; the reply
-    parsed into an :class:`Answer` (:func:`parse_answer`)."""
+                          prompt: Optional[P.Prompt] = None) -> Answer:
+    """Ask ``llm`` the ``question`` (multiple choice, or open without
+    options) over the memory; the reply parsed into an :class:`Answer`
+    (:func:`parse_answer`)."""
     from fastvqa.llm.protocols import as_language_model
 
     reply = as_language_model(llm).complete(answer_messages(question, options, memory, prompt))
@@ -387,9 +406,13 @@ def consistency_score(features: np.ndarray, times: np.ndarray, span: Optional[tu
 
 
 def describe_answer(answer: Answer, options: Sequence[str]) -> str:
-    """``(B) slides, at 2.0s - 4.5s`` for the verification prompt."""
-    what = f"({LETTERS[answer.option]}) {options[answer.option]}" if answer.option >= 0 \
-        else "(no option given)"
+    """``(B) slides, at 2.0s - 4.5s`` (an open question: ``"slides", at ...``)
+    for the verification prompt."""
+    if not options:
+        what = f'"{answer.text}"' if answer.text else "(no answer given)"
+    else:
+        what = f"({LETTERS[answer.option]}) {options[answer.option]}" if answer.option >= 0 \
+            else "(no option given)"
     where = f"{answer.spans[0][0]:.1f}s - {answer.spans[0][1]:.1f}s" if answer.spans \
         else "no time span"
     return f"{what}, at {where}"
@@ -410,8 +433,8 @@ def self_consistency(answer: Answer, question: str, options: Sequence[str],
                      threshold: float = THRESHOLD, max_verify: int = MAX_VERIFY,
                      pool: str = "cos_of_mean", rescale: str = "affine01",
                      text: str = "question+answer", duration: Optional[float] = None,
-                     answer_prompt: P.Prompt = P.ANSWER,
-                     verify_prompt: P.Prompt = P.VERIFY) -> Verified:
+                     answer_prompt: Optional[P.Prompt] = None,
+                     verify_prompt: Optional[P.Prompt] = None) -> Verified:
     """The paper's dynamic verification loop for one answer.
 
     ``R`` (:func:`consistency_score`) of the current answer is compared with
@@ -423,8 +446,11 @@ def self_consistency(answer: Answer, question: str, options: Sequence[str],
 
     The text embeddings come from ``option_embeddings`` (``(n_options, D)``,
     the embeddings of :func:`consistency_text` of each option) or are made
-    with ``encoder.encode_texts``. ``memory.features``/``times`` are the
-    frame embeddings; without them the answer is returned unchecked.
+    with ``encoder.encode_texts``. An open question (no ``options``) scores
+    each round's answer text, embedded with ``encoder`` (required then);
+    its prompts default to :data:`~fastvqa.devi.prompts.ANSWER_OPEN` and
+    :data:`~fastvqa.devi.prompts.VERIFY_OPEN`. ``memory.features``/``times``
+    are the frame embeddings; without them the answer is returned unchecked.
     """
     from fastvqa.llm.protocols import as_encoder, as_language_model
 
@@ -435,7 +461,11 @@ def self_consistency(answer: Answer, question: str, options: Sequence[str],
     _checks.choice(text, "self_consistency", "text", CONSISTENCY_TEXTS)
     if memory.features is None or memory.times is None:
         return Verified(answer, [Round(answer, math.nan)], 0, False)
-    if option_embeddings is None:
+    open_question = not options
+    if open_question and encoder is None:
+        raise InputError("self_consistency: an open question needs the encoder (its answer "
+                         "text is embedded each round)")
+    if option_embeddings is None and not open_question:
         if encoder is None:
             raise InputError("self_consistency: give encoder or option_embeddings")
         texts = [consistency_text(question, o, text) for o in options]
@@ -443,12 +473,22 @@ def self_consistency(answer: Answer, question: str, options: Sequence[str],
                                        "encode_texts")
     llm = as_language_model(llm)
     qa_prompt = answer_messages(question, options, memory, answer_prompt)[-1]["content"]
+    verify_prompt = verify_prompt or (P.VERIFY_OPEN if open_question else P.VERIFY)
+
+    def text_embedding(a: Answer) -> Optional[np.ndarray]:
+        if open_question:
+            if not a.text:
+                return None
+            said = consistency_text(question, a.text, text)
+            return embeddings(as_encoder(encoder).encode_texts([said]), 1, "encode_texts")[0]
+        return option_embeddings[a.option] if 0 <= a.option < len(options) else None
 
     def score(a: Answer) -> float:
-        if not 0 <= a.option < len(options) or not a.spans:
+        target = text_embedding(a) if a.spans else None
+        if target is None:
             return -math.inf
-        return consistency_score(memory.features, memory.times, a.spans[0],
-                                 option_embeddings[a.option], pool=pool, rescale=rescale)
+        return consistency_score(memory.features, memory.times, a.spans[0], target,
+                                 pool=pool, rescale=rescale)
 
     current, rounds, reasked = answer, [], 0
     while True:
@@ -462,4 +502,5 @@ def self_consistency(answer: Answer, question: str, options: Sequence[str],
                                      verify_prompt)
         current = parse_answer(llm.complete(messages), options, duration)
         reasked += 1
-    return Verified(current, rounds, reasked, current.option != answer.option)
+    return Verified(current, rounds, reasked,
+                    (current.option, current.text) != (answer.option, answer.text))

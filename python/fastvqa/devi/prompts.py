@@ -91,6 +91,19 @@ ANSWER = Prompt(
            "the paper's with its placeholders moved into the user message."),
 )
 
+ANSWER_OPEN = Prompt(
+    name="answer_open",
+    system=("You are a helpful expert in dense event video analysis. Answer the question in a "
+            "short phrase based on the events, and also output the time span [t_s, t_e] of "
+            "the event that carries the answer."),
+    user=("Events:\n{events}\n\nQuestion: {question}\n\n"
+          "Reply as 'Answer: <a short phrase>' followed by the time span in seconds, e.g. "
+          "'The supporting event is at 12.0s - 15.5s.'"),
+    source="fastvqa (DeVi's answer prompt for open questions, such as WildQA's)",
+    notes=("The paper asks only multiple-choice questions; this is its answer sentence "
+           "without options, in the same reply format."),
+)
+
 VERIFY = Prompt(
     name="verify",
     system=("You are a helpful expert in dense event video analysis. You have been provided "
@@ -111,8 +124,17 @@ VERIFY = Prompt(
            "it 'the question below'. The user layout is fastvqa's."),
 )
 
+VERIFY_OPEN = Prompt(
+    name="verify_open",
+    system=VERIFY.system.replace("one multiple-choice question", "one open-ended question"),
+    user=VERIFY.user,
+    source=f"{PAPER}, Table 14, for an open question (fastvqa)",
+    notes="Table 14 with 'one open-ended question' for 'one multiple-choice question'.",
+)
+
 #: every prompt by name
-PROMPTS = {p.name: p for p in (CAPTION, CONTEXTUALISE, ANSWER, VERIFY)}
+PROMPTS = {p.name: p for p in (CAPTION, CONTEXTUALISE, ANSWER, ANSWER_OPEN, VERIFY,
+                               VERIFY_OPEN)}
 
 
 def verify_messages(qa_prompt: str, previous_answer: str, supportive_frames: str,

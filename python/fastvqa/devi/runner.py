@@ -31,9 +31,10 @@ _NO_SPAN = (-1.0, -1.0)
 
 
 class Question(NamedTuple):
-    """One multiple-choice question: ``id``, ``video`` (a key of ``videos``),
-    ``text``, ``options``; with ground truth, ``answer`` (0-based index) and
-    ``spans`` (gold ``[start, end]`` seconds)."""
+    """One question: ``id``, ``video`` (a key of ``videos``), ``text``,
+    ``options`` (empty for an open question, such as WildQA's: answered in
+    free text); with ground truth, ``answer`` (0-based index; None for an
+    open question) and ``spans`` (gold ``[start, end]`` seconds)."""
 
     id: str
     video: str
@@ -48,7 +49,8 @@ def as_question(q: Any) -> Question:
     :class:`~fastvqa.data.QARecord` (``id`` = its ``key``, ``"<video_id>_<question_id>"``;
     an answer that is no option index is left out) or a dict (``id``,
     ``video``, ``text`` or ``question``, ``options``; optional
-    ``answer_index`` or ``answer`` (an index), ``spans``)."""
+    ``answer_index`` or ``answer`` (an index), ``spans``). No options: an
+    open question."""
     if isinstance(q, Question):
         return q
     from fastvqa.data.record import QARecord
@@ -65,8 +67,9 @@ def as_question(q: Any) -> Question:
         raise InputError(f"question {q.get('id', '?')!r}: missing "
                          f"{', '.join(missing or ['text'])}")
     options = list(q["options"])
-    if len(options) < 2 or not all(isinstance(o, str) for o in options):
-        raise InputError(f"question {q['id']!r}: options must be two or more strings")
+    if len(options) == 1 or not all(isinstance(o, str) for o in options):
+        raise InputError(f"question {q['id']!r}: options must be two or more strings "
+                         "(or none, for an open question)")
     answer = q.get("answer_index", q.get("answer"))
     if answer is not None and not (isinstance(answer, (int, np.integer))
                                    and 0 <= answer < len(options)):
@@ -91,6 +94,7 @@ class Prediction(NamedTuple):
 
     def to_dict(self) -> dict:
         return {"option": self.option, "spans": [list(s) for s in self.spans],
+                "answer_text": self.final.text, "initial_answer_text": self.initial.text,
                 "initial_option": self.initial.option,
                 "initial_spans": [list(s) for s in self.initial.spans],
                 "rounds": [{"option": o, "spans": [list(x) for x in sp],
@@ -464,6 +468,7 @@ def run_devi(videos: Mapping[str, Any], questions: Sequence[Any], components: An
             iq[1].options, durations[iq[1].video]), list(enumerate(qs)), workers, bar.update)
 
     with stages.stage("verify", len(qs), "question") as bar:
+        # an open question's answer text is embedded round by round (self_consistency)
         texts = [S.consistency_text(q.text, o, consistency_text) for q in qs for o in q.options]
         table = embeddings(timed.encode_texts(texts), len(texts), "encode_texts") if texts else None
         offsets = np.cumsum([0] + [len(q.options) for q in qs])
@@ -472,7 +477,9 @@ def run_devi(videos: Mapping[str, Any], questions: Sequence[Any], components: An
             i, q = iq
             return S.self_consistency(
                 initial[i], q.text, q.options, memories[keys[i]], timed,
-                option_embeddings=table[offsets[i]:offsets[i + 1]], threshold=threshold,
+                encoder=timed if not q.options else None,
+                option_embeddings=table[offsets[i]:offsets[i + 1]] if q.options else None,
+                threshold=threshold,
                 max_verify=max_verify, pool=pool, rescale=rescale, text=consistency_text,
                 duration=durations[q.video])
 
@@ -520,7 +527,8 @@ def _latency(stages: _Stages, timed: _Timed, n: int) -> LatencyReport:
 def _consistency(qs: list, preds: dict, durations: dict, threshold: float) -> ConsistencyReport:
     reasked = sum(preds[q.id].reasked > 0 for q in qs)
     prompts = sum(preds[q.id].reasked for q in qs)
-    changed = sum(preds[q.id].initial.option != preds[q.id].option for q in qs)
+    changed = sum((preds[q.id].initial.option, preds[q.id].initial.text)
+                  != (preds[q.id].final.option, preds[q.id].final.text) for q in qs)
     still_low = sum(not (preds[q.id].rounds[-1][2] >= threshold) for q in qs)
     truth = [q for q in qs if q.answer is not None]
     helped = hurt = neutral = None

@@ -91,5 +91,23 @@ def _blanked(text: str, ranges: list) -> str:
     return squeeze("".join(pieces))
 
 
+def answer_text(text: str) -> str:
+    r"""The free-text answer of a reply to an open question: what follows the
+    first ``Answer:`` on its line, else the reply's first non-empty line
+    (``""`` for an empty reply). One scan, linear in the reply.
+
+    >>> answer_text("I watched it.\nAnswer: a red cube\nAt 1 s - 2 s.")
+    'a red cube'
+    >>> answer_text("  \nThe red cube.")
+    'The red cube.'
+    """
+    lines = [line.strip() for line in text.splitlines()]
+    for line in lines:
+        head, sep, rest = line.partition(":")
+        if sep and head.strip().lower() == "answer" and rest.strip():
+            return rest.strip()
+    return next((line for line in lines if line), "")
+
+
 __all__ = ["OPTION_RULES", "OptionParse", "ResponseParse", "SPAN_RULES", "SpanParse",
-           "parse_option", "parse_response", "parse_spans"]
+           "answer_text", "parse_option", "parse_response", "parse_spans"]

@@ -158,9 +158,6 @@ def run(args: argparse.Namespace) -> int:
     if out.exists() and not out.is_dir():
         raise CommandError(f"--out {out} is a file; give a folder")
     records = load_benchmark(benchmark, args.gt, args.split)
-    if benchmark == "wildqa" and args.pipeline == "devi":
-        raise CommandError("DeVi answers multiple-choice questions; WildQA's are open "
-                           "(use fastvqa run vlm wildqa)")
     if args.limit is not None:
         records = records[:args.limit]
     if not records:

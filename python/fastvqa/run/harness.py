@@ -133,20 +133,11 @@ def parse_reply(text: str, record: Any, *, duration: Optional[float] = None,
         option = int(opt.index) if opt.error is None else NO_OPTION
         option_how = opt.how if opt.error is None else f"option: {opt.error}"
         return option, spans, "", f"{option_how}; {span_how}", option >= 0 and bool(spans)
-    answer = _open_answer(text)
+    from fastvqa.parse import answer_text
+
+    answer = answer_text(text)
     answer_how = "answer line" if answer else "answer: none found"
     return NO_OPTION, spans, answer, f"{answer_how}; {span_how}", bool(answer) and bool(spans)
-
-
-def _open_answer(text: str) -> str:
-    """The free-text answer of a reply: what follows the first ``Answer:``
-    on its line, else the reply's first non-empty line (linear scan)."""
-    lines = [line.strip() for line in text.splitlines()]
-    for line in lines:
-        head, sep, rest = line.partition(":")
-        if sep and head.strip().lower() == "answer" and rest.strip():
-            return rest.strip()
-    return next((line for line in lines if line), "")
 
 
 def run_questions(records: Sequence[Any], videos: Mapping[str, Path],

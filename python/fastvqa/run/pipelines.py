@@ -62,7 +62,8 @@ def vlm_pipeline(answerer: Any, *, frames: int = 8, backend: str = "pyav",
 def devi_outcomes(records: Sequence[Any], videos: Mapping[str, Path], components: Any, *,
                   cache_dir: Optional[Path] = None, progress: Optional[bool] = None,
                   **devi_options: Any) -> tuple:
-    """``(outcomes, result)``: DeVi over ``records`` (multiple choice), one
+    """``(outcomes, result)``: DeVi over ``records`` (multiple choice, or open
+    questions answered in free text), one
     :class:`~fastvqa.run.harness.Outcome` per record in order, and the
     :class:`fastvqa.devi.DeViResult` (latencies, consistency report). The
     reply kept is the final answer's (after self-consistency); its parse is
@@ -79,10 +80,11 @@ def devi_outcomes(records: Sequence[Any], videos: Mapping[str, Path], components
         how = p.final.error or "DeVi's parse of its final answer"
         if p.reasked:
             how += f"; after {p.reasked} self-consistency re-asks"
+        said = p.final.text  # an open question's answer ("" for multiple choice)
         outcomes.append(Outcome(record.key, p.final.raw,
                                 int(p.option) if p.option >= 0 else NO_OPTION,
-                                [tuple(map(float, s)) for s in p.spans], "", how,
-                                p.option >= 0 and bool(p.spans), per))
+                                [tuple(map(float, s)) for s in p.spans], said, how,
+                                (p.option >= 0 or bool(said)) and bool(p.spans), per))
     return outcomes, result
 
 
