@@ -355,7 +355,6 @@ class DemoLanguageModel:
         return (f"{prefix}The answer is ({LETTERS[best]}). The supporting event is at "
                 f"{span[0]:.1f}s - {span[1]:.1f}s.")
 
-
     def _answer_open(self, user: str) -> str:
         """An open question (no options): the demo's answer vocabulary (an
         action's verb, or "the <object>" of the events for "Which object

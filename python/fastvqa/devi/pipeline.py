@@ -474,13 +474,14 @@ def self_consistency(answer: Answer, question: str, options: Sequence[str],
     llm = as_language_model(llm)
     qa_prompt = answer_messages(question, options, memory, answer_prompt)[-1]["content"]
     verify_prompt = verify_prompt or (P.VERIFY_OPEN if open_question else P.VERIFY)
+    text_encoder = as_encoder(encoder) if open_question else None
 
     def text_embedding(a: Answer) -> Optional[np.ndarray]:
         if open_question:
             if not a.text:
                 return None
             said = consistency_text(question, a.text, text)
-            return embeddings(as_encoder(encoder).encode_texts([said]), 1, "encode_texts")[0]
+            return embeddings(text_encoder.encode_texts([said]), 1, "encode_texts")[0]
         return option_embeddings[a.option] if 0 <= a.option < len(options) else None
 
     def score(a: Answer) -> float:

@@ -50,7 +50,6 @@ class StoredMemory:
         from fastvqa.extract import FeatureStore
 
         self.store = store if isinstance(store, FeatureStore) else FeatureStore(Path(store))
-        self.encoder = encoder
         header = self.store.header
         where = f"--store {self.store.path}"
         if header["recipe"].get("input", "frames") != "frames":
