@@ -2,26 +2,50 @@
 """CATER scene graphs for DVD-style generation: objects, movements, the loader
 and writer of CATER's scene JSON, and a CATER-like random scene generator.
 
-Frames are integers ``0 .. num_frames - 1`` (CATER renders 301 frames,
-``0 .. 300``, at 24 fps). A movement's ``start`` and ``end`` are both
-inclusive: the object is at its old position at ``start`` and at its new one at
-``end`` (CATER interpolates over ``start .. end``).
+Frames are integers ``0 .. num_frames - 1``. A movement's ``start`` and
+``end`` are both inclusive: the object is at its old position at ``start``
+and at its new one at ``end`` (CATER interpolates over ``start .. end``).
 
 Vocabulary (dvd.md §1.2, §2.2): sizes ``large/medium/small``, materials
 ``metal/rubber``, shapes ``cone/cube/cylinder/sphere/spl`` (``"spl"`` is the
 snitch), nine colours, actions ``flying/rotating/sliding``. CATER's operations
 map as ``_slide`` -> sliding, ``_rotate`` -> rotating, ``_pick_place`` ->
 flying and ``_contain`` -> flying with ``target`` = the covered object;
-``_no_op`` (CATER records it for an object left behind when its cone flies
-away) is not a movement.
+``_no_op`` is not a movement.
 
-CATER scene JSON (facts from CATER's generator): ``objects`` is a list of dicts
-with ``shape``, ``size``, ``material``, ``color``, ``instance`` (the Blender
-name, e.g. ``"Cone_0"``), ``3d_coords`` and ``locations`` (frame number as a
-string -> ``[x, y, z]``); ``movements`` maps an instance name to a list of
-``[operation, other_instance_or_null, start_frame, end_frame]``;
-``directions`` holds camera-relative unit vectors on the ground plane
-(``left``, ``right``, ``front``, ``behind``, and ``above``/``below``, unused).
+CATER's scene JSON is read as CATER's generator (``render_videos.py``,
+``actions.py``) writes it, one file per video, and as DVD's
+``update_scene.py`` reads it; docs/generate.md lists every field. Where CATER
+differs from what one might assume:
+
+- ``locations`` (per object, frame -> ``[x, y, z]``, every frame) has
+  string keys ``"0" .. "300"`` (CATER's integer keys after JSON). CATER's
+  ``--num_frames 300`` is the last frame, not a count: a video has 301
+  frames, so ``Scene.num_frames`` is the number of ``locations`` entries (301).
+  ``3d_coords`` (the frame-0 position) is read only when ``locations`` is
+  absent.
+- ``movements`` maps every object's ``instance`` (its Blender name,
+  ``"Spl_0"``, ``"Cone_1"``, ``"SmoothCube_v2_0"``,
+  ``"SmoothCylinder-Short_0"``) to a list, possibly empty, of
+  ``[operation, other, start, end]``. Only ``_contain`` has an ``other``:
+  the instance the cone lands on (the top of what stands there, which may be
+  a smaller cone); only cones contain, never themselves. A cone's later
+  ``_slide`` is recorded, with the same frames, for each object under it;
+  its ``_pick_place`` releases them, recorded as ``_no_op``. CATER also
+  records ``_no_op`` for an object it found no collision-free move for.
+- ``directions`` are ground-plane unit vectors from the camera at frame 0
+  (the camera-motion variants keep them): ``behind`` is the camera's view
+  direction, ``left`` its left, ``front``/``right`` their negatives;
+  ``above``/``below`` are ignored. CATER writes no camera pose: the camera
+  shows only there and in ``pixel_coords``.
+- Ignored: ``split``, ``image_index``, ``image_filename`` (a scene is named
+  by its file, which CATER names as the video), ``relationships`` (frame-0
+  relations; DVD and fastvqa recompute them per period), each object's
+  ``sized``, ``rotation`` and ``pixel_coords``, and every key DVD's
+  preprocessing adds (``obj_id_to_idx``, ``periods``, ``contained_events``,
+  ...). DVD stores those preprocessed scenes as pickles, which
+  :func:`load_cater_scene` refuses (unpickling runs code): give it the CATER
+  JSON they were made from.
 """
 
 from __future__ import annotations
@@ -190,6 +214,17 @@ def _xyz(value: Any, where: str, field_: str) -> list[float]:
     return [float(x) for x in value]
 
 
+def _frame_key(key: Any, where: str, field_: str) -> int:
+    # JSON turns CATER's integer keys into "0", "1", ...; int() alone would
+    # also take " 1", "1_0" or 1.5
+    if isinstance(key, str) and key.isascii() and key.isdigit():
+        return int(key)
+    if isinstance(key, (int, np.integer)) and not isinstance(key, bool) and key >= 0:
+        return int(key)
+    raise _fail(where, field_, f"frame key {key!r} is not a frame number (CATER writes "
+                "\"0\" .. \"300\")")
+
+
 def _locations(obj: Mapping, where: str, f: str) -> Optional[np.ndarray]:
     locs = obj.get("locations")
     if locs is None:
@@ -197,14 +232,10 @@ def _locations(obj: Mapping, where: str, f: str) -> Optional[np.ndarray]:
     if isinstance(locs, list):
         items = list(enumerate(locs))
     elif isinstance(locs, Mapping):
-        items = []
-        for k, v in locs.items():
-            try:
-                items.append((int(k), v))
-            except (TypeError, ValueError):
-                raise _fail(where, f"{f}.locations", f"frame key {k!r} is not an integer") from None
+        items = [(_frame_key(k, where, f"{f}.locations"), v) for k, v in locs.items()]
     else:
-        raise _fail(where, f"{f}.locations", "expected a mapping frame -> [x, y, z]")
+        raise _fail(where, f"{f}.locations", "expected a mapping frame -> [x, y, z], got "
+                    f"{type(locs).__name__}")
     if not items:
         raise _fail(where, f"{f}.locations", "is empty")
     items.sort(key=lambda kv: kv[0])
@@ -214,27 +245,21 @@ def _locations(obj: Mapping, where: str, f: str) -> Optional[np.ndarray]:
     return np.array([_xyz(v, where, f"{f}.locations[{k}]") for k, v in items], dtype=np.float64)
 
 
-def scene_from_dict(d: Mapping, name: str = "scene", *, where: Optional[str] = None) -> Scene:
-    """A :class:`Scene` from a CATER scene JSON dict (see the module notes).
-
-    ``num_frames`` is the length of the objects' ``locations`` (all must
-    agree); without any ``locations`` every object stays at ``3d_coords`` over
-    301 frames (CATER's length). Object index = position in ``objects``.
-    ``fps`` is read from ``d["fps"]`` when present, else 24. Raises
-    :class:`~fastvqa.errors.InputError` naming ``where`` (default ``name``)
-    and the field for anything unusable."""
-    where = where or name
-    if not isinstance(d, Mapping):
-        raise InputError(f"{where}: expected a CATER scene (a JSON object), got "
-                         f"{type(d).__name__}")
+def _objects(d: Mapping, where: str) -> tuple[SceneObject, ...]:
     objs = d.get("objects")
-    if not isinstance(objs, list) or not objs:
-        raise _fail(where, "objects", "expected a non-empty list of objects")
+    if objs is None and isinstance(d.get("scenes"), list):
+        raise _fail(where, "objects", "missing: this is a combined scenes file ('info' + "
+                    "'scenes'); give the per-video scene files (CATER's scenes/*.json)")
+    if not isinstance(objs, list):
+        raise _fail(where, "objects", "expected a list of objects, got "
+                    f"{type(objs).__name__ if objs is not None else 'nothing'}")
+    if not objs:
+        raise _fail(where, "objects", "is empty (a CATER scene has at least the snitch)")
     raw = []
     for i, o in enumerate(objs):
         f = f"objects[{i}]"
         if not isinstance(o, Mapping):
-            raise _fail(where, f, "expected an object (dict)")
+            raise _fail(where, f, f"expected an object (dict), got {type(o).__name__}")
         attrs = {}
         for key, choices in (("size", SIZES), ("color", COLORS), ("material", MATERIALS),
                              ("shape", SHAPES)):
@@ -260,66 +285,137 @@ def scene_from_dict(d: Mapping, name: str = "scene", *, where: Optional[str] = N
         pos.setflags(write=False)
         objects.append(SceneObject(i, attrs["size"], attrs["color"], attrs["material"],
                                    attrs["shape"], pos, inst))
-    index = {}
+    return tuple(objects)
+
+
+def _movements(mv: Any, objects: tuple[SceneObject, ...], num_frames: int,
+               where: str) -> list[Movement]:
+    index: dict[str, int] = {}
     for o in objects:
         if o.instance in index:
             raise _fail(where, "objects[].instance", f"{o.instance!r} appears twice")
         index[o.instance] = o.index
-    movements = []
-    mv = d.get("movements", {})
     if not isinstance(mv, Mapping):
-        raise _fail(where, "movements", "expected a mapping instance -> list of movements")
+        raise _fail(where, "movements", "expected a mapping instance -> list of movements, "
+                    f"got {type(mv).__name__}")
+    out = []
     for inst, lst in mv.items():
         f = f"movements[{inst!r}]"
         if inst not in index:
             raise _fail(where, f, "names no object instance")
         if not isinstance(lst, list):
             raise _fail(where, f, "expected a list of [operation, other, start, end]")
+        obj = objects[index[inst]]
         for j, m in enumerate(lst):
+            fj = f"{f}[{j}]"
             if not isinstance(m, (list, tuple)) or len(m) != 4:
-                raise _fail(where, f"{f}[{j}]", f"expected [operation, other, start, end], got {m!r}")
+                raise _fail(where, fj, f"expected [operation, other, start, end], got {m!r}")
             op, other, start, end = m
             if op == _CATER_NO_OP:
                 continue
-            if op not in CATER_ACTIONS:
-                raise _fail(where, f"{f}[{j}]", f"unknown operation {op!r} (expected one of "
+            if not isinstance(op, str) or op not in CATER_ACTIONS:
+                raise _fail(where, fj, f"unknown operation {op!r} (expected one of "
                             f"{', '.join(sorted(CATER_ACTIONS))}, _no_op)")
-            s, e = _frame(start, where, f"{f}[{j}]"), _frame(end, where, f"{f}[{j}]")
+            s, e = _frame(start, where, f"{fj}.start"), _frame(end, where, f"{fj}.end")
             if e < s or e >= num_frames:
-                raise _fail(where, f"{f}[{j}]", f"frames {s}..{e} are not inside 0..{num_frames - 1}")
+                raise _fail(where, fj, f"frames {s}..{e} are not inside 0..{num_frames - 1} "
+                            f"(the scene has {num_frames} frames of locations)")
             target = None
             if op == "_contain":
-                if other not in index:
-                    raise _fail(where, f"{f}[{j}]", f"_contain names no object instance: {other!r}")
+                if obj.shape != "cone":
+                    raise _fail(where, fj, f"_contain by a {obj.shape}: only cones contain")
+                if not isinstance(other, str) or other not in index:
+                    raise _fail(where, fj, f"_contain names no object instance: {other!r}")
+                if other == inst:
+                    raise _fail(where, fj, "_contain names the cone itself")
                 target = index[other]
-            movements.append(Movement(index[inst], CATER_ACTIONS[op], s, e, target))
+            out.append(Movement(obj.index, CATER_ACTIONS[op], s, e, target))
+    return out
+
+
+def scene_from_dict(d: Mapping, name: str = "scene", *, where: Optional[str] = None) -> Scene:
+    """A :class:`Scene` from a CATER scene JSON dict, as CATER writes it or as
+    DVD's preprocessing extends it (see the module notes for what is read and
+    what is ignored).
+
+    ``num_frames`` is the length of the objects' ``locations`` (all must
+    agree; 301 for CATER); without any ``locations`` every object stays at
+    ``3d_coords`` over 301 frames. Object index = position in ``objects``;
+    ``movements`` may omit objects that never move. ``fps`` is read from
+    ``d["fps"]`` (fastvqa's writer adds it; CATER has none), else 24. Raises
+    :class:`~fastvqa.errors.InputError`, one line naming ``where`` (default
+    ``name``) and the field, for anything unusable; keys it does not read are
+    ignored.
+
+    >>> d = {"objects": [{"shape": "spl", "size": "small", "material": "metal",
+    ...                   "color": "gold", "instance": "Spl_0", "3d_coords": [0.0, 0.0, 0.3],
+    ...                   "rotation": 12.5, "pixel_coords": [160, 120, 11.2]}],
+    ...      "movements": {"Spl_0": [["_slide", None, 3, 27], ["_no_op", None, 40, 60]]},
+    ...      "directions": {"left": [-1, 0, 0], "right": [1, 0, 0], "front": [0, -1, 0],
+    ...                     "behind": [0, 1, 0], "above": [0, 0, 1], "below": [0, 0, -1]},
+    ...      "split": "new", "image_index": 1, "image_filename": "CATER_new_000001.avi"}
+    >>> s = scene_from_dict(d, "CATER_new_000001")
+    >>> s.num_frames, s.movements
+    (301, (Movement(obj=0, action='sliding', start=3, end=27, target=None),))
+    """
+    where = where or name
+    if not isinstance(d, Mapping):
+        raise InputError(f"{where}: expected a CATER scene (a JSON object), got "
+                         f"{type(d).__name__}")
+    objects = _objects(d, where)
+    num_frames = len(objects[0].positions)
+    movements = _movements(d.get("movements", {}), objects, num_frames, where)
     dirs = d.get("directions")
     if not isinstance(dirs, Mapping):
-        raise _fail(where, "directions", "missing (expected left/right/front/behind vectors)")
+        raise _fail(where, "directions", "missing (expected left/right/front/behind vectors)"
+                    if dirs is None else f"expected a mapping name -> [x, y, z], got "
+                    f"{type(dirs).__name__}")
     directions = {}
     for rel in RELATIONS:
         if rel not in dirs:
             raise _fail(where, f"directions.{rel}", "missing")
         directions[rel] = tuple(_xyz(dirs[rel], where, f"directions.{rel}"))
     fps = d.get("fps", 24.0)
-    if isinstance(fps, bool) or not isinstance(fps, (int, float)) or not fps > 0:
+    if isinstance(fps, bool) or not isinstance(fps, (int, float)) or not math.isfinite(fps) \
+            or fps <= 0:
         raise _fail(where, "fps", f"expected a positive number, got {fps!r}")
-    return Scene(str(name), tuple(objects), tuple(movements), num_frames, float(fps), directions)
+    return Scene(str(name), objects, tuple(movements), num_frames, float(fps), directions)
 
 
 def load_cater_scene(path: Union[str, Path]) -> Scene:
-    """Read a CATER scene JSON file; the scene's name is the file's stem.
-    Raises :class:`~fastvqa.errors.InputError` (one line naming the file and
-    the field) for malformed content; a missing file raises
-    ``FileNotFoundError``."""
+    """Read one CATER scene JSON file (CATER's ``scenes/<video>.json``); the
+    scene's name is the file's stem (CATER names it as the video:
+    ``CATER_new_000001.json`` for ``CATER_new_000001.avi``). Raises
+    :class:`~fastvqa.errors.InputError` (one line naming the file and the
+    field) for malformed content, a pickle (DVD's preprocessed ``.pkl``
+    scenes are not read: unpickling runs code) or CATER's combined scenes
+    file; a missing file raises ``FileNotFoundError``.
+
+    >>> import json, pathlib, tempfile
+    >>> scene = {"objects": [{"shape": "cone", "size": "large", "material": "rubber",
+    ...                       "color": "red", "instance": "Cone_0",
+    ...                       "locations": {str(f): [1.0, 2.0, 0.75] for f in range(301)}}],
+    ...          "movements": {"Cone_0": []},
+    ...          "directions": {"left": [-1, 0, 0], "right": [1, 0, 0], "front": [0, -1, 0],
+    ...                         "behind": [0, 1, 0]}}
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     path = pathlib.Path(folder, "CATER_new_000007.json")
+    ...     _ = path.write_text(json.dumps(scene))
+    ...     s = load_cater_scene(path)
+    >>> s.name, s.num_frames, s.objects[0].shape
+    ('CATER_new_000007', 301, 'cone')
+    """
     p = Path(path)
+    data = p.read_bytes()
+    if data[:1] == b"\x80":   # every pickle protocol >= 2 starts so; JSON never does
+        raise InputError(f"{p}: a pickle, not JSON (DVD's preprocessed .pkl scenes are not "
+                         "read, as unpickling runs code): give the CATER scene JSON it came from")
     try:
-        with open(p, encoding="utf-8") as fh:
-            d = json.load(fh)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{p}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
+        d = json.loads(data.decode("utf-8-sig"))
     except UnicodeDecodeError:
         raise InputError(f"{p}: not UTF-8 text") from None
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{p}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
     except RecursionError:  # "[[[[..." 100000 deep: no scene nests more than 4 levels
         raise InputError(f"{p}: JSON nested too deeply to read (a CATER scene nests a few "
                          "levels)") from None
