@@ -18,6 +18,8 @@
   balancing, redundancy, dependencies), :mod:`~fastvqa.generate.dvd.render`
   (question text and the JSON layout) over
   :mod:`~fastvqa.generate.dvd.state` (the dialogue being drafted);
+- :mod:`~fastvqa.generate.dvd.history`: the dialogue state a written turn's
+  cross-turn modules read (:func:`turn_state`);
 - :mod:`~fastvqa.generate.dvd.cli`: ``fastvqa generate dvd``.
 
 Every name below is imported on first use.
@@ -55,11 +57,13 @@ _EXPORTS = {
     "REJECTION_REASONS": "filters", "Fact": "filters", "is_redundant": "filters",
     # render.py
     "dialogues_to_json": "render", "write_dialogues": "render",
+    # history.py
+    "turn_state": "history", "singled_out": "history", "counted_group": "history",
 }
 
 __getattr__, __dir__ = lazy_exports(
     __name__, _EXPORTS,
     submodules=("scene", "intervals", "executor", "templates", "dialogue", "candidates",
-                "filters", "render", "state", "cli"))
+                "filters", "render", "state", "history", "cli"))
 
 __all__ = sorted(_EXPORTS)

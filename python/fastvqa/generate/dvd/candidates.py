@@ -16,15 +16,16 @@ from __future__ import annotations
 
 import itertools
 import json
-from typing import Any, Mapping, Optional
+from typing import Any, Mapping, NamedTuple, Optional
 
 from fastvqa.errors import InputError
 from fastvqa.generate.dvd import executor as _ex
+from fastvqa.generate.dvd import history as _hist
 from fastvqa.generate.dvd import intervals as _iv
 from fastvqa.generate.dvd import templates as T
 from fastvqa.generate.dvd.filters import Fact, Reject
 from fastvqa.generate.dvd.render import action_phrase, earlier_word, noun_phrase, render_text
-from fastvqa.generate.dvd.state import ATTR_NAMES, Draft, SceneData, Turn
+from fastvqa.generate.dvd.state import ATTR_NAMES, Draft, SceneData, Turn, phrase_kind
 
 _SUBSETS = [c for k in range(1, 5) for c in itertools.combinations(range(4), k)]
 
@@ -46,10 +47,10 @@ def sample_cutoff(scene, rng, previous: Optional[int], spacing: int):
 
 # ----------------------------------------------------------------------------- execution
 
-def _run(data: SceneData, nodes, period, cutoff) -> tuple[list, str]:
+def _run(data: SceneData, nodes, period, cutoff, state=None) -> tuple[list, str]:
     cf = data.cutoff_frame(cutoff)
     try:
-        outputs = _ex.execute(nodes, data.scene, period=period, cutoff=cf)
+        outputs = _ex.execute(nodes, data.scene, period=period, cutoff=cf, state=state)
     except _ex.ProgramError as err:  # ill-posed on this scene (a malformed
         raise Reject("ill_posed") from err  # program is a bug and propagates)
     try:
@@ -59,11 +60,74 @@ def _run(data: SceneData, nodes, period, cutoff) -> tuple[list, str]:
     return outputs, answer
 
 
-def _run_quiet(data: SceneData, nodes, period, cutoff):
+def _run_quiet(data: SceneData, nodes, period, cutoff, state=None):
     try:
-        return _run(data, nodes, period, cutoff)
+        return _run(data, nodes, period, cutoff, state)
     except Reject:
         return None, None
+
+
+def _history(data: SceneData, d: Draft):
+    """The dialogue state the next turn's program reads, from what the
+    dialogue has said so far (:mod:`~fastvqa.generate.dvd.history`: the
+    same state a reader rebuilds from the written turns)."""
+    if not d.turns:
+        return _hist.state_after((), tracked=tuple(d.state))
+    prev = d.turns[-1]
+    interval = None
+    if prev.period is not None:
+        interval = _iv.period_frames(prev.period, data.scene.num_frames,
+                                     cutoff=data.cutoff_frame(prev.cutoff))
+    return _hist.state_after(_ex.with_outputs(prev.nodes, prev.outputs), tracked=tuple(d.state),
+                             last_interval=interval)
+
+
+def _object_program(head: dict, desc: Mapping[int, str]) -> list[dict]:
+    """``head`` (scene, ``track_object``, ``refer_object``) filtered by the
+    attributes a question states (``desc``: attribute index -> value), then
+    ``unique``: how a phrase such as "the earlier mentioned red cone" finds
+    its object."""
+    nodes = [dict(head)]
+    for k in sorted(desc):
+        nodes.append({"type": f"filter_{ATTR_NAMES[k]}", "inputs": [len(nodes) - 1],
+                      "side_inputs": [desc[k]]})
+    nodes.append({"type": "unique", "inputs": [len(nodes) - 1]})
+    return nodes
+
+
+def _assemble(temporal_nodes, body, refs: Mapping[str, list]) -> list[dict]:
+    """A turn's whole program (the release's ``all_program``): the temporal
+    nodes, then the body with each reference node (``refs``' keys) replaced by
+    the program that resolves it, and every module that takes an interval fed
+    the temporal part's last node."""
+    out = [dict(n) for n in temporal_nodes]
+    interval = len(out) - 1 if out else None
+    at: dict[int, int] = {}
+    for i, node in enumerate(body):
+        ins = [at[k] for k in node.get("inputs", [])]
+        splice = refs.get(node["type"])
+        if splice:
+            base = len(out)
+            for j, m in enumerate(splice):
+                out.append({**m, "inputs": ins if j == 0 else [base + k for k in m["inputs"]]})
+            at[i] = len(out) - 1
+            continue
+        new = {**node, "inputs": ins}
+        if interval is not None and "Interval?" in _ex.MODULES[node["type"]].inputs:
+            new["inputs"] = ins + [interval]
+        out.append(new)
+        at[i] = len(out) - 1
+    return out
+
+
+def _replace_unique(nodes: list, where: Mapping[int, int], ref: str) -> None:
+    """Object 1's ``unique`` (its slots filled with ``""``) becomes the raw
+    reference node: ``unique_obj_ref`` ("it") or ``earlier_obj_ref``."""
+    i = where[1]
+    assert nodes[i]["type"] == "unique", nodes[i]
+    nodes[i] = ({"type": "earlier_obj_ref", "inputs": list(nodes[i]["inputs"])} if ref == "earlier"
+                else {"type": "unique_obj_ref", "inputs": list(nodes[i]["inputs"]),
+                      "side_inputs": ["it"]})
 
 
 def _related(data: SceneData, ref, other, period, rel, cutoff) -> bool:
@@ -74,17 +138,23 @@ def _related(data: SceneData, ref, other, period, rel, cutoff) -> bool:
         return False
 
 
-def _finish(data: SceneData, template, values, period, cutoff, nodes, *, question, text0,
-            deps, unique, described, temporal_nodes=(), temporal_obj=None,
-            earlier_obj=None, flags=None, transfer=None, fact_scope=None) -> Turn:
-    """Runs a drafted turn's program and records what the filters need: its
-    redundancy :class:`~fastvqa.generate.dvd.filters.Fact` and question key,
-    and the ``effective_temporal_localizing`` flag."""
-    outputs, answer = _run(data, nodes, period, cutoff)
+def _finish(data: SceneData, d: Draft, template, values, period, cutoff, nodes, *, question,
+            text0, deps, unique, described, temporal_nodes=(), temporal_obj=None,
+            earlier_obj=None, flags=None, transfer=None, fact_scope=None, body_state=None,
+            refs=None, input_map=None, sampled=None) -> Turn:
+    """Runs a drafted turn's body program (its references given their
+    intended objects by ``body_state``) and records what the filters need:
+    its redundancy :class:`~fastvqa.generate.dvd.filters.Fact`, question key
+    and ``effective_temporal_localizing`` flag. Then runs the whole program
+    as written (temporal part, body, references spliced in) on the state the
+    dialogue history gives (:func:`_history`): a turn whose references that
+    history does not resolve to its answer is refused
+    (``unresolved_reference``)."""
+    outputs, answer = _run(data, nodes, period, cutoff, body_state)
     flags = dict(flags or {})
     # answerable without localising: the whole video input gives the same answer
     if template.interval_type != "none" and period != (None, None):
-        _, whole = _run_quiet(data, nodes, (None, None), cutoff)
+        _, whole = _run_quiet(data, nodes, (None, None), cutoff, body_state)
         flags["effective_temporal_localizing"] = whole is not None and whole != answer
     else:
         flags["effective_temporal_localizing"] = False
@@ -98,12 +168,55 @@ def _finish(data: SceneData, template, values, period, cutoff, nodes, *, questio
     key = (template.name, json.dumps(values, sort_keys=True),
            json.dumps(sorted(unique.items())), _period_key(data, period),
            data.cutoff_frame(cutoff))
+    refs = dict(refs or {})
+    history = _history(data, d)
+    final = _assemble(temporal_nodes, nodes, refs)
+    final_outputs, resolved = _run_quiet(data, final, None, cutoff, history)
+    if resolved is None or resolved != answer:
+        raise Reject("unresolved_reference")
+    programs = {}
+    for raw, name in (("earlier_obj_ref", "earlier"), ("unique_obj_ref", "last")):
+        if raw in refs:
+            try:
+                outs = _ex.execute(refs[raw], data.scene, cutoff=data.cutoff_frame(cutoff),
+                                   state=history)
+            except _ex.ProgramError:
+                raise Reject("unresolved_reference") from None
+            programs[name] = _ex.with_outputs(refs[raw], outs)
     return Turn(template, values, period, cutoff, nodes, outputs, answer, question, text0,
                 deps, unique, described, list(temporal_nodes), temporal_obj, earlier_obj,
-                flags, fact, key, transfer=transfer)
+                flags, fact, key, transfer=transfer, refs=refs, body_state=body_state,
+                final_nodes=final, final_outputs=final_outputs, ref_programs=programs,
+                input_map=dict(input_map or {}), sampled=sampled)
 
 
 # ----------------------------------------------------------------------------- sampler
+
+def transfers_allowed(prev: Turn, cutoff) -> tuple[str, ...]:
+    """The topic transfers DVD lets follow ``prev`` (dvd.md §1.4, §3.4; the
+    generator's rules): an **attribute** transfer after an attribute query
+    that was not itself one; a **spatial** transfer after a spatial object
+    count or exist that was not itself one (so neither chains); a
+    **temporal** transfer (the video extended to a later cutoff, ``cutoff``
+    being the current one) after a turn over a compositional interval that
+    ends at the cutoff and that was not itself a video update, an attribute
+    query, an exist question answered True or an action-by-order query
+    answered with an action."""
+    kinds = []
+    if prev.transfer != "temporal" and prev.template.interval_type == "compositional" \
+            and prev.period is not None and prev.period[1] is None and cutoff is not None \
+            and prev.template.ask is None \
+            and not ("exist" in prev.template.program[-1]["type"] and prev.answer == "True") \
+            and not (prev.template.question_subtype == "action_query.by_order"
+                     and prev.answer != "no action"):
+        kinds.append("temporal")
+    if prev.template.ask is not None and prev.deps.get("attribute", "none") == "none":
+        kinds.append("attribute")
+    if prev.template.spatial and prev.template.question_type in ("object_count", "object_exist") \
+            and prev.deps.get("spatial", "none") == "none":
+        kinds.append("spatial")
+    return tuple(kinds)
+
 
 class CandidateSampler:
     """Draws candidate turns with the generator's probabilities and limits
@@ -129,20 +242,19 @@ class CandidateSampler:
 
     def candidate(self, data: SceneData, d: Draft, t: int, rng) -> Turn:
         """A candidate for turn ``t`` (0-based) of ``d``: a topic transfer,
-        drawn among the kinds the previous turn allows, or a new question.
-        Raises :class:`~fastvqa.generate.dvd.filters.Reject` when the draw is
+        drawn among the kinds the previous turn allows
+        (:func:`transfers_allowed`), or a new question. Raises
+        :class:`~fastvqa.generate.dvd.filters.Reject` when the draw is
         ill-posed."""
         if t > 0:
             prev = d.turns[-1]
+            allowed = transfers_allowed(prev, d.cutoff)
             kinds = []
-            if prev.transfer != "temporal" and prev.template.interval_type == "compositional" \
-                    and prev.period is not None and prev.period[1] is None \
-                    and d.cutoff is not None and rng.random() < self.p_extend:
+            if "temporal" in allowed and rng.random() < self.p_extend:
                 kinds.append("temporal")
-            if prev.template.ask is not None and rng.random() < self.p_attribute:
+            if "attribute" in allowed and rng.random() < self.p_attribute:
                 kinds.append("attribute")
-            if prev.template.spatial and prev.template.question_type in (
-                    "object_count", "object_exist") and rng.random() < self.p_spatial:
+            if "spatial" in allowed and rng.random() < self.p_spatial:
                 kinds.append("spatial")
             if kinds:
                 kind = kinds[int(rng.integers(len(kinds)))]
@@ -164,15 +276,17 @@ class CandidateSampler:
         tnodes = [{"type": "track_interval", "inputs": [], "side_inputs": []},
                   # the previous interval's start to the new video end
                   {"type": "relate_temporal", "inputs": [0], "side_inputs": ["update"]}]
-        turn = _finish(data, prev.template, prev.values, period, new, prev.nodes,
+        return _finish(data, d, prev.template, prev.values, period, new, prev.nodes,
                        question=text, text0=list(prev.text0), deps=deps,
                        unique=prev.unique, described={}, temporal_nodes=tnodes,
+                       earlier_obj=prev.earlier_obj,
                        flags={"effective_obj_tracking": False,
                               "effective_temporal_obj_tracking": False,
                               "effective_interval_tracking": False},
                        transfer="temporal",
-                       fact_scope=_fact_scope(prev.template, prev.values, prev.unique))
-        return turn
+                       fact_scope=_fact_scope(prev.template, prev.values, prev.unique),
+                       body_state=prev.body_state, refs=prev.refs, input_map=prev.input_map,
+                       sampled=prev.sampled)
 
     def _transfer_attribute(self, data, d, prev: Turn, rng) -> Turn:
         obj = prev.unique[1]
@@ -184,36 +298,47 @@ class CandidateSampler:
             raise Reject("redundant")
         attr = options[int(rng.integers(len(options)))]
         template = T.TEMPLATES_BY_NAME[f"zero_hop_query_{attr}"]
-        nodes = T.expand_program(template.program, _full_values(data, obj, T.OBJ1))
+        nodes, where = T.expand_program(template.program, dict.fromkeys(T.OBJ1, ""),
+                                        with_map=True)
+        _replace_unique(nodes, where, "it")
+        nodes[where[1]]["side_inputs"] = ["its"]
         text = T.ATTRIBUTE_TRANSFER_TEXTS[0].format(attr=attr)
         deps = {"temporal": "none", "object": "last_unique", "attribute": attr,
                 "spatial": "none"}
-        return _finish(data, template, dict(prev.values), None, d.cutoff, nodes,
+        return _finish(data, d, template, dict(prev.values), None, d.cutoff, nodes,
                        question=f"what about its {attr} ?", text0=[text], deps=deps,
                        unique={1: obj}, described={},
                        flags={"effective_obj_tracking": True,
                               "effective_temporal_obj_tracking": False,
                               "effective_interval_tracking": False},
-                       transfer="attribute")
+                       transfer="attribute",
+                       body_state=_ex.DialogueState(last_objects=(obj,)), input_map=where)
 
     def _transfer_spatial(self, data, d, prev: Turn, rng) -> Turn:
         old = prev.values["<R>"]
         rel = [r for r in T.RELATIONS if r != old][int(rng.integers(len(T.RELATIONS) - 1))]
         values = dict(prev.values, **{"<R>": rel})
         ref = prev.unique[1]
-        nodes = T.expand_program(prev.template.program,
-                                 {**values, **_full_values(data, ref, T.OBJ1)})
+        nodes, where = T.expand_program(prev.template.program,
+                                        {**values, **dict.fromkeys(T.OBJ1, "")}, with_map=True)
+        _replace_unique(nodes, where, "it")
         deps = {"temporal": "none", "object": "none", "attribute": "none", "spatial": rel}
-        text = T.SPATIAL_TRANSFER_TEXTS[0]
-        question = f"what about {T.RELATION_PHRASES[rel]} it ?"
-        return _finish(data, prev.template, values, prev.period, d.cutoff, nodes,
-                       question=question, text0=[text], deps=deps, unique=dict(prev.unique),
-                       described={}, temporal_nodes=list(prev.temporal_nodes),
+        phrase = T.RELATION_PHRASES[rel]
+        text0 = [" ".join(x.replace("<R>", phrase).lower().replace("?", " ?").split())
+                 for x in T.SPATIAL_TRANSFER_TEXTS]
+        question = text0[int(rng.integers(len(text0)))]
+        # the same interval as the last turn, found through the history
+        tnodes = [{"type": "track_interval", "inputs": [], "side_inputs": []},
+                  {"type": "relate_temporal", "inputs": [0], "side_inputs": ["during"]}]
+        return _finish(data, d, prev.template, values, prev.period, d.cutoff, nodes,
+                       question=question, text0=text0, deps=deps, unique=dict(prev.unique),
+                       described={}, temporal_nodes=tnodes,
                        flags={"effective_obj_tracking": False,
                               "effective_temporal_obj_tracking": False,
                               "effective_interval_tracking": False},
                        transfer="spatial",
-                       fact_scope=_fact_scope(prev.template, values, prev.unique))
+                       fact_scope=_fact_scope(prev.template, values, prev.unique),
+                       body_state=_ex.DialogueState(last_objects=(ref,)), input_map=where)
 
     # -- new questions
 
@@ -238,6 +363,8 @@ class CandidateSampler:
                 body_opts.append("last_unique")
             if _earlier_candidates(d, t):
                 body_opts.append("earlier_unique")
+            if len(_counted(prev)) >= 2:
+                body_opts.append("last_group")
         if not _has_unique_slot(template):
             body_opts = []
         temporal = body = None
@@ -273,6 +400,16 @@ class CandidateSampler:
                 p = None if pp[1] is None else (pp[1], None)
             if p is None or p not in allowed:
                 raise Reject("no_valid_interval")
+            kind = phrase_kind(pp)
+            if kind is not None and kind[0] == "during" and rng.random() < 0.5:
+                # the last interval was one movement: "after this flight"
+                # (Refer Interval), DVD's "prior_<action>_<relation>"
+                noun = T.ACTION_FORMS[kind[1].action]["noun"][0]
+                tnodes = [{"type": "refer_interval", "inputs": [],
+                           "side_inputs": [f"this {noun}"]},
+                          {"type": "relate_temporal", "inputs": [0], "side_inputs": [temporal]}]
+                return (p, f"{temporal} this {noun}", f"prior_{kind[1].action}_{temporal}",
+                        tnodes, None, {}, False)
             phrases = T.RELATION_TEMPORAL_PHRASES[temporal]
             tnodes = [{"type": "track_interval", "inputs": [], "side_inputs": []},
                       {"type": "relate_temporal", "inputs": [0], "side_inputs": [temporal]}]
@@ -302,25 +439,29 @@ class CandidateSampler:
             return p, phrase, "none", [], None, {}, False
         ref = ev.obj
         described = {}
+        # the phrase's object is found as the question names it: "its" through
+        # the last turn (Refer Object), "the earlier mentioned ..." among the
+        # objects mentioned so far (Track Object), else in the scene
         if temporal == "last_unique_obj":
             poss, dep, effective = "its", "last_unique_obj_none", True
+            head = [{"type": "refer_object", "inputs": [], "side_inputs": ["its"]}]
         elif temporal == "earlier_unique_obj":
             desc = _state_description(data, d, ref, rng)
             poss = f"{earlier_word(rng)} {noun_phrase(desc, rng)} 's"
             dep = "earlier_unique_obj_none"
             effective = len(data.matching(desc, range(data.n))) > 1
+            head = _object_program({"type": "track_object", "inputs": []}, desc)
         else:
             desc = _fresh_description(data, ref, range(data.n), rng)
             poss, dep, effective = f"the {noun_phrase(desc, rng)} 's", "none", False
             described[ref] = {T.OBJ1[k]: v for k, v in desc.items()}
+            head = _object_program({"type": "scene", "inputs": []}, desc)
         act = action_phrase(data, d, ev)
         phrase = T.PERIOD_PHRASES[kind][0].replace("{obj} 's", poss).replace("{act}", act)
-        tnodes = [{"type": "scene", "inputs": []},
-                  *[{"type": f"filter_{ATTR_NAMES[k]}", "inputs": [i],
-                     "side_inputs": [data.attrs[ref][k]]} for i, k in enumerate(range(4))],
-                  {"type": "unique", "inputs": [4]},
-                  {"type": "find_interval", "inputs": [5], "side_inputs": [act]},
-                  {"type": "relate_temporal", "inputs": [6], "side_inputs": [kind]}]
+        n = len(head)
+        tnodes = [*head,
+                  {"type": "find_interval", "inputs": [n - 1], "side_inputs": [act]},
+                  {"type": "relate_temporal", "inputs": [n], "side_inputs": [kind]}]
         return p, phrase, dep, tnodes, ref, described, effective
 
     def _instantiate(self, data, d, t, template: T.Template, temporal, body, rng) -> Turn:
@@ -331,35 +472,44 @@ class CandidateSampler:
         period, phrase, tdep, tnodes, tobj, described, eff_t = self._period_choice(
             data, d, t, template, temporal, rng)
         prev = d.turns[-1] if d.turns else None
-        unique, pieces, odep, earlier_obj, eff_o = _unique_objects(
-            data, d, t, template, body, period, described, rng)
+        picked = _unique_objects(data, d, t, template, body, period, described, rng)
+        unique = picked.unique
         values = _slot_values(data, template, unique, rng)
         if template.name == "one_hop_action_query":
             _related_object(data, d, unique, values, period, described, rng)
-        # resolved program: unique slots by their full attributes
+        # the program filters by what the question states, nothing more
         fill = dict(values)
-        if 1 in unique and template.program[1]["type"] == "filter_unique":
-            fill.update(_full_values(data, unique[1], T.OBJ1))
-        if 2 in unique and not template.spatial:
-            fill.update(_full_values(data, unique[2], T.OBJ2))
         for s in itertools.chain(T.OBJ1, T.OBJ2):
             values.setdefault(s, "")
             fill.setdefault(s, "")
-        nodes = T.expand_program(template.program, fill)
+        for slot, desc in picked.stated.items():
+            slots = T.OBJ1 if slot == 1 else T.OBJ2
+            fill.update({slots[k]: desc.get(k, "") for k in range(4)})
+        nodes, where = T.expand_program(template.program, fill, with_map=True)
+        if picked.ref is not None:
+            _replace_unique(nodes, where, picked.ref)
         text = template.texts[int(rng.integers(len(template.texts)))]
-        body_text = render_text(text, values, pieces, template, rng)
+        body_text = render_text(text, values, picked.pieces, template, rng)
         question = body_text if not phrase else f"{phrase} , {body_text}"
-        deps = {"temporal": tdep, "object": odep, "attribute": "none", "spatial": "none"}
-        flags = {"effective_obj_tracking": bool(eff_o),
+        question = picked.prefix + question
+        # the state records what each slot said (release: ``state.vals``)
+        values.update({s: fill[s] for s in itertools.chain(T.OBJ1, T.OBJ2) if fill[s]})
+        deps = {"temporal": tdep, "object": picked.odep, "attribute": "none", "spatial": "none"}
+        flags = {"effective_obj_tracking": bool(picked.effective),
                  "effective_temporal_obj_tracking": bool(eff_t),
                  "effective_interval_tracking": False}
-        turn = _finish(data, template, values, period, d.cutoff, nodes,
+        body_state = _ex.DialogueState(
+            last_objects=(unique[1],) if picked.ref == "it" else (),
+            earlier_object=unique[1] if picked.ref == "earlier" else None)
+        turn = _finish(data, d, template, values, period, d.cutoff, nodes,
                        question=question, text0=list(template.texts), deps=deps,
                        unique=unique, described=described, temporal_nodes=tnodes,
-                       temporal_obj=tobj, earlier_obj=earlier_obj, flags=flags,
-                       fact_scope=_fact_scope(template, values, unique))
+                       temporal_obj=tobj, earlier_obj=picked.earlier_obj, flags=flags,
+                       fact_scope=_fact_scope(template, values, unique),
+                       body_state=body_state, refs=picked.refs, input_map=where,
+                       sampled=picked.sampled)
         if temporal in ("during", "before", "after"):
-            _, before = _run_quiet(data, nodes, prev.period, d.cutoff)
+            _, before = _run_quiet(data, nodes, prev.period, d.cutoff, body_state)
             turn.flags["effective_interval_tracking"] = before is not None \
                 and before != turn.answer
         return turn
@@ -367,19 +517,49 @@ class CandidateSampler:
 
 # ----------------------------------------------------------------------------- objects and slots
 
+class _Picked(NamedTuple):
+    """The objects a template singles out and how the question names them.
+    ``unique``: slot (1, 2) -> object; ``pieces``: rendered phrases
+    (``"obj1"``/``"obj2"``); ``odep``: the object dependency;
+    ``earlier_obj``; ``effective``: effective object tracking; ``stated``:
+    slot -> the attributes the question states (index -> value) for objects
+    named afresh or as "earlier mentioned"; ``ref``: how object 1 is
+    referred to (None, ``"it"``, ``"earlier"``); ``refs``: raw reference
+    node -> the program resolving it; ``sampled``: the object "among them"
+    singles out; ``prefix``: text before the question ("among them , there
+    is a green thing . ")."""
+
+    unique: dict
+    pieces: dict
+    odep: str
+    earlier_obj: Optional[int]
+    effective: bool
+    stated: dict
+    ref: Optional[str]
+    refs: dict
+    sampled: Optional[int]
+    prefix: str
+
+
+def _counted(turn: Turn) -> tuple:
+    """The objects ``turn`` counted (what "them" refers to next turn)."""
+    return _hist.counted_group(_ex.with_outputs(turn.nodes, turn.outputs))
+
+
 def _unique_objects(data: SceneData, d: Draft, t: int, template: T.Template, body, period,
-                    described: dict, rng) -> tuple[dict, dict, str, Optional[int], bool]:
+                    described: dict, rng) -> _Picked:
     """The objects a template singles out: object 1 (its unique slot: "it",
+    one of the objects the last turn counted ("among them , there is a ..."),
     an earlier mentioned one, or a fresh description; a static one for a
-    spatial template) and, for a two-object comparison, object 2. Returns
-    ``(unique, pieces, object dependency, earlier object, effective object
-    tracking)``; ``unique``: slot (1, 2) -> object, ``pieces``: their
-    rendered phrases. Adds fresh descriptions to ``described``."""
+    spatial template) and, for a two-object comparison, object 2. Adds fresh
+    descriptions to ``described``."""
     unique: dict = {}
     pieces: dict = {}   # rendered phrases
+    stated: dict = {}
+    refs: dict = {}
     prev = d.turns[-1] if d.turns else None
     everyone = list(range(data.n))
-    odep, earlier_obj, eff_o = "none", None, False
+    odep, earlier_obj, eff_o, ref, sampled, prefix = "none", None, False, None, None, ""
     if _has_unique_slot(template):
         if template.spatial:
             static = [i for i in data.identifiable
@@ -393,7 +573,21 @@ def _unique_objects(data: SceneData, d: Draft, t: int, template: T.Template, bod
             if obj not in pool:
                 raise Reject("ill_posed")
             pieces["obj1"] = "it"
-            odep, eff_o = "last_unique", True
+            odep, eff_o, ref = "last_unique", True, "it"
+        elif body == "last_group":
+            group = list(_counted(prev))
+            objs = [o for o in group if o in pool]
+            if not objs:
+                raise Reject("ill_posed")
+            obj = objs[int(rng.integers(len(objs)))]
+            desc = _fresh_description(data, obj, group, rng, avoid=template.ask)
+            prefix = f"among them , there is a {noun_phrase(desc, rng)} . "
+            refs["unique_obj_ref"] = _object_program(
+                {"type": "refer_object", "inputs": [], "side_inputs": ["them"]}, desc)
+            described[obj] = {**described.get(obj, {}),
+                              **{T.OBJ1[k]: v for k, v in desc.items()}}
+            pieces["obj1"] = "it"
+            odep, eff_o, ref, sampled = "last_unique", True, "it", obj
         elif body == "earlier_unique":
             objs = [o for o in _earlier_candidates(d, t) if o in pool]
             if not objs:
@@ -401,8 +595,11 @@ def _unique_objects(data: SceneData, d: Draft, t: int, template: T.Template, bod
             obj = objs[int(rng.integers(len(objs)))]
             desc = _state_description(data, d, obj, rng)
             pieces["obj1"] = f"{earlier_word(rng)} {noun_phrase(desc, rng)}"
-            odep, earlier_obj = "earlier_unique", obj
+            odep, earlier_obj, ref = "earlier_unique", obj, "earlier"
             eff_o = len(data.matching(desc, everyone)) > 1
+            refs["earlier_obj_ref"] = _object_program({"type": "track_object", "inputs": []},
+                                                      desc)
+            stated[1] = desc
         else:
             if not pool:
                 raise Reject("ill_posed")
@@ -412,6 +609,7 @@ def _unique_objects(data: SceneData, d: Draft, t: int, template: T.Template, bod
             pieces["obj1"] = f"the {noun_phrase(desc, rng)}"
             described[obj] = {**described.get(obj, {}),
                               **{T.OBJ1[k]: v for k, v in desc.items()}}
+            stated[1] = desc
         unique[1] = obj
         if template.ask is not None:
             if T.ATTRIBUTE_SLOTS[template.ask] in d.state.get(obj, {}):
@@ -425,7 +623,8 @@ def _unique_objects(data: SceneData, d: Draft, t: int, template: T.Template, bod
         pieces["obj2"] = f"the {noun_phrase(desc2, rng)}"
         described[obj2] = {T.OBJ1[k]: v for k, v in desc2.items()}
         unique[2] = obj2
-    return unique, pieces, odep, earlier_obj, eff_o
+        stated[2] = desc2
+    return _Picked(unique, pieces, odep, earlier_obj, eff_o, stated, ref, refs, sampled, prefix)
 
 
 def _slot_values(data: SceneData, template: T.Template, unique: Mapping, rng) -> dict:
@@ -580,4 +779,4 @@ def _fresh_description(data, obj: int, among, rng, *, avoid: Optional[str] = Non
     return pool[int(rng.integers(len(pool)))]
 
 
-__all__ = ["CandidateSampler", "sample_cutoff"]
+__all__ = ["CandidateSampler", "sample_cutoff", "transfers_allowed"]

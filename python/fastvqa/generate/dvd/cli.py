@@ -38,6 +38,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--p-extend", type=unit_interval, default=0.3, metavar="P",
                    help="probability of a video cutoff extension where the previous turn "
                         "allows one (the paper's 30%%)")
+    p.add_argument("--min-video-updates", type=int_at_least(0), default=1, metavar="K",
+                   help="keep a dialogue only with at least K video updates where its first "
+                        "cutoff leaves room for one (the paper: every dialogue has 1 to 3); "
+                        "0 turns the filter off")
     p.add_argument("--balance-reset", type=int_at_least(1), default=250, metavar="N",
                    help="answer-balancing counts restart every N scenes (as DVD's code)")
     p.add_argument("--split", default="all_actions",
@@ -75,7 +79,8 @@ def run(args: argparse.Namespace) -> int:
     result = generate_dialogues(
         scenes, seed=args.seed, dialogues_per_scene=args.dialogues_per_scene, turns=args.turns,
         shard=args.shard, progress=False if args.no_progress else None,
-        p_extend=args.p_extend, balance_reset=args.balance_reset, split=args.split)
+        p_extend=args.p_extend, balance_reset=args.balance_reset, split=args.split,
+        min_video_updates=args.min_video_updates)
     s = result.summary
     write_dialogues(result.dialogues, args.out)
     print(f"{args.out}: {s.line()}")

@@ -57,7 +57,10 @@ One dialogue, turn by turn:
    (:func:`is_redundant`), or (turns 2-10, with probability ``p_dependent``)
    it carries no cross-turn relation.
 4. A finished dialogue is kept only if turns 2-10 each carry a relation
-   (:func:`passes_dependency_filter`); up to ``max_attempts`` dialogues are
+   (:func:`passes_dependency_filter`) and, where its first cutoff left room
+   for a video update, it has at least ``min_video_updates`` (1) of them (the
+   paper: "each DVD dialogue contains at least 1 turn and maximum 3 turns in
+   which the video input is updated"); up to ``max_attempts`` dialogues are
    tried per scene for ``dialogues_per_scene`` kept ones. A scene with fewer
    than two objects that its attributes single out is skipped.
 
@@ -190,6 +193,9 @@ class DialogueGenerator:
         p_whole: probability of "the whole video" for an independent period
             where the template allows it (0.1); p_skip_none: of skipping a
             sampled template without interval (0.8, ``not_frameqa_p``).
+        min_video_updates: a dialogue whose first cutoff is not the video
+            end is kept only with at least this many video updates (1, the
+            paper's observation; 0 turns the filter off).
         max_tries: candidates per turn before the dialogue is given up (60);
         max_attempts: dialogues tried per scene (100, as the released code).
         split / cater_split: the ``split`` (CATER split, part of every record
@@ -200,7 +206,8 @@ class DialogueGenerator:
                  p_extend: float = 0.3, cutoff_spacing: int = 50, balance_reset: int = 250,
                  threshold: int = 10, p_attribute: float = 0.7, p_spatial: float = 0.7,
                  p_relation: float = 0.5, p_reference: float = 0.5, p_dependent: float = 0.98,
-                 p_whole: float = 0.1, p_skip_none: float = 0.8, max_tries: int = 60,
+                 p_whole: float = 0.1, p_skip_none: float = 0.8, min_video_updates: int = 1,
+                 max_tries: int = 60,
                  max_attempts: int = 100, split: str = "all_actions",
                  cater_split: str = "generated"):
         from fastvqa import _checks
@@ -214,6 +221,8 @@ class DialogueGenerator:
         self.balance_reset = _checks.integer(balance_reset, op, "balance_reset", minimum=1)
         self.threshold = _checks.integer(threshold, op, "threshold", minimum=0)
         self.max_tries = _checks.integer(max_tries, op, "max_tries", minimum=1)
+        self.min_video_updates = _checks.integer(min_video_updates, op, "min_video_updates",
+                                                 minimum=0)
         self.max_attempts = _checks.integer(max_attempts, op, "max_attempts", minimum=1)
         for name, v in (("p_extend", p_extend), ("p_attribute", p_attribute),
                         ("p_spatial", p_spatial), ("p_relation", p_relation),
@@ -318,6 +327,10 @@ class DialogueGenerator:
                      for t in range(len(dialogue.turns))]
             if not passes_dependency_filter(turns):
                 rejections["dependency_filter"] += 1
+                continue
+            if dialogue.turns and dialogue.turns[0].cutoff is not None and sum(
+                    x.transfer == "temporal" for x in dialogue.turns) < self.min_video_updates:
+                rejections["no_video_update"] += 1
                 continue
             balancer.commit(dialogue.pending)
             kept.append(turns)

@@ -68,7 +68,8 @@ Semantics chosen where dvd.md flags an ambiguity (⚠):
 - dialogue modules read a :class:`DialogueState`: ``refer_object`` the last
   turn's objects (a plural pronoun gives the list, a singular one the single
   object), ``track_object`` every object mentioned so far,
-  ``track_interval``/``refer_interval`` the last turn's interval.
+  ``track_interval``/``refer_interval`` the last turn's interval; a plural
+  pronoun ("them") resolves to the object set the last turn counted.
 
 An ill-posed program (``unique`` of no or several objects, an action that
 does not happen, a moving spatial reference, an empty reference) raises
@@ -275,17 +276,22 @@ MODULES: Mapping[str, ModuleSpec] = _build_modules()
 @dataclass(frozen=True)
 class DialogueState:
     """What the dialogue modules read. ``last_objects``: the objects the last
-    turn mentions, which ``refer_object`` resolves a pronoun to;
-    ``tracked_objects``: every object mentioned so far, in order of first
-    mention (``track_object``); ``last_interval``: the last turn's interval
-    in frames (``end == -1`` = video end; ``track_interval``,
+    turn singles out, which ``refer_object`` resolves a singular pronoun
+    ("it", "its") to; ``last_group``: the object set the last turn counted,
+    which a plural pronoun ("them") resolves to (``last_objects`` when
+    empty); ``tracked_objects``: every object mentioned so far, in order of
+    first mention (``track_object``); ``last_interval``: the last turn's
+    interval in frames (``end == -1`` = video end; ``track_interval``,
     ``refer_interval``); ``earlier_object``: the object the release's raw
-    ``earlier_obj_ref`` stands for."""
+    ``earlier_obj_ref`` stands for.
+    :func:`fastvqa.generate.dvd.history.turn_state` rebuilds it from the
+    written turns."""
 
     last_objects: tuple[int, ...] = ()
     tracked_objects: tuple[int, ...] = ()
     last_interval: Optional[tuple[int, int]] = None
     earlier_object: Optional[int] = None
+    last_group: tuple[int, ...] = ()
 
 
 # ----------------------------------------------------------------------------- values
@@ -550,6 +556,8 @@ def _refer(ctx: _Ctx, side: list) -> Any:
     state = ctx.state or DialogueState()
     word = side[0] if side else "it"
     word = str(word).strip().lower()
+    if word in _PLURAL and state.last_group:
+        return list(state.last_group)
     objs = list(state.last_objects)
     if not objs:
         raise ctx.fail("no object in the last turn to refer to")

@@ -25,13 +25,19 @@ from fastvqa.metrics.dialogue import ANSWER_SUBSPACES
 #: Per candidate turn: ``ill_posed``, ``answer_outside_space``,
 #: ``balancing``, ``redundant``, ``no_valid_interval``, ``no_relation`` (a
 #: turn after the first that could carry no cross-turn relation, refused with
-#: probability ``p_dependent``); per dialogue:
+#: probability ``p_dependent``), ``unresolved_reference`` (the turn's
+#: program as written, its references resolved through the dialogue history
+#: by :mod:`~fastvqa.generate.dvd.history`, does not give the answer: a
+#: pronoun or "earlier mentioned" phrase that the history leaves ambiguous);
+#: per dialogue:
 #: ``turn_unfilled`` (no candidate passed for some turn),
-#: ``dependency_filter``; per scene: ``scene_unidentifiable`` (fewer than two
-#: objects singled out by their attributes).
+#: ``dependency_filter``, ``no_video_update`` (fewer video updates than
+#: ``min_video_updates`` where the first cutoff left room for one); per
+#: scene: ``scene_unidentifiable`` (fewer than two objects singled out by
+#: their attributes).
 REJECTION_REASONS = ("ill_posed", "answer_outside_space", "balancing", "redundant",
-                     "no_valid_interval", "no_relation", "turn_unfilled", "dependency_filter",
-                     "scene_unidentifiable")
+                     "no_valid_interval", "no_relation", "unresolved_reference", "turn_unfilled",
+                     "dependency_filter", "no_video_update", "scene_unidentifiable")
 
 _DEPENDENCY_KEYS = ("temporal", "object", "attribute", "spatial")
 

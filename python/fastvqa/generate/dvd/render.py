@@ -20,6 +20,7 @@ from typing import Any, Mapping, Optional, Sequence
 from fastvqa.errors import InputError
 from fastvqa.generate.dvd import executor as _ex
 from fastvqa.generate.dvd import intervals as _iv
+from fastvqa.generate.dvd.history import FINAL_NAMES
 from fastvqa.generate.dvd import templates as T
 from fastvqa.generate.dvd.state import Draft, SceneData, Turn, record_turn
 
@@ -120,35 +121,105 @@ def _state_before(d: Draft, t: int) -> dict:
     return {str(k): copy.deepcopy(v) for k, v in state.items()}
 
 
+_SLOT_TYPES = {"<Z>": "Size", "<C>": "Color", "<M>": "Material", "<S>": "Shape",
+               "<Z2>": "Size", "<C2>": "Color", "<M2>": "Material", "<S2>": "Shape",
+               "<A>": "Action", "<A2>": "Action", "<R>": "Relation", "<o>": "Order",
+               "<f>": "Frequency"}
+# Terminal modules whose answer is about an object set (the release's ``answer_obj``).
+_SET_ANSWERS = {"count", "count_object", "exist"}
+
+
+def _params(template: T.Template) -> list[dict]:
+    """The template's slots as the release lists them (``{"type", "name"}``)."""
+    used = set()
+    for node in template.program:
+        used.update(x for x in node.get("side_inputs", []) if x in _SLOT_TYPES)
+    for text in template.texts:
+        used.update(x for x in _SLOT_TYPES if x in text)
+    return [{"type": _SLOT_TYPES[x], "name": x} for x in _SLOT_TYPES if x in used]
+
+
+def _constraints(template: T.Template) -> list[dict]:
+    """The constraints fastvqa's sampler enforces on the template, in the
+    release's vocabulary: distinct unique objects (``OUT_NEQ``), a static
+    spatial reference (``STATIC_ACT``), action slots drawn among the moving
+    actions (``NOT_NULL_ACT``, ``NOT_STATIC_ACT``)."""
+    uniques = [i for i, n in enumerate(template.program) if n["type"] == "filter_unique"]
+    out = []
+    if len(uniques) == 2:
+        out.append({"type": "OUT_NEQ", "params": uniques})
+    if template.spatial:
+        out.append({"type": "STATIC_ACT", "params": uniques[:1]})
+    for slot in ("<A>", "<A2>"):
+        if any(slot in n.get("side_inputs", []) for n in template.program):
+            acts = template.actions if slot == "<A>" else T.MOVING_ACTIONS
+            if all(a in T.MOVING_ACTIONS for a in acts):
+                out.append({"type": "NOT_NULL_ACT", "params": [slot]})
+                out.append({"type": "NOT_STATIC_ACT", "params": [slot]})
+    return out
+
+
+def _template_record(turn: Turn, d: Draft, t: int, periods: list, state_before: dict) -> dict:
+    template = turn.template
+    nodes = [dict(n) for n in template.program]
+    uniques = [[i, dict(n)] for i, n in enumerate(nodes) if n["type"] == "filter_unique"]
+    last = len(nodes) - 1
+    answer_obj = [last, nodes[last]] if nodes[last]["type"] in _SET_ANSWERS else None
+    ans_objects = []
+    if answer_obj is not None and len(turn.outputs) > 1:
+        feed = turn.nodes[-1].get("inputs", [])
+        if feed and isinstance(turn.outputs[feed[0]], list):
+            ans_objects = list(turn.outputs[feed[0]])
+    single = len(uniques) == 1 and template.objects == 1
+    return {
+        "text": list(turn.text0),
+        "nodes": nodes,
+        "params": _params(template),
+        "constraints": _constraints(template),
+        "interval_type": template.interval_type,
+        "all_unique_objs": uniques,
+        "answer_obj": answer_obj,
+        "ref_remark": "none" if uniques else "no_reference",
+        "unique_obj": uniques[0] if single else None,
+        "cutoff": None if turn.cutoff is None else turn.cutoff.to_json(),
+        "sampled_ans_object": -1 if turn.sampled is None else turn.sampled,
+        "ans_objects": ans_objects,
+        "used_objects": state_before,
+        "prior_unique_obj": d.turns[t - 1].unique.get(1, -1) if t > 0 else -1,
+        "earlier_unique_obj": -1 if turn.earlier_obj is None else turn.earlier_obj,
+        "temporal_obj_id": turn.temporal_obj,
+        "used_periods": periods,
+        "vals": dict(turn.values),
+    }
+
+
 def turn_json(data: SceneData, d: Draft, t: int, position: int, *, split: str,
               cater_split: str) -> dict:
     """Turn ``t`` (0-based) of the finished dialogue ``d`` in the released
     DVD layout: question, answer (int / bool / string), programs with their
-    outputs, template record (used periods and objects), turn dependencies,
-    contained objects and the ``effective_*`` flags. ``position``: the
-    scene's ``image_index``; ``split`` / ``cater_split``: the fields
-    written."""
+    outputs, template record (slots, constraints, used periods and objects),
+    state, turn dependencies, contained objects and the ``effective_*``
+    flags.
+
+    Programs, as the release writes them: ``program`` is the question's body
+    (raw node names; a reference is one ``unique_obj_ref`` / ``earlier_obj_ref``
+    node); ``earlier_object_program`` / ``last_object_program`` resolve a
+    long-term reference (``track_object`` ...) and "among them"
+    (``refer_object`` ``"them"`` ...); ``all_program`` is the whole question
+    (its temporal part, the body with the references spliced in, every
+    interval-taking module fed the temporal part's interval) and
+    ``final_all_program`` the same under the paper's module names;
+    ``temporal_program`` is ``all_program`` when the question has a temporal
+    part, else empty. ``position``: the scene's ``image_index``; ``split`` /
+    ``cater_split``: the fields written."""
     turn: Turn = d.turns[t]
     scene = data.scene
     state_before = _state_before(d, t)
     periods = [_period_json(x.period, x.cutoff) for x in d.turns[:t + 1]]
     program = _ex.with_outputs(turn.nodes, turn.outputs)
-    temporal = _temporal_outputs(data, d, t)
-    offset = len(temporal)
-    final = [dict(n) for n in temporal] + [
-        {**n, "inputs": [i + offset for i in n.get("inputs", [])]} for n in program]
-    template = {
-        "text": list(turn.text0),
-        "nodes": [dict(n) for n in turn.template.program],
-        "interval_type": turn.template.interval_type,
-        "cutoff": None if turn.cutoff is None else turn.cutoff.to_json(),
-        "used_periods": periods,
-        "used_objects": state_before,
-        "earlier_unique_obj": -1 if turn.earlier_obj is None else turn.earlier_obj,
-        "temporal_obj_id": turn.temporal_obj,
-        "prior_unique_obj": d.turns[t - 1].unique.get(1, -1) if t > 0 else -1,
-        "vals": {k: v for k, v in turn.values.items()},
-    }
+    whole = _ex.with_outputs(turn.final_nodes, turn.final_outputs)
+    final = [{**n, "type": FINAL_NAMES.get(n["type"], n["type"])} for n in whole]
+    answer = _json_answer(turn.answer)
     out = {
         "split": split,
         "cater_split": cater_split,
@@ -156,44 +227,25 @@ def turn_json(data: SceneData, d: Draft, t: int, position: int, *, split: str,
         "image_index": position,
         "image": scene.name,
         "question": turn.question,
-        "answer": _json_answer(turn.answer),
+        "answer": answer,
         "program": program,
-        "state": {"vals": dict(turn.values), "answer": _json_answer(turn.answer)},
-        "temporal_program": [dict(n) for n in temporal],
-        "earlier_object_program": [],
-        "last_object_program": [],
-        "all_program": final,
+        "state": {"nodes": [dict(n) for n in program], "vals": dict(turn.values),
+                  "input_map": {str(k): v for k, v in sorted(turn.input_map.items())},
+                  "next_template_node": len(turn.template.program), "answer": answer},
+        "temporal_program": [dict(n) for n in whole] if turn.temporal_nodes else [],
+        "earlier_object_program": list(turn.ref_programs.get("earlier", [])),
+        "last_object_program": list(turn.ref_programs.get("last", [])),
+        "all_program": whole,
         "final_all_program": final,
         "template_filename": turn.template.filename,
         "question_family_index": T.TEMPLATES.index(turn.template),
         "question_index": t,
-        "template": template,
+        "template": _template_record(turn, d, t, periods, state_before),
         "turn_dependencies": dict(turn.deps),
         "contained_objs": _contained(data, turn),
         **{k: bool(v) for k, v in sorted(turn.flags.items())},
     }
     return out
-
-
-def _temporal_outputs(data: SceneData, d: Draft, t: int) -> list:
-    """The turn's temporal program (how its period is found: the named
-    movement and the relation, or the tracked previous interval) with
-    ``_output``s where the executor can run it; without them otherwise."""
-    turn = d.turns[t]
-    nodes = [dict(n) for n in turn.temporal_nodes]
-    if not nodes:
-        return nodes
-    last = None
-    if t > 0 and d.turns[t - 1].period is not None:
-        s, e = _iv.period_frames(d.turns[t - 1].period, data.scene.num_frames,
-                                 cutoff=data.cutoff_frame(d.turns[t - 1].cutoff))
-        last = (s, e)
-    try:
-        outs = _ex.execute(nodes, data.scene, cutoff=data.cutoff_frame(turn.cutoff),
-                           state=_ex.DialogueState(last_interval=last))
-    except InputError:
-        return nodes
-    return _ex.with_outputs(nodes, outs)
 
 
 def _contained(data: SceneData, turn: Turn) -> dict:

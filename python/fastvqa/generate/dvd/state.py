@@ -132,6 +132,16 @@ class Turn:
     fact: Optional[Fact] = None
     key: Any = None
     transfer: Optional[str] = None
+    # the body program's references: the raw node it replaces
+    # ("earlier_obj_ref", "unique_obj_ref") -> the program that resolves it
+    # through the dialogue history (track_object / refer_object "them" ...)
+    refs: dict = field(default_factory=dict)
+    body_state: Any = None            # executor DialogueState the body was run with
+    final_nodes: list = field(default_factory=list)   # temporal + body, references spliced
+    final_outputs: list = field(default_factory=list)
+    ref_programs: dict = field(default_factory=dict)  # "earlier"/"last" -> nodes with _output
+    input_map: dict = field(default_factory=dict)     # template node -> body node
+    sampled: Optional[int] = None     # the object "among them" singles out
 
 
 @dataclass

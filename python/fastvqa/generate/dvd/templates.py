@@ -274,7 +274,7 @@ TEMPLATES_BY_NAME: Mapping[str, Template] = {t.name: t for t in TEMPLATES}
 #: official rules classify ``what about its <attr>`` as that attribute query
 #: and other ``what about`` turns as the previous turn's type.
 ATTRIBUTE_TRANSFER_TEXTS = ("What about its {attr}?", "What about its {attr} ?")
-SPATIAL_TRANSFER_TEXTS = ("What about <R> it?", "What about <R> it then?")
+SPATIAL_TRANSFER_TEXTS = ("What about <R> it?", "How about <R> it?")
 TEMPORAL_TRANSFER_TEXTS = ("what about up until now ?", "what about now ?",
                            "what about until now ?")
 
@@ -298,7 +298,7 @@ RELATION_TEMPORAL_PHRASES = {
 EARLIER_PHRASES = ("the earlier mentioned", "the aforementioned")
 
 
-def expand_program(nodes, values: Mapping[str, str]) -> list[dict]:
+def expand_program(nodes, values: Mapping[str, str], *, with_map: bool = False):
     """A template program with its slots filled -> executor nodes.
 
     ``values`` maps slots to values (attribute values, ``""`` for an unused
@@ -308,7 +308,9 @@ def expand_program(nodes, values: Mapping[str, str]) -> list[dict]:
     nodes for the non-empty attributes (``relate_spatial`` first,
     ``unique`` last for ``filter_unique``); input indices are renumbered.
     Returns new node dicts (``type``, ``inputs``, ``side_inputs`` where the
-    module has side inputs)."""
+    module has side inputs); with ``with_map``, ``(nodes, where)`` where
+    ``where`` maps each template node index to the index of the last node it
+    expanded into (the release's ``state.input_map``)."""
     out: list[dict] = []
     where: dict[int, int] = {}  # template node index -> index of its last expanded node
 
@@ -342,7 +344,7 @@ def expand_program(nodes, values: Mapping[str, str]) -> list[dict]:
             new["side_inputs"] = [value(s) for s in side]
         out.append(new)
         where[i] = len(out) - 1
-    return out
+    return (out, where) if with_map else out
 
 
 def template_json(template: Template) -> dict:
