@@ -28,13 +28,14 @@ import argparse
 import json
 import math
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple, Optional, Union
 
 import numpy as np
 
 from fastvqa import _checks
+from fastvqa.data.errors import DataFormatError
 from fastvqa.errors import CommandError, InputError
 from fastvqa.ragged import union_length
 
@@ -333,23 +334,285 @@ def deveqa_stats(records: Sequence, *, std: str = "population") -> DatasetStats:
                                               rows)], {"std": std, "notes": notes})
 
 
+#: DVD Table 7: average question length (tokens) and program size per question
+#: type, as printed (text, so a cell shows the paper's own precision); ``Total``:
+#: the text's overall figures (§2.6: "> 17 tokens", "10 reasoning steps").
+DVD_TABLE7 = {
+    "action_count": ("15.3", "6.7"), "action_query": ("17.4", "7.7"),
+    "attribute_query": ("8.1", "3.5"), "compare_action_seq": ("21.9", "9.9"),
+    "compare_action_set": ("19.9", "9.1"), "compare_action_freq": ("19.7", "13.4"),
+    "object_count": ("15.3", "10.1"), "object_exist": ("15.7", "11.4"),
+    "Total": ("> 17", "≈ 10"),
+}
+#: What the DVD paper publishes for a row of the mix tables where it gives only
+#: a bound or a phrase, keyed by (table title, row label); dvd.md §1.4, §2.4, §2.6.
+DVD_PAPER = {
+    ("Question sub-types", "compare_action_freq.equal"): "≈ 4% each",
+    ("Question sub-types", "compare_action_freq.less"): "≈ 4% each",
+    ("Question sub-types", "compare_action_freq.more"): "≈ 4% each",
+    ("Interval types", "none"): "a small percentage",
+    ("Interval types", "atomic_spatial"): "the majority of atomic",
+    ("Interval types", "compositional"): "> 60%",
+    ("Topic transfers", "temporal"): "1 to 3 per dialogue",
+    ("Topic transfers", "any"): "nearly 3 of 10 turns",
+    ("Long-term reference distance", "2"): "the majority",
+    ("Video-update turns per dialogue", "0"): "none (≥ 1 each)",
+    ("Video-update turns per dialogue", "> 3"): "none (≤ 3 each)",
+}
+#: The row of a turn the official rules give no type or sub-type.
+UNCLASSIFIED = "(unclassified)"
+
+
+def _share(n: int, total: int) -> float:
+    return 100.0 * n / total if total else math.nan
+
+
+def _mean(values: Sequence[float]) -> float:
+    return float(np.mean(values)) if len(values) else math.nan
+
+
+def _mix(title: str, header: tuple[str, ...], counts: Counter, labels: Sequence[str]
+         ) -> StatsTable:
+    """Rows (label, count, % of the counted total, paper) over ``labels``."""
+    total = sum(counts.values())
+    return StatsTable(title, header, [(x, counts[x], _share(counts[x], total),
+                                       DVD_PAPER.get((title, x))) for x in labels])
+
+
+def _program_size(record) -> Optional[int]:
+    """Nodes of ``final_all_program``, the program whose sizes match DVD's
+    Table 7 (the per-turn ``program`` lacks the interval and reference steps);
+    ``identity`` nodes are no module of the paper's Table 5 and do not count."""
+    program = record.extra.get("final_all_program")
+    if not isinstance(program, list):
+        return None
+    return sum(1 for n in program if not (isinstance(n, dict) and n.get("type") == "identity"))
+
+
+def _dvd_types(records: Sequence, types: Sequence[str]) -> StatsTable:
+    by_type: dict[str, list] = {}
+    for r in records:
+        by_type.setdefault(r.extra.get("question_type") or UNCLASSIFIED, []).append(r)
+    labels = list(types) + ([UNCLASSIFIED] if UNCLASSIFIED in by_type else [])
+
+    def row(label, rs, paper):
+        sizes = [s for s in map(_program_size, rs) if s is not None]
+        return (label, len(rs), _share(len(rs), len(records)),
+                _mean([_words(r.question) for r in rs]), paper[0], _mean(sizes), paper[1])
+
+    header = ("Question type", "turns", "% of turns", "tokens", "paper tokens", "program size",
+              "paper program size")
+    return StatsTable("Question types", header,
+                      [row(t, by_type.get(t, []), DVD_TABLE7.get(t, (None, None)))
+                       for t in labels] + [row("Total", records, DVD_TABLE7["Total"])])
+
+
+def _dvd_subtypes(records: Sequence, subtypes: Sequence[str]) -> StatsTable:
+    counts = Counter(r.extra.get("question_subtype") or UNCLASSIFIED for r in records)
+    labels = list(subtypes) + ([UNCLASSIFIED] if counts[UNCLASSIFIED] else [])
+    table = _mix("Question sub-types", ("Sub-type", "turns", "% of turns", "% of its type",
+                                        "paper"), counts, labels)
+    per_type = Counter()
+    for label in labels:
+        per_type[label.split(".")[0]] += counts[label]
+    # The share within the type only where the type has sub-types.
+    return table._replace(rows=[(x, n, share, _share(n, per_type[x.split(".")[0]])
+                                 if "." in x else None, paper)
+                                for x, n, share, paper in table.rows])
+
+
+def _dvd_intervals(records: Sequence, intervals: Sequence[str]) -> StatsTable:
+    counts = Counter(r.extra.get("interval_type") for r in records)
+    atomic = counts["atomic_spatial"] + counts["atomic_non_spatial"]
+    table = _mix("Interval types", ("Interval type", "turns", "% of turns", "% of atomic",
+                                    "paper"), counts, intervals)
+    return table._replace(rows=[(x, n, share, _share(n, atomic) if x.startswith("atomic")
+                                 else None, paper) for x, n, share, paper in table.rows])
+
+
+def _dvd_transfers(dialogues: dict, transfers: Sequence[str], std: str) -> StatsTable:
+    title = "Topic transfers"
+    labels = ("none", *transfers, "any")
+    turns = Counter()
+    per_dialogue: dict[str, list[int]] = {x: [] for x in labels}
+    for rs in dialogues.values():
+        here = Counter()
+        for r in rs:
+            kinds = set(r.extra.get("transfer_types") or ())
+            here.update(kinds | ({"any"} if kinds else {"none"}))
+        turns.update(here)
+        for x in labels:
+            per_dialogue[x].append(here[x])
+    total = sum(len(rs) for rs in dialogues.values())
+    return StatsTable(title, ("Topic transfer", "turns", "% of turns", "per dialogue", "paper"),
+                      [(x, turns[x], _share(turns[x], total), mean_std(per_dialogue[x], std),
+                        DVD_PAPER.get((title, x))) for x in labels])
+
+
+def _dependency(record, key: str) -> str:
+    deps = record.extra.get("turn_dependencies")
+    value = deps.get(key) if isinstance(deps, dict) else None
+    return value if isinstance(value, str) else "none"
+
+
+def _object_reference(record) -> str:
+    """Short-term: a pronoun for an object of the last turn (``object ==
+    "last_unique"`` or an interval phrased by it, ``last_unique_obj_none``);
+    long-term: an earlier turn's object (``earlier_unique``, in either field)."""
+    obj, temporal = _dependency(record, "object"), _dependency(record, "temporal")
+    short = obj == "last_unique" or temporal.startswith("last_unique")
+    long = obj == "earlier_unique" or temporal.startswith("earlier_unique")
+    return {(False, False): "none", (True, False): "short-term", (False, True): "long-term",
+            (True, True): "short- and long-term"}[(short, long)]
+
+
+def _dvd_relations(records: Sequence, dialogues: dict) -> list[StatsTable]:
+    from fastvqa.metrics.dialogue import TEMPORAL_RELATIONS, temporal_relation
+
+    relations = _mix("Temporal relations", ("Temporal relation", "turns", "% of turns", "paper"),
+                     Counter(temporal_relation(_dependency(r, "temporal")) for r in records),
+                     TEMPORAL_RELATIONS)
+    references = _mix("Object references", ("Object reference", "turns", "% of turns", "paper"),
+                      Counter(map(_object_reference, records)),
+                      ("none", "short-term", "long-term", "short- and long-term"))
+    distances = Counter(str(d) for d in (r.extra.get("or_distance") for r in records)
+                        if isinstance(d, int) and not isinstance(d, bool) and d > 0)
+    distance = _mix("Long-term reference distance", ("Turn distance", "turns",
+                                                     "% of long-term", "paper"),
+                    distances, sorted(distances, key=int))
+    updates = Counter(sum(_dependency(r, "temporal") == "video_update" for r in rs)
+                      for rs in dialogues.values())
+    shown = Counter({str(k): v for k, v in updates.items() if k <= 3})
+    shown["> 3"] = sum(v for k, v in updates.items() if k > 3)
+    video = _mix("Video-update turns per dialogue", ("Video-update turns", "dialogues",
+                                                     "% of dialogues", "paper"),
+                 shown, ("0", "1", "2", "3", "> 3"))
+    return [relations, references, distance, video]
+
+
 def dvd_stats(records: Sequence, *, std: str = "population") -> DatasetStats:
-    """DVD Table 1 from :func:`fastvqa.data.load_dvd` records of one split
-    (a folder of its dialogue files): #videos (distinct ``<cater split>-<image>``),
-    #dialogs, #questions (turns) and #unique questions (distinct question
-    strings, exactly as stored), the counting of the official
-    ``analysis_utils.get_stats``."""
-    dialogues = {(r.video_id, r.extra.get("dialogue_index")) for r in records}
+    r"""DVD Table 1 and the question mix of a dialogue set beside the paper's
+    published proportions, from :func:`fastvqa.data.load_dvd` records (a
+    released split, or a set ``fastvqa generate dvd`` wrote).
+
+    Tables:
+        - ``Table 1``: #videos (distinct ``<cater split>-<image>``), #dialogs,
+          #questions (turns) and #unique questions (distinct question
+          strings, exactly as stored), as the official ``analysis_utils.get_stats``;
+        - ``Question types``: turns and % of turns per type (the loader's
+          official type), the mean question length (whitespace tokens) and
+          program size (nodes of ``final_all_program``) beside DVD Table 7,
+          and a ``Total`` row beside "> 17 tokens" and "≈ 10 modules";
+        - ``Question sub-types``: % of turns and % of its type;
+        - ``Interval types``: ``none``, ``atomic_non_spatial``,
+          ``atomic_spatial``, ``compositional``, with % of atomic;
+        - ``Topic transfers``: turns with no transfer, each kind
+          (``transfer_types``), any; and the mean ± std per dialogue;
+        - ``Temporal relations``: none / before / after / during
+          (:func:`fastvqa.metrics.dialogue.temporal_relation`);
+        - ``Object references``: none / short-term / long-term / both;
+        - ``Long-term reference distance``: turns per ``or_distance`` (> 0);
+        - ``Video-update turns per dialogue``: dialogues with 0, 1, 2, 3, > 3.
+
+    Each mix table's ``paper`` column holds what the paper publishes for the
+    row, as text (a figure, a bound such as "> 60%" or its phrase), else
+    None: the paper gives no number there. A turn with no official type or
+    sub-type counts in an ``(unclassified)`` row and a note (the official
+    analysis code would fail on it). Percentages of an empty set are NaN.
+
+    >>> import json, tempfile
+    >>> from fastvqa.data import load_dvd
+    >>> deps = dict.fromkeys(("temporal", "object", "attribute", "spatial"), "none")
+    >>> turn = {"question": "what color is the cone ?", "answer": "red", "split": "all_actions",
+    ...         "image": "CLEVR_new_000002", "template_filename": "zero_hop_1.json",
+    ...         "template": {"text": ["What color is the <S>?"], "interval_type": "none"},
+    ...         "turn_dependencies": deps, "final_all_program": [{"type": "scene"}] * 4}
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     _ = Path(d, "dialogues.json").write_text(json.dumps([[turn, turn]]))
+    ...     s = dvd_stats(load_dvd(d))
+    >>> s.table("Question types").rows[2]
+    ('attribute_query', 2, 100.0, 6.0, '8.1', 4.0, '3.5')
+    >>> s.table("Interval types").rows[3]
+    ('compositional', 0, 0.0, None, '> 60%')
+    """
+    from fastvqa.data.dvd import (INTERVAL_TYPES, QUESTION_SUBTYPES, QUESTION_TYPES,
+                                  TRANSFER_TYPES)
+
+    dialogues: dict[tuple, list] = {}
+    for r in records:
+        dialogues.setdefault((r.video_id, r.extra.get("dialogue_index")), []).append(r)
     table = StatsTable("Table 1: dataset statistics",
                        ("Split", "#Videos", "#Dialogs", "#Questions", "#Unique Questions"),
                        [("given files", len({r.video_id for r in records}), len(dialogues),
                          len(records), len({r.question for r in records}))])
-    turns = Counter(Counter((r.video_id, r.extra.get("dialogue_index"))
-                            for r in records).values())
+    tables = [table, _dvd_types(records, tuple(QUESTION_TYPES.values())),
+              _dvd_subtypes(records, tuple(dict.fromkeys(QUESTION_SUBTYPES.values()))),
+              _dvd_intervals(records, INTERVAL_TYPES),
+              _dvd_transfers(dialogues, TRANSFER_TYPES, std),
+              *_dvd_relations(records, dialogues)]
+    turns = Counter(len(rs) for rs in dialogues.values())
     notes = [] if set(turns) <= {10} else [
         "dialogues of other than 10 turns: "
         + ", ".join(f"{n} turns x{c}" for n, c in sorted(turns.items()) if n != 10)]
-    return DatasetStats("dvd", [table], {"std": std, "notes": notes})
+    unclassified = [r for r in records if not (r.extra.get("question_type")
+                                               and r.extra.get("question_subtype"))]
+    if unclassified:
+        notes.append(f"{len(unclassified)} turns have no official question type or sub-type "
+                     f"(first: {unclassified[0].key}); DVD's official analysis code would fail "
+                     "on them; they are counted as (unclassified)")
+    no_program = sum(_program_size(r) is None for r in records)
+    if no_program:
+        notes.append(f"{no_program} turns without a final_all_program list are left out of the "
+                     "program sizes")
+    notes.append("Question length: whitespace tokens of the question as stored; program size: "
+                 "nodes of final_all_program (the program whose sizes match the paper's Table "
+                 "7). The paper also calls the sub-types of each type 'balanced in most cases'.")
+    return DatasetStats("dvd", tables, {"std": std, "notes": notes})
+
+
+def _unclassifiable(dialogue: Any) -> Iterator[tuple[int, str]]:
+    """(turn, template text) of each turn of a dialogue as stored that DVD's
+    official type / sub-type rules cannot classify, a ``"what about"``
+    follow-up of such a turn included; stops at a turn without a template
+    text (the loader names that error itself)."""
+    from fastvqa.data.dvd import official_question_subtype, official_question_type
+
+    prior: tuple = (None, None)
+    for t, turn in enumerate(dialogue if isinstance(dialogue, list) else ()):
+        template = turn.get("template") if isinstance(turn, dict) else None
+        texts = template.get("text") if isinstance(template, dict) else None
+        if not (isinstance(texts, list) and texts and isinstance(texts[0], str)):
+            return
+        prior = (official_question_type(texts[0], prior[0]),
+                 official_question_subtype(texts[0], prior[1]))
+        if None in prior:
+            yield t, texts[0]
+
+
+def _refuse_unclassifiable(paths: Sequence[Path]) -> None:
+    """Where :func:`fastvqa.data.load_dvd` refused a question text no DVD rule
+    classifies (it stops at the first), a :class:`CommandError` counting every
+    such turn in ``paths``; returns when the scan finds none or cannot read."""
+    from fastvqa.data.io import iter_input_files, stream_json
+
+    found: list[str] = []
+    files = set()
+    try:
+        for p in paths:
+            for file in iter_input_files(p, "**/*.json", exclude=("metadata.json",)):
+                with stream_json(file) as doc:
+                    for d, dialogue in (doc if doc.kind is list else ()):
+                        for t, text in _unclassifiable(dialogue):
+                            files.add(file)
+                            found.append(f"{file.name} dialogue {d} turn {t}: {text[:80]!r}")
+    except (OSError, ValueError):
+        return  # the loader's own error stands
+    if found:
+        raise CommandError(
+            f"{len(found)} turns (in {len(files)} of the files) have a question text that DVD's "
+            f"official type / sub-type rules cannot classify (first: {found[0]}): the official "
+            "analysis code would fail on them, so the set breaks DVD's analysis conventions "
+            "and is not counted")
 
 
 def sokbench_stats(records: Sequence, *, std: str = "population") -> DatasetStats:
@@ -445,7 +708,9 @@ def dataset_stats(benchmark: str, gt: Union[str, Path, Sequence[Union[str, Path]
 
     Raises:
         InputError: an unknown benchmark, split or std; a file a loader
-            refuses (:class:`fastvqa.data.DataFormatError`), or no records.
+            refuses (:class:`fastvqa.data.DataFormatError`), or no records; a
+            DVD set with question texts the official type / sub-type rules
+            cannot classify (a :class:`CommandError` counting them all).
         FileNotFoundError: a path, or a folder's split file, that does not exist.
     """
     if benchmark not in BENCHMARKS:
@@ -453,7 +718,12 @@ def dataset_stats(benchmark: str, gt: Union[str, Path, Sequence[Union[str, Path]
                          f"{', '.join(BENCHMARKS)}")
     _checks.choice(std, "dataset_stats", "std", tuple(STD_DDOF))
     paths = [Path(p) for p in ([gt] if isinstance(gt, (str, Path)) else gt)]
-    records = _records(benchmark, paths, split)
+    try:
+        records = _records(benchmark, paths, split)
+    except DataFormatError as err:
+        if benchmark == "dvd" and err.field == "template.text":
+            _refuse_unclassifiable(paths)  # counts them all; the loader names the first
+        raise
     if not records:
         raise CommandError(f"{', '.join(map(str, paths))}: no {benchmark} questions to count")
     result = BENCHMARKS[benchmark](records, std=std)
@@ -466,8 +736,10 @@ def dataset_stats(benchmark: str, gt: Union[str, Path, Sequence[Union[str, Path]
 DESCRIPTION = (
     "Print each benchmark paper's dataset table computed from its files (WildQA Tables 1, 2, "
     "13, 14 from dev.json + test.json; NExT-GQA grounding statistics; DeVE-QA Table 1 with "
-    "the segment/video ratio per question; DVD Table 1 unique-question counts; SOK-Bench's "
-    "counts), and write them as JSON or Markdown (never over an existing file). mean ± std "
+    "the segment/video ratio per question; DVD Table 1 and a dialogue set's question-type, "
+    "sub-type, interval, topic-transfer and cross-turn relation mix beside the paper's "
+    "published proportions; SOK-Bench's counts), and write them as JSON or Markdown (never "
+    "over an existing file). mean ± std "
     "uses the population std, which reproduces the published numbers.")
 
 
