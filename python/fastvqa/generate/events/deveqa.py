@@ -12,13 +12,25 @@ Pipeline (:func:`generate_deveqa`):
    silently; a question asked twice about one video is rejected too;
 3. the answer is the model's, the span is the source event's ``[start,
    end]`` (seconds), the duration the video's;
-4. four distractors by :data:`fastvqa.retrieval.DEVEQA_RECIPE`, text-only
-   (no frames are available here): ``other_time`` = answers generated from
-   the video's *other* events (they fit the video at another time; the
-   paper retrieves them with frames outside the segment), ``segment_wrong``
-   = answers of the *other* questions about the same event (related to the
-   segment, wrong for this question), ``similar_top10`` = answers of the 10
-   most similar questions by their first three words
+4. four distractors by :data:`fastvqa.retrieval.DEVEQA_RECIPE`:
+   ``other_time`` = answers generated from the video's *other* events (they
+   fit the video at another time). With an image-text ``encoder`` and the
+   ``videos`` (the paper's way, §1.2 step 2) they are ranked by frames:
+   :data:`OUTSIDE_FRAMES` frames are decoded from outside the question's
+   segment (:class:`fastvqa.video.Outside`: evenly over its left and right
+   parts, never a frame inside it), each candidate scores its highest
+   cosine with one of them (:func:`rank_by_frames`; ties keep the
+   candidates' order: events in order, pairs in reply order) and the best
+   usable ones are taken (:func:`_top_usable`: those the options would
+   accept, so the pool holds exactly the frames' choice); without an
+   encoder, or for a video whose file is missing or unreadable or has no
+   frame outside the segment, they are drawn at random from the same
+   candidates (text only). Each record says which (``other_time_method``:
+   ``"frames"`` or ``"text"``; ``"text"`` too where the video has no other
+   event, so nothing to rank).
+   ``segment_wrong`` = answers of the *other* questions about the same event
+   (related to the segment, wrong for this question), ``similar_top10`` =
+   answers of the 10 most similar questions by their first three words
    (:class:`fastvqa.retrieval.DistractorMiner`, ``question_key="first3"``);
    a short pool is filled from ``similar_top10`` then from any other answer
    of the set (``any``: fastvqa's fallback; each option's pool is recorded);
@@ -57,6 +69,9 @@ MAX_ANSWER_WORDS = 6
 N_OPTIONS = 5
 #: answers in the last-resort ``any`` pool (a seeded sample of the set)
 _SPARE = 64
+#: frames decoded outside a question's segment to rank its ``other_time``
+#: candidates (fastvqa's choice: the paper does not give the number)
+OUTSIDE_FRAMES = 16
 
 #: Reason codes of rejected model output, with what they mean.
 REASONS = {
@@ -470,24 +485,35 @@ class DeVEQASet(NamedTuple):
     ``questions``: one dict per kept question (``qid, video_id, question,
     options {A..E}, answer`` (letter), ``gt_span [s, e]`` (seconds),
     ``duration``, ``captions``, ``source_caption``, ``event_index``,
-    ``option_sources``); ``rejections``: every :class:`Rejection`;
-    ``calls`` / ``cache_hits``: model calls made / replies from the cache;
-    ``events``: captions prompted."""
+    ``option_sources``, ``other_time_method``: ``"frames"`` or ``"text"``);
+    ``rejections``: every :class:`Rejection`; ``calls`` / ``cache_hits``:
+    model calls made / replies from the cache; ``events``: captions
+    prompted; ``frame_fallbacks``: with an encoder, ``(video_id, reason)``
+    of each video (or event) whose questions fell back to text-only
+    ``other_time`` distractors (``()`` without an encoder)."""
 
     questions: list
     rejections: list
     calls: int
     cache_hits: int
     events: int
+    frame_fallbacks: tuple = ()
 
     def counts(self) -> dict:
         return rejection_counts(self.rejections)
 
     def summary(self) -> str:
         parts = ", ".join(f"{r} {n}" for r, n in self.counts().items())
-        return (f"{len(self.questions)} questions from {self.events} captions; "
+        line = (f"{len(self.questions)} questions from {self.events} captions; "
                 f"{len(self.rejections)} rejected" + (f" ({parts})" if parts else "")
                 + f"; {self.calls} model calls, {self.cache_hits} from the cache")
+        framed = sum(q.get("other_time_method") == "frames" for q in self.questions)
+        if framed or self.frame_fallbacks:
+            line += (f"; other-time distractors by frames for {framed} questions, text "
+                     f"only for {len(self.questions) - framed}")
+            if self.frame_fallbacks:
+                line += f" ({len(self.frame_fallbacks)} videos or events without frames)"
+        return line
 
 
 def _excerpt(text: str) -> str:
@@ -523,7 +549,9 @@ def generate_deveqa(events: Sequence[Any], llm: Any, *, seed: int = 0,
                     max_answer_words: int = MAX_ANSWER_WORDS, n_options: int = N_OPTIONS,
                     similarity_threshold: float = 0.8,
                     workers: int = 1, progress: Optional[bool] = None,
-                    on_event: Optional[Callable[[int], None]] = None) -> DeVEQASet:
+                    on_event: Optional[Callable[[int], None]] = None,
+                    encoder: Any = None, videos: Any = None,
+                    outside_frames: int = OUTSIDE_FRAMES) -> DeVEQASet:
     """DeVE-QA-style questions from the ``events``
     (:class:`~fastvqa.generate.events.captions.Event`, e.g. those
     :func:`~fastvqa.generate.events.captions.filter_captions` kept).
@@ -545,10 +573,26 @@ def generate_deveqa(events: Sequence[Any], llm: Any, *, seed: int = 0,
             used in caption order, so the set does not depend on it.
         progress: a bar over the captions (None: on a terminal only).
         on_event: called with the number of captions done after each one.
+        encoder: an image-text encoder (anything
+            :func:`fastvqa.llm.as_encoder` accepts, e.g.
+            :func:`fastvqa.llm.load_encoder`'s) to rank the ``other_time``
+            candidates by frames outside each question's segment (module
+            doc, step 4); None: text only.
+        videos: with ``encoder``: the videos, a folder (:func:`video_files`)
+            or a mapping video id -> file. A video it lacks, or whose file
+            cannot be decoded, falls back to text only (listed in
+            ``frame_fallbacks``).
+        outside_frames: frames decoded outside each segment (>= 1).
 
     Returns:
         :class:`DeVEQASet`. Question order: events in order, pairs in reply
         order; qids ``"<video_id>_e<event>_q<pair>"``.
+
+    >>> lm = lambda messages: '[{"question": "What is done?", "answer": "Cooking"}]'
+    >>> from fastvqa.generate.events.captions import Event
+    >>> result = generate_deveqa([Event("v", 0, "A man cooks.", 0.0, 5.0, 5.0)], lm)
+    >>> [r.reason for r in result.rejections]  # one question: no wrong answer to draw
+    ['too_few_distractors']
     """
     from fastvqa.retrieval import DEVEQA_RECIPE
 
@@ -558,6 +602,7 @@ def generate_deveqa(events: Sequence[Any], llm: Any, *, seed: int = 0,
     n_options = _checks.integer(n_options, op, "n_options", minimum=2)
     if n_options > 1 + DEVEQA_RECIPE.n_distractors:
         raise InputError(f"{op}: n_options must be <= {1 + DEVEQA_RECIPE.n_distractors}")
+    frames = _frame_source(encoder, videos, outside_frames, op)  # refused before any call
     model = cached_model(llm, cache)
     events = list(events)
     calls0, hits0 = model.calls, model.hits
@@ -588,7 +633,7 @@ def generate_deveqa(events: Sequence[Any], llm: Any, *, seed: int = 0,
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
     return _finish(events, generated, rejections, model, calls0, hits0, seed, n_options,
-                   similarity_threshold)
+                   similarity_threshold, frames, progress)
 
 
 def _collect(events, replies, limits, rejections, generated, seen, progress, on_event):
@@ -621,12 +666,13 @@ def _collect(events, replies, limits, rejections, generated, seen, progress, on_
 
 
 def _finish(events, generated, rejections, model, calls0, hits0, seed, n_options,
-            similarity_threshold) -> DeVEQASet:
+            similarity_threshold, frames=None, progress=None) -> DeVEQASet:
     """Distractors, options and the records of the kept pairs."""
     from fastvqa.retrieval import DEVEQA_RECIPE, DistractorMiner, build_options
     from fastvqa.retrieval.options import Recipe
 
     questions: list = []
+    fallbacks: list = []
     if generated:
         qs = [p.question for _, _, p in generated]
         ans = [p.answer for _, _, p in generated]
@@ -639,12 +685,20 @@ def _finish(events, generated, rejections, model, calls0, hits0, seed, n_options
         # The last-resort pool: a seeded sample of the set's answers (bounded,
         # so that a large set does not make N x N pools).
         spare = np.random.default_rng(seed).permutation(len(generated))[:_SPARE]
+        other_time = [[ans[m] for m in by_video[events[pos].video_id] if generated[m][0] != pos]
+                      for pos, _, _ in generated]
+        ranked = [None] * len(generated)
+        if frames is not None:
+            ranked = _rank_other_time(frames, events, generated, other_time, fallbacks, progress)
+        # the frames' best usable candidates only: build_options draws a pool in random order
+        n_other = min(dict(DEVEQA_RECIPE.steps)["other_time"], n_options - 1)
         pools = []
         for j, (pos, _, _) in enumerate(generated):
             ev = events[pos]
             mates = by_video[ev.video_id]
             pools.append({
-                "other_time": [ans[m] for m in mates if generated[m][0] != pos],
+                "other_time": (other_time[j] if ranked[j] is None else
+                               _top_usable(ranked[j], ans[j], n_other, similarity_threshold)),
                 "segment_wrong": [ans[m] for m in mates if generated[m][0] == pos and m != j],
                 "similar_top10": similar[j],
                 "any": [ans[m] for m in spare if events[generated[m][0]].video_id
@@ -686,9 +740,220 @@ def _finish(events, generated, rejections, model, calls0, hits0, seed, n_options
                 "source_caption": ev.text,
                 "event_index": ev.index,
                 "option_sources": built.sources[row],
+                "other_time_method": "text" if ranked[int(j)] is None else "frames",
             })
     return DeVEQASet(questions, rejections, model.calls - calls0, model.hits - hits0,
-                     len(events))
+                     len(events), tuple(fallbacks))
+
+
+# ------------------------------------------ other-time distractors by frames
+
+class _FrameSource(NamedTuple):
+    """What ranks the ``other_time`` candidates: the encoder, video id ->
+    file, frames per segment."""
+
+    encoder: Any
+    paths: dict
+    n: int
+
+
+def _frame_source(encoder: Any, videos: Any, n: Any, op: str) -> Optional[_FrameSource]:
+    """The checked ``encoder`` / ``videos`` / ``outside_frames`` of
+    :func:`generate_deveqa` (None without an encoder)."""
+    if encoder is None:
+        if videos is not None:
+            raise InputError(f"{op}: videos are read only with an encoder (they rank the "
+                             "other-time distractors by frames); give encoder= too")
+        return None
+    if videos is None:
+        raise InputError(f"{op}: an encoder needs the videos to decode frames from (a folder "
+                         "or a mapping video id -> file)")
+    from fastvqa.llm.protocols import as_encoder
+
+    n = _checks.integer(n, op, "outside_frames", minimum=1)
+    return _FrameSource(as_encoder(encoder), video_files(videos), n)
+
+
+def video_files(videos: Any) -> dict:
+    """Video id -> file (:class:`~pathlib.Path`).
+
+    ``videos``: a folder, searched recursively for video files
+    (:func:`fastvqa.extract.engine.discover`: a file's id is its path below
+    the folder without the suffix, and its bare name without the suffix too
+    when no other file has that name, as ``fastvqa run`` finds videos), or
+    a mapping video id -> path (taken as given: a missing file is found
+    missing when it is used). A folder without video files, or a path that
+    is no folder, is an :class:`~fastvqa.errors.InputError`.
+
+    >>> {k: v.name for k, v in video_files({"v_a": "/data/v_a.mp4"}).items()}
+    {'v_a': 'v_a.mp4'}
+    """
+    from collections.abc import Mapping
+
+    if isinstance(videos, Mapping):
+        return {str(k): Path(v) for k, v in videos.items()}
+    if not isinstance(videos, (str, os.PathLike)) or not Path(videos).is_dir():
+        raise InputError(f"videos {videos!r:.80}: not a folder; give the videos' folder or a "
+                         "mapping video id -> file")
+    from fastvqa.extract.engine import discover
+
+    found = {v.id: Path(v.path) for v in discover(videos)}
+    by_name: dict = {}
+    for vid, path in found.items():
+        by_name.setdefault(Path(vid).name, []).append(path)
+    for name, paths in by_name.items():
+        if len(paths) == 1:
+            found.setdefault(name, paths[0])
+    return found
+
+
+def rank_by_frames(frame_embeddings: Any, text_embeddings: Any) -> np.ndarray:
+    """The order of ``M`` candidate texts, best first, by frames.
+
+    ``frame_embeddings``: ``(N, D)``, ``text_embeddings``: ``(M, D)``, rows
+    of norm 1 (an encoder's, :class:`fastvqa.llm.protocols.ImageTextEncoder`),
+    so a dot product is a cosine. A candidate's score is its highest cosine
+    with one of the frames (it fits *some* moment they show), computed in
+    float64; equal scores keep the candidates' order (a stable sort), so the
+    result never depends on anything but the inputs. ``N = 0``: every score
+    is equal (the input order). Returns ``(M,)`` int64 indices.
+
+    >>> f = np.array([[1.0, 0.0], [0.0, 1.0]])
+    >>> t = np.array([[0.0, 1.0], [0.6, 0.8], [1.0, 0.0], [0.8, 0.6]])
+    >>> rank_by_frames(f, t).tolist()
+    [0, 2, 1, 3]
+    """
+    f = np.asarray(frame_embeddings, dtype=np.float64)
+    t = np.asarray(text_embeddings, dtype=np.float64)
+    if f.ndim != 2 or t.ndim != 2 or f.shape[1] != t.shape[1]:
+        raise InputError(f"rank_by_frames: expected (N, D) frame and (M, D) text embeddings "
+                         f"of one D, got shapes {f.shape} and {t.shape}")
+    if len(f) == 0:
+        return np.arange(len(t), dtype=np.int64)
+    scores = (t @ f.T).max(axis=1)
+    return np.argsort(-scores, kind="stable").astype(np.int64)
+
+
+def _top_usable(ranked: Sequence[str], correct: str, k: int, threshold: float) -> list:
+    """The first ``k`` of ``ranked`` that :func:`fastvqa.retrieval.build_options`
+    would use as the first wrong options (not equal, normalised, to the
+    answer or to one taken, and less similar than ``threshold``), so that
+    the pool holds exactly the frames' choice."""
+    from fastvqa.retrieval.distractors import normalize_option
+
+    taken, norms, out = [correct], {normalize_option(correct)}, []
+    for cand in ranked:
+        if len(out) == k:
+            break
+        norm = normalize_option(cand)
+        if norm in norms or any(_token_jaccard(cand, t) >= threshold for t in taken):
+            continue
+        out.append(cand)
+        taken.append(cand)
+        norms.add(norm)
+    return out
+
+
+def _outside_embeddings(source: _FrameSource, spans: dict, fallbacks: list,
+                        progress: Optional[bool]) -> dict:
+    """``(video_id, start, end)`` -> ``(n, D)`` embeddings of the frames
+    outside that segment, for ``spans`` (video id -> ``{(start, end):
+    caption index}``); what cannot be decoded is listed in ``fallbacks``."""
+    from fastvqa._progress import Progress
+
+    out: dict = {}
+    with Progress(len(spans), progress is not False, desc="frames outside the segments",
+                  unit="video", force=progress is True) as bar:
+        for vid, segments in spans.items():
+            _embed_video(source, vid, segments, out, fallbacks)
+            bar.update(1)
+    return out
+
+
+def _embed_video(source: _FrameSource, vid: str, segments: dict, out: dict,
+                 fallbacks: list) -> None:
+    """One video's part of :func:`_outside_embeddings`: one decoder, one
+    read and one ``encode_images`` call per segment."""
+    from fastvqa.llm.protocols import embeddings
+    from fastvqa.video import Outside, VideoDecoder
+    from fastvqa.video.errors import VideoError
+
+    path = source.paths.get(vid)
+    if path is None or not path.is_file():
+        fallbacks.append((vid, "no video file for it in the videos" if path is None
+                          else f"{path}: no such file"))
+        return
+    try:
+        decoder = VideoDecoder(path)
+    except VideoError as err:
+        fallbacks.append((vid, str(err)))
+        return
+    with decoder:
+        for (start, end), index in segments.items():
+            try:  # no frame outside (a caption spanning the video), or a bad frame
+                pixels = np.asarray(decoder.read(Outside((start, end), source.n)).data)
+            except InputError as err:
+                fallbacks.append((vid, f"caption {index}: {err}"))
+                continue
+            out[(vid, start, end)] = embeddings(source.encoder.encode_images(pixels),
+                                                len(pixels), "encoder.encode_images")
+
+
+def _rank_other_time(source: _FrameSource, events, generated, other_time: list,
+                     fallbacks: list, progress: Optional[bool]) -> list:
+    """Per generated pair: its ``other_time`` candidates ranked by the frames
+    outside its segment (:func:`rank_by_frames`), or None (text only: no
+    candidate to rank, or no frames)."""
+    from fastvqa.llm.protocols import embeddings
+
+    spans: dict = {}
+    for j, (pos, _, _) in enumerate(generated):
+        ev = events[pos]
+        if other_time[j]:
+            spans.setdefault(ev.video_id, {}).setdefault((ev.start, ev.end), ev.index)
+    frames = _outside_embeddings(source, spans, fallbacks, progress)
+    keys = [(events[pos].video_id, events[pos].start, events[pos].end)
+            for pos, _, _ in generated]
+    framed = [j for j, key in enumerate(keys) if key in frames and other_time[j]]
+    texts = list(dict.fromkeys(c for j in framed for c in other_time[j]))
+    rows = {t: i for i, t in enumerate(texts)}
+    emb = (embeddings(source.encoder.encode_texts(texts), len(texts), "encoder.encode_texts")
+           if texts else np.zeros((0, 0), np.float32))
+    ranked: list = [None] * len(generated)
+    for j in framed:
+        cands = other_time[j]
+        order = rank_by_frames(frames[keys[j]], emb[[rows[c] for c in cands]])
+        ranked[j] = [cands[k] for k in order]
+    return ranked
+
+
+def frame_retrieval_options(encoder: Optional[str], videos: Any) -> dict:
+    """:func:`generate_deveqa`'s ``encoder`` and ``videos`` from ``fastvqa
+    generate events``' ``--encoder SPEC`` (:func:`fastvqa.llm.load_encoder`'s
+    grammar, as ``fastvqa run devi --encoder``: ``open_clip:ARCH@CHECKPOINT``,
+    ``open_clip:ARCH``, ``hf:FOLDER``) and ``--videos DIR``: ``{}`` when
+    neither is given; a :class:`~fastvqa.errors.CommandError` when one comes
+    without the other or DIR is not a folder. The encoder is loaded here,
+    before any model call.
+
+    >>> frame_retrieval_options(None, None)
+    {}
+    """
+    from fastvqa.errors import CommandError
+
+    if encoder is None and videos is None:
+        return {}
+    if encoder is None:
+        raise CommandError("--videos is read only with --encoder SPEC (the frames rank the "
+                           "other-time distractors); give --encoder too, or leave --videos out")
+    if videos is None:
+        raise CommandError("--encoder needs --videos DIR, the videos to decode frames from")
+    if not Path(videos).is_dir():
+        raise CommandError(f"--videos {videos}: not a folder"
+                           + ("" if Path(videos).exists() else " (no such path)"))
+    from fastvqa.llm.encoders import load_encoder
+
+    return {"encoder": load_encoder(encoder), "videos": video_files(videos)}
 
 
 def write_records(records: Sequence[dict], path: Union[str, Path], what: str = "--out", *,
