@@ -403,9 +403,9 @@ def _sok(seed=0, **kw):
 
 
 def test_sokbench_end_to_end_loads(tmp_path):
-    result = _sok()
+    result = _sok(cross_video_distractors=True)
     assert result.rejections == []
-    assert set(result.data) <= set(S.QUESTION_TYPES) and "OI" not in result.data
+    assert list(result.data) == list(S.QUESTION_TYPES)  # all twelve, OI and APO included
     path = S.write_sokbench(result.data, tmp_path / "sok.json")
     records = load_sokbench(path)
     assert len(records) == result.n_questions > 0
@@ -444,6 +444,21 @@ def test_sokbench_end_to_end_loads(tmp_path):
     for qtype, items in result.data.items():
         counts = np.bincount([q["answer"]["right_choice"] for q in items], minlength=4)
         assert counts.max() - counts.min() <= 1, qtype
+
+
+def test_sokbench_same_video_distractors_by_default():
+    """v2 has three steps: two same-video answers per action category, one
+    short of three distractors. Off by default, a question on its steps is
+    rejected (too_few_distractors); every option kept is from its own video."""
+    result = _sok()
+    short = [r for r in result.rejections if r.reason == "too_few_distractors"]
+    assert {r.video_id for r in short} == {"v2"}
+    assert all(r.source in [t for _, _, t in STEPS["v2"][1]] for r in short)
+    assert len(short) == 13  # APU, ACT, APO: 3 steps each; APU+ST, ACT+ST: 2 each
+    for items in result.data.values():
+        for q in items:
+            assert set(q["option_sources"]) <= {"correct", "same_video"}
+            assert q["question_source"] == "template"
 
 
 def test_sokbench_deterministic_per_seed():
@@ -490,18 +505,30 @@ def test_sokbench_too_few_distractors_and_duplicates():
 
 class SokLM:
     """Deterministic model for the SOK-Bench style: parses the step list
-    (the situation prompt) and answers knowledge prompts from the table;
-    ``span_for`` / ``long_for`` craft bad replies."""
+    (the situation prompt), answers the general- and situated-knowledge
+    prompts from the built-in table and writes a question naming its type
+    (``kinds`` counts the prompts by kind); ``bad_span_video`` /
+    ``long_entity`` craft bad replies."""
+
+    GOALS = {  # the situated-knowledge goals, as the prompts word them
+        "what_if_no_obj": r"What would happen if the person did not use (.+)\?",
+        "contribution": r"What does (.+) contribute to the result in this video\?",
+        "purpose": r"What is the purpose of the step '(.+)'\?",
+        "what_if_no_act": r"What would happen if the person skipped the step '(.+)'\?",
+        "possibility": r"In what other way could the person have done the step '(.+)'\?",
+    }
 
     def __init__(self, bad_span_video=None, long_entity=None):
         self.calls = 0
+        self.kinds = Counter()
         self.bad_span_video, self.long_entity = bad_span_video, long_entity
         self.knowledge = S.table_knowledge()
 
     def __call__(self, messages):
         self.calls += 1
-        user = messages[-1]["content"]
+        user, system = messages[-1]["content"], messages[0]["content"]
         if user.startswith("The video is"):
+            self.kinds["situation"] += 1
             duration = float(re.search(r"is (\S+) seconds", user).group(1))
             acts = []
             for s, e, text in re.findall(r"(\S+)s - (\S+)s: (.+)", user):
@@ -512,13 +539,32 @@ class SokLM:
                 acts[0]["end"] = duration + 5
                 acts[1].pop("objects")
             return json.dumps({"actions": acts})
-        for rel, template in S.KNOWLEDGE_PROMPTS.items():
-            pattern = re.escape(template).replace(re.escape("{entity}"), "(.+)")
-            m = re.fullmatch(pattern, user)
-            if m:
-                if m.group(1) == self.long_entity:
-                    return " ".join(["very"] * 25)
-                return self.knowledge(m.group(1), rel) or ""
+        if "You know a lot about" in system:
+            self.kinds["general"] += 1
+            entity = system.rsplit("about ", 1)[1].rstrip(".")
+            if user.startswith("Please tell me 5 usages of"):
+                usage = self.knowledge(entity, "usage") or "nothing useful"
+                how, _, thing = usage.rpartition(" ")
+                return json.dumps([{thing: how}])
+            if user.startswith("Please tell me the physical properties of"):
+                return json.dumps({"look": self.knowledge(entity, "physical") or "plain"})
+            return "[]"  # no interactions, no action knowledge: rejected, counted
+        if "commonsense-driven assistant" in system:
+            self.kinds["situated"] += 1
+            goal = user.split(" Format:")[0]
+            for rel, pattern in self.GOALS.items():
+                m = re.fullmatch(pattern, goal)
+                if m:
+                    if m.group(1) == self.long_entity:
+                        return " ".join(["very"] * 25)
+                    return self.knowledge(m.group(1), rel) or ""
+            m = re.fullmatch(r"What do (.+) and (.+) do together in this video\?", goal)
+            return self.knowledge(f"{m.group(1)}<AND>{m.group(2)}", "interaction") or ""
+        if "You write questions about a video" in system:
+            self.kinds["question"] += 1
+            key = re.search(r"Write one question of type (\S+)", user).group(1)
+            step = re.search(r"The correct answer is: (.+)", user).group(1)
+            return json.dumps({"question": f"Which {key} answer is '{step}'?"})
         raise AssertionError(user)
 
 
@@ -532,18 +578,24 @@ def test_sokbench_through_language_model(tmp_path):
     assert Counter(r.reason for r in rejected) == Counter({"span_outside_video": 1,
                                                            "missing_field": 1})
     know = S.language_model_knowledge(model)
-    result = S.generate_sokbench(graphs, know, seed=0, model_stats=model, rejections=rejected)
+    result = S.generate_sokbench(graphs, know, questions=S.language_model_questions(model),
+                                 seed=0, model_stats=model, rejections=rejected,
+                                 cross_video_distractors=True)
     reasons = Counter((r.stage, r.reason) for r in result.rejections)
     assert reasons[("situation", "span_outside_video")] == 1
-    assert reasons[("knowledge", "over_word_limit")] == 4  # oil's four relations
+    # oil's two situated perspectives, each asked in both iterations
+    assert reasons[("knowledge", "over_word_limit")] == 4
     assert result.n_questions > 0 and result.calls == lm.calls
+    assert all(q["question_source"] == "language model"
+               for items in result.data.values() for q in items)
     path = S.write_sokbench(result.data, tmp_path / "out.json")
     assert len(load_sokbench(path)) == result.n_questions
     calls = lm.calls
     model2 = D.cached_model(lm, cache)
     graphs2 = S.situations_from_events(step_events(), llm=model2, rejections=[])
-    again = S.generate_sokbench(graphs2, S.language_model_knowledge(model2), seed=0,
-                                model_stats=model2)
+    again = S.generate_sokbench(graphs2, S.language_model_knowledge(model2),
+                                questions=S.language_model_questions(model2), seed=0,
+                                model_stats=model2, cross_video_distractors=True)
     assert lm.calls == calls and again.calls == 0 and again.data == result.data
 
 
@@ -619,7 +671,10 @@ def test_cli_sokbench_builtin_knowledge(tmp_path, capsys):
                              out=out, style="sokbench", knowledge="builtin")) == 0
     finally:
         del sys.modules["fastvqa_test_soklm"]
-    assert lm.calls == 2  # one situation call per video; knowledge from the table
+    # one situation call per video; knowledge from the table; every question
+    # worded by the model
+    assert lm.kinds["situation"] == 2 and lm.kinds["question"] > 0
+    assert lm.kinds["general"] == lm.kinds["situated"] == 0
     assert len(load_sokbench(out)) > 0
     assert "questions" in capsys.readouterr().err
 

@@ -6,10 +6,17 @@
   by reason;
 - :mod:`~fastvqa.generate.events.deveqa`: DeVE-QA's pipeline (the paper's
   prompt and limits, validated replies, a request cache, the DeVE-QA
-  distractor recipe, position-balanced options), written for
+  distractor recipe, "other time" distractors ranked by frames outside the
+  segment when an image-text encoder is given, position-balanced options),
+  written for
   :func:`fastvqa.data.load_deveqa`;
 - :mod:`~fastvqa.generate.events.sokbench`: SOK-Bench's pipeline (situation
-  graph, knowledge source, question-type templates, same-category
+  graph from captions and, through a vision-language model, keyframes
+  (:mod:`~fastvqa.generate.events.sokbench_visual`); general and situated
+  knowledge with the paper's prompt compositions
+  (:mod:`~fastvqa.generate.events.sokbench_knowledge`,
+  :mod:`~fastvqa.generate.events.sokbench_prompts`); the 12 question types
+  (:mod:`~fastvqa.generate.events.sokbench_questions`); same-video
   distractors), written for :func:`fastvqa.data.load_sokbench`;
 - :mod:`~fastvqa.generate.events.cli`: ``fastvqa generate events``.
 
@@ -52,6 +59,9 @@ _EXPORTS = {
     "situations_from_events": "sokbench",
     "generate_sokbench": "sokbench",
     "mask_entities": "sokbench",
+    "add_visual_facts": "sokbench_visual",
+    "language_model_questions": "sokbench_questions",
+    "frame_retrieval_options": "deveqa",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -12,7 +12,9 @@ messages and returning the reply text. Replies are cached in ``--cache``
 ``{type: [question]}`` JSON that ``fastvqa.data.load_sokbench`` reads), every
 rejected reply, question and left-out caption to ``--rejections`` (JSON
 Lines, one reason code each). No output is overwritten; progress and the
-summary go to stderr.
+summary go to stderr. ``--style sokbench`` also takes a vision-language model
+(``--vlm``, the same two forms, ``--vlm-model``) for the keyframes of
+``--videos``; its replies share the cache.
 """
 
 from __future__ import annotations
@@ -72,26 +74,56 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--coverage", choices=("union", "sum"), default="union",
                    help="deveqa: coverage as the union or the sum of the caption spans")
     p.add_argument("--knowledge", choices=("llm", "builtin"), default="llm",
-                   help="sokbench: knowledge from the --llm, or from the small built-in "
-                        "commonsense table")
+                   help="sokbench: llm: general and situated commonsense knowledge from the "
+                        "--llm with the paper's prompts (self-prompting, two iterations); "
+                        "builtin: a small built-in cooking table, a demo aid, not the paper's "
+                        "method")
+    p.add_argument("--vlm", metavar="URL|module:function",
+                   help="sokbench: a vision-language model that finds objects, attributes (the "
+                        "paper's prompt) and spatial relations in keyframes of every step, "
+                        "joined into the situation graph; needs --videos (the videos, named by "
+                        "the captions' video ids). Without it the visual stage is skipped, and "
+                        "the summary says so")
+    p.add_argument("--vlm-model", metavar="NAME",
+                   help="sokbench: the model name the --vlm server serves (required with a URL)")
+    p.add_argument("--keyframes", type=int_at_least(1), default=2, metavar="K",
+                   help="sokbench, with --vlm: frames per step sent to the vision model, spread "
+                        "uniformly over the step")
+    p.add_argument("--cross-video-distractors", action="store_true",
+                   help="sokbench: fill a question short of same-category distractors from "
+                        "other videos (each question records which options came from where); "
+                        "off: such a question is rejected, as options from other videos may "
+                        "be true of this one")
     p.add_argument("--workers", type=int_at_least(1), default=1,
                    help="deveqa: model requests in flight at once (the set does not depend "
                         "on it)")
+    p.add_argument("--encoder", metavar="SPEC",
+                   help="deveqa: rank the other-time distractors by frames outside each "
+                        "question's segment (the paper's way) with this image-text encoder: "
+                        "open_clip:ARCH@CHECKPOINT, open_clip:ARCH (random weights, for tests) "
+                        "or hf:FOLDER; needs --videos (without --encoder: drawn from the "
+                        "same answers by text only)")
+    p.add_argument("--videos", type=Path, metavar="DIR",
+                   help="the videos, named by the captions' video ids (searched "
+                        "recursively): deveqa, with --encoder, ranks distractors by their "
+                        "frames (a video missing or unreadable falls back to text only); "
+                        "sokbench, with --vlm, sends their keyframes")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
 
 
-def load_callable(spec: str) -> Any:
+def load_callable(spec: str, option: str = "--llm") -> Any:
     """The function named ``module:function`` or ``path/file.py:function``
-    (the current folder is searched for modules too); CommandError otherwise."""
+    (the current folder is searched for modules too); CommandError, naming
+    ``option``, otherwise."""
     module_name, sep, attr = spec.rpartition(":")
     if not sep or not module_name or not attr:
-        raise CommandError(f"--llm {spec!r}: expected http(s)://... or module:function")
+        raise CommandError(f"{option} {spec!r}: expected http(s)://... or module:function")
     try:
         if module_name.endswith(".py"):
             path = Path(module_name)
             if not path.is_file():
-                raise CommandError(f"--llm {spec!r}: no such file {path}")
+                raise CommandError(f"{option} {spec!r}: no such file {path}")
             loaded = importlib.util.spec_from_file_location(path.stem, path)
             module = importlib.util.module_from_spec(loaded)
             loaded.loader.exec_module(module)
@@ -102,34 +134,71 @@ def load_callable(spec: str) -> Any:
     except CommandError:
         raise
     except ImportError as err:
-        raise CommandError(f"--llm {spec!r}: cannot import {module_name} ({err})") from None
+        raise CommandError(f"{option} {spec!r}: cannot import {module_name} ({err})") from None
     except Exception as err:  # the user's module failed while importing
-        raise CommandError(f"--llm {spec!r}: importing {module_name} failed: "
+        raise CommandError(f"{option} {spec!r}: importing {module_name} failed: "
                            f"{type(err).__name__}: {err}") from None
     fn = getattr(module, attr, None)
     if fn is None:
-        raise CommandError(f"--llm {spec!r}: {module_name} has no {attr!r}")
+        raise CommandError(f"{option} {spec!r}: {module_name} has no {attr!r}")
     if not callable(fn):
-        raise CommandError(f"--llm {spec!r}: {attr} is not callable")
+        raise CommandError(f"{option} {spec!r}: {attr} is not callable")
     return fn
 
 
-def language_model(spec: str, model: Any, deadline: Any = None) -> Any:
-    """The ``--llm`` as a language model (a client for a URL, the function
-    otherwise); ``deadline``: ``--llm-deadline`` (URL only)."""
+def language_model(spec: str, model: Any, deadline: Any = None, *, option: str = "--llm",
+                   model_option: str = "--model") -> Any:
+    """The ``--llm`` (or ``option``, e.g. ``--vlm``) as a language model (a
+    client for a URL, the function otherwise); ``model``: the served model's
+    name (``model_option``); ``deadline``: ``--llm-deadline`` (URL only)."""
     if spec.startswith(("http://", "https://")):
         if not model:
-            raise CommandError("--llm is a URL: give the served model's name with --model")
+            raise CommandError(f"{option} is a URL: give the served model's name with "
+                               f"{model_option}")
         from fastvqa.llm.client import ChatCompletionsClient
 
         return ChatCompletionsClient(spec, model, api_key=os.environ.get("OPENAI_API_KEY"),
                                      max_total_seconds=deadline)
     if model:
-        raise CommandError("--model names a served model; it goes with an http(s) --llm")
+        raise CommandError(f"{model_option} names a served model; it goes with an http(s) "
+                           f"{option}")
     if deadline is not None:
         raise CommandError("--llm-deadline limits a server's calls; it goes with an http(s) "
                            "--llm")
-    return load_callable(spec)
+    return load_callable(spec, option)
+
+
+def sokbench_vision(args: argparse.Namespace, cache: Any) -> Any:
+    """``--style sokbench`` with ``--vlm``: ``(the vision model behind the
+    reply cache, {video id: file})``; None without ``--vlm``. CommandError
+    for the SOK-Bench options out of place (before any model call)."""
+    from fastvqa.generate.events.deveqa import cached_model
+
+    spec = getattr(args, "vlm", None)
+    sok = args.style == "sokbench"
+    if not sok and (spec is not None or getattr(args, "cross_video_distractors", False)):
+        raise CommandError("--vlm and --cross-video-distractors are options of --style sokbench")
+    if spec is None:
+        if getattr(args, "vlm_model", None):
+            raise CommandError("--vlm-model names the --vlm server's model; give --vlm too")
+        if sok and getattr(args, "videos", None) is not None:
+            raise CommandError("--videos goes with --vlm for --style sokbench (the keyframes "
+                               "are sent to the vision model)")
+        return None
+    if getattr(args, "videos", None) is None:
+        raise CommandError("--vlm needs --videos DIR: the videos, named by the captions' video "
+                           "ids")
+    from fastvqa.extract.engine import discover
+
+    videos = {v.id: v.path for v in discover(args.videos)}
+    by_name: dict = {}
+    for vid, path in videos.items():  # a video in a subfolder also answers to its bare name
+        by_name.setdefault(Path(vid).name, []).append(path)
+    videos.update({name: paths[0] for name, paths in by_name.items()
+                   if len(paths) == 1 and name not in videos})
+    vlm = language_model(spec, getattr(args, "vlm_model", None), option="--vlm",
+                         model_option="--vlm-model")
+    return cached_model(vlm, cache), videos
 
 
 def run(args: argparse.Namespace) -> int:
@@ -155,6 +224,7 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError(f"--captions {args.captions}: not a regular file")
     llm = language_model(args.llm, args.model, getattr(args, "llm_deadline", None))
     model = cached_model(llm, ResponseCache(args.cache))
+    vision = sokbench_vision(args, model.cache)
     events = load_events(args.captions)
     if not events:
         raise CommandError(f"--captions {args.captions}: holds no captions")
@@ -170,23 +240,38 @@ def run(args: argparse.Namespace) -> int:
                        source=str(d.index), detail=d.detail, response="")
                   for d in filtered.dropped]
     if args.style == "deveqa":
-        from fastvqa.generate.events.deveqa import generate_deveqa, write_records
+        from fastvqa.generate.events.deveqa import (frame_retrieval_options, generate_deveqa,
+                                                    write_records)
 
         result = generate_deveqa(filtered.kept, model, seed=args.seed, workers=args.workers,
-                                 progress=progress)
+                                 progress=progress,
+                                 **frame_retrieval_options(args.encoder, args.videos))
         n_questions = len(result.questions)
         summary = result.summary()
     else:
-        from fastvqa.generate.events.sokbench import (generate_sokbench,
+        from fastvqa.generate.events.sokbench import (add_visual_facts, generate_sokbench,
                                                       language_model_knowledge,
+                                                      language_model_questions,
                                                       situations_from_events, table_knowledge)
 
         rejected: list = []
         situations = situations_from_events(filtered.kept, llm=model, rejections=rejected)
+        stats = [model]
+        if vision is not None:
+            vlm, videos = vision
+            situations = add_visual_facts(situations, videos, vlm, keyframes=args.keyframes,
+                                          rejections=rejected)
+            stats.append(vlm)
         knowledge = (language_model_knowledge(model) if args.knowledge == "llm"
                      else table_knowledge())
-        result = generate_sokbench(situations, knowledge, seed=args.seed, model_stats=model,
-                                   rejections=rejected)
+        # A model is always given here, so every question is worded by it
+        # (the templates serve the Python API without a question model).
+        result = generate_sokbench(situations, knowledge,
+                                   questions=language_model_questions(model), seed=args.seed,
+                                   cross_video_distractors=args.cross_video_distractors,
+                                   model_stats=stats, rejections=rejected)
+        for line in result.stage_lines():
+            print(f"fastvqa generate events: {line}", file=sys.stderr)
         n_questions = result.n_questions
         summary = result.summary()
     rows.extend(r.to_dict() for r in result.rejections)

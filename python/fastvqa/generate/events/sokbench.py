@@ -1,37 +1,49 @@
 # SPDX-License-Identifier: Apache-2.0
 """SOK-Bench-style questions from timed actions (docs/papers/sokbench.md
-§1.2-§1.5, §2, §4.5), with a pluggable knowledge source.
+§1.2-§1.5, §2, §4.5), through language and vision-language models.
 
-Pipeline (:func:`generate_sokbench`):
+Pipeline (:func:`generate_sokbench`, ``fastvqa generate events --style sokbench``):
 
-1. **situation graph** (:class:`SituationGraph`, the paper's SKG): the timed
-   actions of one video with their objects; edges (action, uses, object),
-   (timestamp, at, action), (action, before, next action), (object,
-   attribute, text), (object, with, object) for objects of one action.
-   :func:`situations_from_events` builds them from captions, either through
-   a language model (the paper's "convert the sentences into organized
-   lists of objects and actions, along with their corresponding timestamps";
-   the reply is validated, spans included) or, without one, by matching a
-   vocabulary of object names;
-2. **knowledge** (the paper's GKG and SCKG): any callable ``knowledge(entity,
-   relation) -> str | None`` (:data:`OBJECT_RELATIONS`,
-   :data:`ACTION_RELATIONS`); :func:`table_knowledge` reads a table
-   (:data:`COMMONSENSE`, a small built-in cooking table, fastvqa's), and
-   :func:`language_model_knowledge` asks a model with the paper's Fig. 4
-   prompts and word limits (each reply validated);
-3. **question types as templates** (:data:`QUESTION_TYPES`): ten of the
-   paper's twelve (OI and APO are never defined in the paper, so they are
-   not generated); each is an identification hop (none, spatiotemporal:
-   the step the object is used in or the neighbouring step; general
-   knowledge: a usage) and a target relation;
-4. **same-category distractors** (sokbench.md §1.4): three answers of the same
-   knowledge category about *other* objects or actions of the same video
-   (:data:`fastvqa.retrieval.SOKBENCH_RECIPE`); a video with too few is
-   filled from the same category in other videos (fastvqa's fallback,
-   recorded). Entity names in options are masked with ``something``, as in
-   the released example; 4 options, the correct position balanced within
-   each question type. An answer that equals a distractor after masking,
-   and a question asked twice about one video, are rejected.
+1. **situation graph from the captions** (:class:`SituationGraph`, the
+   paper's SKG): the timed steps of one video with their objects; edges
+   (action, uses, object), (timestamp, at, action), (action, before, next
+   action), (object, with, object) for objects of one step.
+   :func:`situations_from_events` builds them through a language model (the
+   paper's "convert the sentences into organized lists of objects and
+   actions, along with their corresponding timestamps"; the reply is
+   validated, spans included) or, without one, by matching a vocabulary of
+   object names;
+2. **situation graph from the video** (:func:`add_visual_facts`,
+   :mod:`~fastvqa.generate.events.sokbench_visual`): keyframes of every
+   step sent to a vision-language model; the objects, attributes (the
+   paper's attribute prompt) and spatial relations found are joined in.
+   Without a vision model this stage is skipped, and the result says so;
+3. **knowledge** (:mod:`~fastvqa.generate.events.sokbench_knowledge`):
+   general knowledge (GKG, the paper's <examples, goal, output format>) and
+   situated commonsense knowledge (SCKG, the paper's five parts with
+   Few-Shot Self-Prompting, two iterations) from a language model
+   (:func:`language_model_knowledge`), or, as a demo aid, from a table
+   (:func:`table_knowledge`, :data:`COMMONSENSE`);
+4. **the paper's twelve question types**
+   (:mod:`~fastvqa.generate.events.sokbench_questions`,
+   :data:`QUESTION_TYPES`; OI and APO are fastvqa's reading, documented
+   there): every slot's hops and answer come from the graphs; its wording
+   from a language model with the paper's top-down parts <video content,
+   integrated graph, QA examples, goal, format>
+   (:func:`language_model_questions`), or, only where no model is given,
+   from fastvqa's templates;
+5. **same-category distractors** (sokbench.md §1.4): three answers of the
+   same knowledge category about *other* entities of the same video
+   (:data:`fastvqa.retrieval.SOKBENCH_RECIPE`). Distractors from other
+   videos are off by default (they risk answers that other videos'
+   contexts make true, which the released example avoids);
+   ``cross_video_distractors=True`` fills a short pool from other videos
+   and each question records where its options came from
+   (``option_sources``). A question still short of distractors is rejected
+   (``too_few_distractors``). Entity names in options are masked with
+   ``something``, as in the released example; 4 options, the correct
+   position balanced within each type. An answer equal to a distractor
+   after masking, and a question asked twice about one video, are rejected.
 
 The output (:meth:`SOKBenchSet.data`) is the released layout
 ``{question_type: [question, ...]}`` that :func:`fastvqa.data.load_sokbench`
@@ -44,169 +56,34 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping, NamedTuple, Optional, Sequence, Union
+from typing import Any, Mapping, NamedTuple, Optional, Sequence, Union
 
 import numpy as np
 
 from fastvqa import _checks
 from fastvqa.errors import InputError
+from fastvqa.generate.events import sokbench_prompts as P
 from fastvqa.generate.events.deveqa import (Rejection, ResponseCache, cached_model, check_span,
                                             options_problem, rejection_counts, reply_json)
+from fastvqa.generate.events.sokbench_knowledge import (
+    ACTION_RELATIONS, COMMONSENSE, OBJECT_RELATIONS, WORD_LIMITS, LanguageModelKnowledge,
+    SituatedKnowledge, language_model_knowledge, pair_names, situated_knowledge,
+    table_knowledge)
+from fastvqa.generate.events.sokbench_questions import (
+    MASK, QUESTION_TYPES, QuestionType, QuestionWriter, Slot, fill, language_model_questions,
+    mask_entities)
+from fastvqa.generate.events.sokbench_visual import add_visual_facts
 
-#: Knowledge about objects: a short attribute phrase (GKG physical), a
-#: usage (GKG usage), the counterfactual consequence and the contribution
-#: (SCKG perspectives).
-OBJECT_RELATIONS = ("physical", "usage", "what_if_no_obj", "contribution")
-#: Knowledge about actions (SCKG perspectives).
-ACTION_RELATIONS = ("purpose", "what_if_no_act")
-#: Word limits of knowledge replies: the paper's "within 10 words" for
-#: attributes and "within 20 words" for situated commonsense; a usage is
-#: held to 10 (fastvqa's).
-WORD_LIMITS = {"physical": 10, "usage": 10, "what_if_no_obj": 20, "contribution": 20,
-               "purpose": 20, "what_if_no_act": 20}
 N_OPTIONS = 4
-MASK = "something"
-
-#: A small built-in commonsense table (fastvqa's own, for tests and demos):
-#: objects by name, actions by their verb (the first word of the step).
-COMMONSENSE: dict = {
-    "objects": {
-        "cornstarch": {"physical": "white powdery ingredient", "usage": "thickening sauces",
-                       "what_if_no_obj": "The sauce would stay thin and watery.",
-                       "contribution": "thicken the sauce"},
-        "water": {"physical": "clear liquid", "usage": "dissolving and boiling",
-                  "what_if_no_obj": "The mixture would be too dry to blend.",
-                  "contribution": "dissolve the ingredients"},
-        "tofu": {"physical": "soft white cubes", "usage": "adding plant protein",
-                 "what_if_no_obj": "The dish would lose its soft protein base.",
-                 "contribution": "give a soft protein base"},
-        "oil": {"physical": "golden slippery liquid", "usage": "frying food",
-                "what_if_no_obj": "The food would stick to the pan and burn.",
-                "contribution": "keep the food from sticking"},
-        "onion": {"physical": "round layered bulb", "usage": "adding savoury flavour",
-                  "what_if_no_obj": "The dish would lack a sweet savoury base.",
-                  "contribution": "add a sweet savoury base"},
-        "garlic": {"physical": "small pungent cloves", "usage": "seasoning dishes",
-                   "what_if_no_obj": "The dish would lack its sharp aroma.",
-                   "contribution": "add a sharp aroma"},
-        "salt": {"physical": "fine white crystals", "usage": "seasoning food",
-                 "what_if_no_obj": "The food would taste bland.",
-                 "contribution": "season the food"},
-        "sugar": {"physical": "sweet white grains", "usage": "sweetening food",
-                  "what_if_no_obj": "The result would not taste sweet.",
-                  "contribution": "sweeten the mixture"},
-        "flour": {"physical": "soft white powder", "usage": "making dough",
-                  "what_if_no_obj": "There would be no dough to shape.",
-                  "contribution": "form the dough"},
-        "egg": {"physical": "oval shelled ingredient", "usage": "binding mixtures",
-                "what_if_no_obj": "The mixture would fall apart.",
-                "contribution": "bind the mixture together"},
-        "butter": {"physical": "soft yellow block", "usage": "enriching dough and sauces",
-                   "what_if_no_obj": "The result would be dry and less rich.",
-                   "contribution": "make the result rich"},
-        "rice": {"physical": "small white grains", "usage": "serving as a staple",
-                 "what_if_no_obj": "The meal would lack its filling staple.",
-                 "contribution": "provide a sticky base"},
-        "tomato": {"physical": "round red fruit", "usage": "making sauces",
-                   "what_if_no_obj": "The sauce would lose its tangy red base.",
-                   "contribution": "give a tangy base"},
-        "pork": {"physical": "pink minced meat", "usage": "adding meaty flavour",
-                 "what_if_no_obj": "The dish would become a vegetarian version.",
-                 "contribution": "add a meaty richness"},
-        "milk": {"physical": "white creamy liquid", "usage": "making batter smooth",
-                 "what_if_no_obj": "The batter would be thick and lumpy.",
-                 "contribution": "make the batter smooth"},
-        "cheese": {"physical": "yellow grated topping", "usage": "topping dishes",
-                   "what_if_no_obj": "The top would not melt into a crust.",
-                   "contribution": "form a melted crust"},
-    },
-    "actions": {
-        "cut": {"purpose": "to make pieces small enough to cook evenly",
-                "what_if_no_act": "The pieces would stay large and cook unevenly."},
-        "chop": {"purpose": "to make small pieces that release flavour",
-                 "what_if_no_act": "Large chunks would stay hard and bland."},
-        "slice": {"purpose": "to make thin even slices",
-                  "what_if_no_act": "The slices would be missing from the dish."},
-        "mix": {"purpose": "to combine the ingredients evenly",
-                "what_if_no_act": "The ingredients would stay separate and uneven."},
-        "stir": {"purpose": "to keep the food cooking evenly",
-                 "what_if_no_act": "The food would burn at the bottom."},
-        "add": {"purpose": "to bring the ingredient into the dish",
-                "what_if_no_act": "The dish would miss that ingredient."},
-        "pour": {"purpose": "to move the liquid into the pot",
-                 "what_if_no_act": "The pot would stay dry."},
-        "boil": {"purpose": "to cook the food through in hot water",
-                 "what_if_no_act": "The food would stay raw and hard."},
-        "fry": {"purpose": "to make the outside crisp and brown",
-                "what_if_no_act": "The food would stay pale and soft."},
-        "bake": {"purpose": "to cook the dough through with dry heat",
-                 "what_if_no_act": "The dough would stay raw."},
-        "heat": {"purpose": "to get the pan hot enough to cook",
-                 "what_if_no_act": "The food would cook slowly and soak up oil."},
-        "whisk": {"purpose": "to beat air into the mixture",
-                  "what_if_no_act": "The mixture would stay dense and lumpy."},
-        "put": {"purpose": "to place the ingredients where they are needed",
-                "what_if_no_act": "The ingredients would not be ready to use."},
-        "serve": {"purpose": "to present the finished dish",
-                  "what_if_no_act": "The dish would not reach the table."},
-        "season": {"purpose": "to give the dish its taste",
-                   "what_if_no_act": "The dish would taste flat."},
-        "knead": {"purpose": "to make the dough smooth and elastic",
-                  "what_if_no_act": "The dough would be rough and tear."},
-    },
-}
-
-
-class QuestionType(NamedTuple):
-    """One question type: ``key`` (the Table-2 abbreviation, used as the
-    output's type key), ``number`` (Table 2), ``concerns`` (``"object"`` or
-    ``"action"``), ``clue`` (the identification hop: ``"none"``, ``"st"``:
-    spatiotemporal, ``"gk"``: general knowledge), ``relation`` (the asked
-    knowledge; ``"object_name"``: the answer is the object itself),
-    ``template`` (a :meth:`str.format` string)."""
-
-    key: str
-    number: int
-    concerns: str
-    clue: str
-    relation: str
-    template: str
-
-
-#: The ten defined types (sokbench.md §1.2; the templates are fastvqa's, as
-#: the paper gives only OCT+ST's in words and keeps the rest in its
-#: unavailable supplement). Fields: ``obj``, ``st`` ("the <attribute> used
-#: in the step '<step, object masked>'"), ``gk`` ("the ingredient used for
-#: <usage>"), ``contribution``, ``step``, ``prev``, ``next``.
-QUESTION_TYPES: dict = {t.key: t for t in (
-    QuestionType("OCT+ST", 1, "object", "st", "what_if_no_obj",
-                 "What would happen if the person did not use {st}?"),
-    QuestionType("OCB+ST", 2, "object", "st", "contribution",
-                 "What does {st} contribute to the result?"),
-    QuestionType("OCT+GK", 3, "object", "gk", "what_if_no_obj",
-                 "What would happen if the person did not use {gk}?"),
-    QuestionType("OCB+GK", 4, "object", "gk", "contribution",
-                 "What does {gk} contribute to the result?"),
-    QuestionType("OCT", 5, "object", "none", "what_if_no_obj",
-                 "What would happen if the person did not use {obj}?"),
-    QuestionType("OCB", 6, "object", "none", "object_name",
-                 "What did the person use to {contribution}?"),
-    QuestionType("APU+ST", 8, "action", "st", "purpose",
-                 "What is the purpose of the step the person does right after '{prev}'?"),
-    QuestionType("ACT+ST", 9, "action", "st", "what_if_no_act",
-                 "What would happen if the person skipped the step right before '{next}'?"),
-    QuestionType("APU", 10, "action", "none", "purpose",
-                 "What is the purpose of the step '{step}'?"),
-    QuestionType("ACT", 11, "action", "none", "what_if_no_act",
-                 "What would happen if the person skipped the step '{step}'?"),
-)}
+#: The most object pairs a graph offers (OI questions, interaction knowledge).
+MAX_OBJECT_PAIRS = 12
 
 
 # ------------------------------------------------------------ the situation
 
 class TimedAction(NamedTuple):
     """One step: ``start``/``end`` seconds (``start <= end``), the step's
-    ``text`` and the ``objects`` it uses (lower-case names)."""
+    ``text`` and the ``objects`` it names (lower-case names)."""
 
     index: int
     start: float
@@ -220,10 +97,14 @@ class SituationGraph:
     """The situated knowledge graph of one video (sokbench.md §2.1).
 
     ``actions`` in time order (start, then index); ``objects`` in order of
-    first use; ``edges`` ``(head, relation, tail)`` with heads and tails
+    first use (the captions' first, then those only seen in keyframes);
+    ``edges`` ``(head, relation, tail)`` with heads and tails
     ``"action:<i>"``, ``"time:<start>-<end>"``, object names or attribute
-    text; ``attributes`` object -> attribute phrase (from the knowledge
-    source, where it has one)."""
+    text. From the keyframes (empty without the visual stage):
+    ``attributes`` object -> the vision model's attribute sentence;
+    ``relations`` ``(object, relation, object)``; ``seen`` step index ->
+    objects seen in its keyframes; ``visual`` what found them (``""``: the
+    stage did not run)."""
 
     video_id: str
     duration: float
@@ -231,15 +112,27 @@ class SituationGraph:
     objects: tuple
     edges: tuple
     attributes: dict = field(default_factory=dict)
+    relations: tuple = ()
+    seen: dict = field(default_factory=dict)
+    visual: str = ""
 
     @property
     def time_slot(self) -> tuple:
         """``(first start, last end)`` of the actions, seconds."""
         return (min(a.start for a in self.actions), max(a.end for a in self.actions))
 
+    def objects_in(self, action: TimedAction) -> tuple:
+        """The objects ``action`` names, then those seen in its keyframes."""
+        return tuple(dict.fromkeys(action.objects + self.seen.get(action.index, ())))
+
     def actions_with(self, obj: str) -> list:
-        """The actions using ``obj``, in time order."""
-        return [a for a in self.actions if obj in a.objects]
+        """The actions naming or showing ``obj``, in time order."""
+        return [a for a in self.actions if obj in self.objects_in(a)]
+
+    def step_with(self, a: str, b: str) -> TimedAction:
+        """The first action with both ``a`` and ``b``, else the first with ``a``."""
+        both = [x for x in self.actions_with(a) if b in self.objects_in(x)]
+        return (both or self.actions_with(a))[0]
 
     def neighbours(self, action: TimedAction) -> tuple:
         """``(previous action or None, next action or None)`` in time order."""
@@ -247,11 +140,37 @@ class SituationGraph:
         return (self.actions[k - 1] if k > 0 else None,
                 self.actions[k + 1] if k + 1 < len(self.actions) else None)
 
+    def pairs(self, limit: int = MAX_OBJECT_PAIRS) -> tuple:
+        """Object pairs ``(a, b)`` (``a`` first in :attr:`objects` order):
+        objects named together in one step, in step order, then objects in
+        a spatial relation; each pair once, at most ``limit``."""
+        order = {o: k for k, o in enumerate(self.objects)}
+        found: dict = {}
+        candidates = [(a, b) for act in self.actions for i, a in enumerate(act.objects)
+                      for b in act.objects[i + 1:]]
+        candidates += [(a, b) for a, _, b in self.relations]
+        for a, b in candidates:
+            if a != b and a in order and b in order:
+                found.setdefault(tuple(sorted((a, b), key=order.get)), None)
+        return tuple(found)[:limit]
+
 
 def situation_graph(video_id: str, duration: float, actions: Sequence[TimedAction],
-                    attributes: Optional[Mapping[str, str]] = None) -> SituationGraph:
-    """A :class:`SituationGraph` from timed actions. Raises InputError for no
-    action, or a span not within ``0 <= start <= end <= duration``."""
+                    attributes: Optional[Mapping[str, str]] = None, *,
+                    seen: Optional[Mapping[int, Sequence[str]]] = None,
+                    relations: Sequence[tuple] = (), visual: str = "") -> SituationGraph:
+    """A :class:`SituationGraph` from timed actions and, optionally, what
+    keyframes showed: ``attributes`` (object -> text), ``seen`` (action index
+    -> objects), ``relations`` (``(object, relation, object)``), ``visual``
+    (what found them). Raises InputError for no action, or a span not within
+    ``0 <= start <= end <= duration``.
+
+    >>> g = situation_graph("v", 10.0, [TimedAction(0, 0.0, 4.0, "cut tofu", ("tofu",))],
+    ...                     {"tofu": "The tofu is white."}, seen={0: ["knife"]})
+    >>> g.objects, [e for e in g.edges if e[1] in ("seen", "attribute")]
+    (('tofu', 'knife'),
+     [('action:0', 'seen', 'knife'), ('tofu', 'attribute', 'The tofu is white.')])
+    """
     op = "situation_graph"
     duration = _checks.real(duration, op, "duration", finite=True, positive=True)
     acts = sorted(actions, key=lambda a: (a.start, a.index))
@@ -261,19 +180,24 @@ def situation_graph(video_id: str, duration: float, actions: Sequence[TimedActio
         if not 0 <= a.start <= a.end <= duration:
             raise InputError(f"{op}: video {video_id} action {a.index}: span "
                              f"[{a.start:g}, {a.end:g}] is not within [0, {duration:g}]")
-    objects = tuple(dict.fromkeys(o for a in acts for o in a.objects))
+    seen = {int(k): tuple(v) for k, v in (seen or {}).items()}
+    objects = tuple(dict.fromkeys([o for a in acts for o in a.objects]
+                                  + [o for a in acts for o in seen.get(a.index, ())]))
     attributes = {o: attributes[o] for o in objects if attributes and attributes.get(o)}
+    relations = tuple(dict.fromkeys(r for r in relations if r[0] in objects and r[2] in objects))
     edges = []
     for k, a in enumerate(acts):
         node = f"action:{a.index}"
         edges.append((f"time:{a.start:g}-{a.end:g}", "at", node))
         edges.extend((node, "uses", o) for o in a.objects)
         edges.extend((o, "with", p) for i, o in enumerate(a.objects) for p in a.objects[i + 1:])
+        edges.extend((node, "seen", o) for o in seen.get(a.index, ()))
         if k + 1 < len(acts):
             edges.append((node, "before", f"action:{acts[k + 1].index}"))
     edges.extend((o, "attribute", t) for o, t in attributes.items())
+    edges.extend(relations)
     return SituationGraph(str(video_id), duration, tuple(acts), objects, tuple(edges),
-                          attributes)
+                          attributes, relations, seen, visual)
 
 
 def _find_objects(text: str, vocabulary: Sequence[str]) -> tuple:
@@ -291,17 +215,14 @@ def _find_objects(text: str, vocabulary: Sequence[str]) -> tuple:
     return tuple(dict.fromkeys(n for _, n in sorted(found)))
 
 
-#: The step-parsing prompt (fastvqa's: the paper describes the step, with an
-#: LLM turning the timed descriptions into JSON lists, without printing it).
-SITUATION_SYSTEM = ("You convert timed step descriptions of a video into organized lists of "
-                    "actions and objects, along with their corresponding timestamps.")
-SITUATION_USER = ("The video is {duration:g} seconds long. Its steps:\n{steps}\n\n"
-                  'Reply with JSON only: {{"actions": [{{"start": seconds, "end": seconds, '
-                  '"action": "the step", "objects": ["object", ...]}}, ...]}}, one entry per '
-                  "step, objects as short lower-case names.")
+#: The step-parsing prompt (:data:`~fastvqa.generate.events.sokbench_prompts.SITUATION`,
+#: fastvqa's words: the paper describes the step without printing its prompt).
+SITUATION_SYSTEM = P.SITUATION.system
+SITUATION_USER = P.SITUATION.user
 
 
 def situation_messages(video_id: str, duration: float, events: Sequence[Any]) -> list:
+    """The step-parsing request for one video's captions (``events``)."""
     steps = "\n".join(f"{e.start:g}s - {e.end:g}s: {e.text}" for e in events)
     return [{"role": "system", "content": SITUATION_SYSTEM},
             {"role": "user", "content": SITUATION_USER.format(duration=duration, steps=steps)}]
@@ -381,120 +302,16 @@ def situations_from_events(events: Sequence[Any], *, llm: Any = None,
     return out
 
 
-# -------------------------------------------------------------- knowledge
-
-def _verb(action_text: str) -> str:
-    w = re.findall(r"[a-z]+", action_text.lower())
-    return w[0] if w else ""
-
-
-def table_knowledge(table: Optional[Mapping] = None) -> Callable[[str, str], Optional[str]]:
-    """A knowledge source reading ``table`` (default :data:`COMMONSENSE`):
-    ``{"objects": {name: {relation: text}}, "actions": {verb: {relation:
-    text}}}``; an action is looked up by its first word. Unknown -> None."""
-    table = COMMONSENSE if table is None else table
-
-    def knowledge(entity: str, relation: str) -> Optional[str]:
-        if relation in ACTION_RELATIONS:
-            return table.get("actions", {}).get(_verb(entity), {}).get(relation)
-        return table.get("objects", {}).get(entity.lower(), {}).get(relation)
-
-    knowledge.name = "builtin commonsense table"
-    return knowledge
-
-
-#: The knowledge prompts: the paper's Fig. 4 wording where it gives one
-#: (attributes within 10 words; situated commonsense within 20 words).
-KNOWLEDGE_PROMPTS = {
-    "physical": "Please describe the {entity} in terms of size, shape, color, and texture in "
-                "one short phrase within 10 words.",
-    "usage": "Please tell me the main usage of {entity}. Format: The answer should be a short "
-             "phrase within 10 words.",
-    "what_if_no_obj": "What would happen if the person did not use {entity}? Format: The "
-                      "answer should be short and within 20 words.",
-    "contribution": "What does {entity} contribute to the result? Format: The answer should "
-                    "be a short verb phrase within 20 words.",
-    "purpose": "What is the purpose of the step '{entity}'? Format: The answer should be "
-               "short and within 20 words.",
-    "what_if_no_act": "What would happen if the person skipped the step '{entity}'? Format: "
-                      "The answer should be short and within 20 words.",
-}
-KNOWLEDGE_SYSTEM = "You are a helpful, pattern-following assistant. You know a lot about {entity}."
-
-
-def language_model_knowledge(llm: Any, *, cache: Union[None, str, Path, ResponseCache] = None,
-                             word_limits: Optional[Mapping[str, int]] = None):
-    """A knowledge source asking ``llm`` (:data:`KNOWLEDGE_PROMPTS`), one
-    cached call per (entity, relation). A reply is the text (a JSON string
-    or ``{"answer": ...}`` is unwrapped); an empty one (``missing_field``)
-    or one over its word limit (:data:`WORD_LIMITS`, ``over_word_limit``)
-    gives None and is appended to the source's ``rejections`` list (stage
-    ``"knowledge"``). The source's ``model`` is the :class:`CachedModel`."""
-    model = cached_model(llm, cache)
-    limits = dict(WORD_LIMITS, **(word_limits or {}))
-    memo: dict = {}
-
-    def knowledge(entity: str, relation: str) -> Optional[str]:
-        if (entity, relation) in memo:
-            return memo[(entity, relation)]
-        messages = [{"role": "system", "content": KNOWLEDGE_SYSTEM.format(entity=entity)},
-                    {"role": "user", "content": KNOWLEDGE_PROMPTS[relation].format(
-                        entity=entity)}]
-        reply = model.complete(messages)
-        text = reply.strip()
-        value, _ = reply_json(text) if text[:1] in "[{\"" else (None, None)
-        if isinstance(value, dict) and isinstance(value.get("answer"), str):
-            text = value["answer"]
-        elif text[:1] == '"':
-            try:
-                loaded = json.loads(text)
-                text = loaded if isinstance(loaded, str) else text
-            except ValueError:
-                pass
-        text = " ".join(text.split())
-        out: Optional[str] = text
-        if not text:
-            knowledge.rejections.append(Rejection("knowledge", "missing_field", "", entity,
-                                                  f"{relation}: empty reply", reply[:300]))
-            out = None
-        elif len(text.split()) > limits[relation]:
-            knowledge.rejections.append(Rejection(
-                "knowledge", "over_word_limit", "", entity,
-                f"{relation}: {len(text.split())} words > {limits[relation]}", reply[:300]))
-            out = None
-        memo[(entity, relation)] = out
-        return out
-
-    knowledge.rejections = []
-    knowledge.model = model
-    knowledge.name = f"language model {model.name}"
-    return knowledge
-
-
-# ----------------------------------------------------------------- masking
-
-def mask_entities(text: str, names: Sequence[str], token: str = MASK) -> str:
-    """``text`` with every name of ``names`` (whole words, case-insensitive,
-    a plural ``s``/``es`` included, longer names first) replaced by
-    ``token``, as the released SOK-Bench options mask entities."""
-    for name in sorted(set(n for n in names if n), key=lambda n: (-len(n), n)):
-        text = re.sub(rf"\b{re.escape(name)}(?:es|s)?\b", token, text, flags=re.IGNORECASE)
-    return text
-
-
-def _sentence(text: str) -> str:
-    text = text.strip()
-    return text[:1].upper() + text[1:] if text else text
-
-
 # ----------------------------------------------------------------- the set
 
 class SOKBenchSet(NamedTuple):
     """What :func:`generate_sokbench` made: ``data`` ``{type_key: [question,
     ...]}`` (the released layout), ``rejections``, ``calls`` /
-    ``cache_hits`` of the model (0 without one), ``situations`` (videos
-    with a graph) and ``unfilled`` (template slots left out because the
-    knowledge source knew nothing; not model output, so not rejections)."""
+    ``cache_hits`` of the models (0 without one), ``situations`` (videos
+    with a graph), ``unfilled`` (slots left out because the knowledge
+    source knew nothing; not model output, so not rejections) and
+    ``stages`` (``(stage, how it was done)`` pairs, e.g. ``("visual",
+    "skipped: ...")``)."""
 
     data: dict
     rejections: list
@@ -502,6 +319,7 @@ class SOKBenchSet(NamedTuple):
     cache_hits: int
     situations: int
     unfilled: int
+    stages: tuple = ()
 
     @property
     def n_questions(self) -> int:
@@ -517,88 +335,89 @@ class SOKBenchSet(NamedTuple):
                 f"{len(self.rejections)} rejected" + (f" ({parts})" if parts else "")
                 + f"; {self.calls} model calls, {self.cache_hits} from the cache")
 
-
-class _Slot(NamedTuple):
-    qtype: QuestionType
-    graph: SituationGraph
-    entity: str          # object name, or the action's text
-    action: TimedAction  # the identifying (or asked) step
-    question: str
-    answer: str          # unmasked
-    category: str
+    def stage_lines(self) -> list:
+        """One ``"<stage>: <how>"`` line per stage."""
+        return [f"{stage}: {how}" for stage, how in self.stages]
 
 
-def _fill(graph: SituationGraph, qt: QuestionType, know: Callable) -> tuple:
-    """``(slots, unfilled)``: the slots of one type in one graph, and how
-    many were left out for want of knowledge."""
-    slots, unfilled = [], 0
-    if qt.concerns == "object":
-        for obj in graph.objects:
-            step = graph.actions_with(obj)[0]
-            facts = {r: know(obj, r) for r in ("physical", "usage", "contribution")}
-            answer = obj if qt.relation == "object_name" else know(obj, qt.relation)
-            fields = {"obj": obj, "contribution": facts["contribution"]}
-            if qt.clue == "st":
-                if not facts["physical"]:
-                    unfilled += 1
-                    continue
-                masked = mask_entities(step.text, [obj])
-                fields["st"] = f"the {facts['physical']} used in the step '{masked}'"
-            if qt.clue == "gk":
-                if not facts["usage"]:
-                    unfilled += 1
-                    continue
-                fields["gk"] = f"the ingredient used for {facts['usage']}"
-            if not answer or (qt.relation == "object_name" and not facts["contribution"]):
-                unfilled += 1
-                continue
-            if qt.relation == "contribution":
-                answer = _sentence(f"It helps {answer}") if not answer[:1].isupper() else answer
-            slots.append(_Slot(qt, graph, obj, step, qt.template.format(**fields),
-                               answer, qt.relation))
+def _stats(model_stats: Any) -> tuple:
+    """``(calls, hits)`` summed over one stats object or a sequence of them."""
+    items = model_stats if isinstance(model_stats, (list, tuple)) else [model_stats]
+    items = [m for m in items if m is not None]
+    return (sum(getattr(m, "calls", 0) for m in items),
+            sum(getattr(m, "hits", 0) for m in items))
+
+
+def _stages(situations: list, know: Any, questions: Any, cross: bool) -> tuple:
+    visual = [g for g in situations if g.visual]
+    if visual:
+        how = f"{len(visual)} of {len(situations)} situations ({visual[0].visual})"
     else:
-        for act in graph.actions:
-            prev, nxt = graph.neighbours(act)
-            if qt.clue == "st" and ((qt.key == "APU+ST" and prev is None)
-                                    or (qt.key == "ACT+ST" and nxt is None)):
-                continue  # no neighbouring step: the template does not apply
-            answer = know(act.text, qt.relation)
-            if not answer:
-                unfilled += 1
-                continue
-            fields = {"step": act.text, "prev": prev.text if prev else "",
-                      "next": nxt.text if nxt else ""}
-            slots.append(_Slot(qt, graph, act.text, act, qt.template.format(**fields),
-                               _sentence(answer), qt.relation))
-    return slots, unfilled
+        how = ("skipped: no vision model (the paper finds objects, attributes and spatial "
+               "relations in keyframes)")
+    if hasattr(know, "situated"):
+        knows = (f"{know.name}: general knowledge by the paper's <examples, goal, format>, "
+                 f"situated knowledge by Few-Shot Self-Prompting, "
+                 f"{getattr(know, 'iterations', 2)} iterations")
+    else:
+        knows = getattr(know, "name", "a knowledge function")
+    words = (f"{questions.name}, the paper's top-down parts <video content, integrated graph, "
+             "QA examples, goal, format>" if questions is not None
+             else "fastvqa's templates (no question model given)")
+    distract = ("same video, then other videos (recorded per option)" if cross
+                else "same video only")
+    return (("visual", how), ("knowledge", knows), ("questions", words),
+            ("distractors", distract))
 
 
 def generate_sokbench(situations: Sequence[SituationGraph], knowledge: Any = None, *,
+                      questions: Optional[QuestionWriter] = None,
                       types: Optional[Sequence[str]] = None, seed: int = 0,
                       n_options: int = N_OPTIONS, mask: Optional[str] = MASK,
-                      model_stats: Any = None,
+                      cross_video_distractors: bool = False, model_stats: Any = None,
                       rejections: Optional[Sequence[Rejection]] = None) -> SOKBenchSet:
     """SOK-Bench-style questions from situation graphs.
 
     Args:
-        situations: :class:`SituationGraph` s (one per video/clip).
-        knowledge: ``knowledge(entity, relation) -> str | None`` (default
-            :func:`table_knowledge`); a source with a ``rejections`` list
-            (:func:`language_model_knowledge`) has them added to the result.
-        types: question-type keys of :data:`QUESTION_TYPES` (default all, in
-            Table-2 order).
+        situations: :class:`SituationGraph` s (one per video/clip), with
+            visual facts where :func:`add_visual_facts` found them.
+        knowledge: :func:`language_model_knowledge` (the paper's prompts), or
+            a function ``knowledge(entity, relation) -> str | None`` such as
+            :func:`table_knowledge` (the default: the built-in table, a demo
+            aid). Its ``rejections`` list, if any, is added to the result.
+        questions: :func:`language_model_questions`, which words every
+            question through a model; None: fastvqa's templates.
+        types: question-type keys of :data:`QUESTION_TYPES` (default all
+            twelve, in Table-2 order).
         seed: seeds the options; each type's correct positions are balanced
             (counts differ by at most 1) with the seed ``seed + number``.
         n_options: options per question (2 .. 4).
         mask: the token replacing the video's object names in options (and
             the direct answer) of knowledge-text answers; None: no masking.
+        cross_video_distractors: also draw distractors of the same category
+            from other videos when a video has too few (off: such a question
+            is rejected, ``too_few_distractors``).
         model_stats: an object with ``calls`` and ``hits`` (a
-            :class:`~fastvqa.generate.events.deveqa.CachedModel`) to report.
-        rejections: earlier rejections (e.g. of the situation step) to carry.
+            :class:`~fastvqa.generate.events.deveqa.CachedModel`), or a list
+            of them, to report.
+        rejections: earlier rejections (situation, visual stages) to carry.
 
     Returns:
         :class:`SOKBenchSet`; within a type, questions in situation order,
-        then entity order.
+        then entity order. Each question also holds ``question_source``
+        (``"language model"`` or ``"template"``) and ``option_sources`` (per
+        choice: ``"correct"``, ``"same_video"`` or ``"other_video:<id>"``).
+
+    >>> from fastvqa.generate.events import Event
+    >>> steps = ["cut tofu", "mix cornstarch with water", "fry onion in oil", "add salt"]
+    >>> graphs = situations_from_events([Event("v", i, t, 10.0 * i, 10.0 * i + 9, 60.0)
+    ...                                  for i, t in enumerate(steps)])
+    >>> result = generate_sokbench(graphs, types=["OCT"])  # the demo table, templates
+    >>> q = result.data["OCT"][0]
+    >>> q["question"], q["option_sources"].count("same_video")
+    ('What would happen if the person did not use tofu?', 3)
+    >>> q["answer"]["direct"]
+    'The dish would lose its soft protein base.'
     """
     from fastvqa.retrieval import SOKBENCH_RECIPE, build_options
     from fastvqa.retrieval.duplicates import normalize_question
@@ -607,11 +426,13 @@ def generate_sokbench(situations: Sequence[SituationGraph], knowledge: Any = Non
     op = "generate_sokbench"
     seed = _checks.integer(seed, op, "seed", minimum=0)
     n_options = _checks.integer(n_options, op, "n_options", minimum=2)
+    cross = _checks.flag(cross_video_distractors, op, "cross_video_distractors")
     if n_options > N_OPTIONS:
         raise InputError(f"{op}: n_options must be <= {N_OPTIONS}")
     know = table_knowledge() if knowledge is None else knowledge
-    if not callable(know):
-        raise InputError(f"{op}: knowledge must be a function (entity, relation) -> text")
+    if not (callable(know) or hasattr(know, "situated")):
+        raise InputError(f"{op}: knowledge must be language_model_knowledge(...) or a function "
+                         "(entity, relation) -> text")
     keys = list(QUESTION_TYPES) if types is None else list(types)
     for k in keys:
         if k not in QUESTION_TYPES:
@@ -619,24 +440,31 @@ def generate_sokbench(situations: Sequence[SituationGraph], knowledge: Any = Non
                              f"{', '.join(QUESTION_TYPES)}")
     rejected = list(rejections or [])
     situations = list(situations)
+    knows = [situated_knowledge(know, g) for g in situations]
+    kedges = [k.edges() for k in knows]
     unfilled = 0
     slots_by_type: dict = {}
     seen: dict = {}
     for qk in keys:
-        qt = QUESTION_TYPES[qk]
         kept = []
-        for g in situations:
-            got, missed = _fill(g, qt, know)
+        for gi, g in enumerate(situations):
+            got, missed = fill(g, QUESTION_TYPES[qk], knows[gi])
             unfilled += missed
             for s in got:
+                if questions is not None:
+                    worded = questions.write(s, kedges[gi])
+                    if worded is None:
+                        continue
+                    s = s._replace(question=worded)
                 norm = (g.video_id, normalize_question(s.question))
                 if norm in seen:
-                    rejected.append(Rejection("template", "duplicate_question", g.video_id,
-                                              s.entity, f"{s.question!r} was already asked "
+                    rejected.append(Rejection("template" if questions is None else "question",
+                                              "duplicate_question", g.video_id, s.entity,
+                                              f"{s.question!r} was already asked "
                                               f"({seen[norm]})"))
                     continue
                 seen[norm] = qk
-                kept.append(s)
+                kept.append((gi, s))
         slots_by_type[qk] = kept
     objects_of = {g.video_id: list(g.objects) for g in situations}
 
@@ -650,10 +478,10 @@ def generate_sokbench(situations: Sequence[SituationGraph], knowledge: Any = Non
     # that answers reading the same once masked never share a question).
     answers: dict = {}
     for slots in slots_by_type.values():
-        for s in slots:
+        for _, s in slots:
             answers.setdefault((s.graph.video_id, s.category), {})[s.entity] = \
                 masked(s.answer, s.category, s.graph.video_id)
-    for g in situations:  # also entities no kept question asked about
+    for g in situations:  # also objects no kept question asked about
         for obj in g.objects:
             answers.setdefault((g.video_id, "object_name"), {}).setdefault(obj, obj)
     rng = np.random.default_rng(seed)
@@ -662,89 +490,122 @@ def generate_sokbench(situations: Sequence[SituationGraph], knowledge: Any = Non
         corpus.setdefault(cat, []).extend((vid, e, t) for e, t in by_entity.items())
     sample = {cat: [items[i] for i in rng.permutation(len(items))[:64]]
               for cat, items in corpus.items()}
-    recipe = Recipe(SOKBENCH_RECIPE.steps, fallback=("same_category_corpus",))
+    recipe = Recipe(SOKBENCH_RECIPE.steps, fallback=("same_category_corpus",) if cross else ())
     data: dict = {}
     for qk in keys:
         qt = QUESTION_TYPES[qk]
         slots = slots_by_type[qk]
         if not slots:
             continue
-        pools, entity_pools = [], []
-        for s in slots:
+        pools, where = [], []
+        for _, s in slots:
             vid = s.graph.video_id
             same = [(e, t) for e, t in answers[(vid, s.category)].items() if e != s.entity]
-            other = [(e, masked(t, s.category, vid)) for v, e, t in sample[s.category]
-                     if v != vid]
-            pools.append({"same_category": [t for _, t in same],
-                          "same_category_corpus": [t for _, t in other]})
-            entity_pools.append({t: e for e, t in same + other})
-        correct = [answers[(s.graph.video_id, s.category)][s.entity] for s in slots]
+            pool = {"same_category": [t for _, t in same]}
+            found = {t: (e, "same_video") for e, t in same}
+            if cross:
+                other = [(v, e, t) for v, e, t in sample[s.category] if v != vid]
+                pool["same_category_corpus"] = [t for _, _, t in other]
+                for v, e, t in other:
+                    found.setdefault(t, (e, f"other_video:{v}"))
+            pools.append(pool)
+            where.append(found)
+        correct = [answers[(s.graph.video_id, s.category)][s.entity] for _, s in slots]
         built = build_options(correct, pools, recipe, n_options=n_options,
                               seed=seed + qt.number, on_short="skip")
         for j in built.skipped:
-            s = slots[j]
+            s = slots[j][1]
+            off = "" if cross else " (distractors from other videos are off)"
             rejected.append(Rejection("options", "too_few_distractors", s.graph.video_id,
                                       s.entity, f"{s.question!r}: fewer than {n_options - 1} "
-                                      f"{s.category} answers about other entities"))
+                                      f"{s.category} answers about other entities of the "
+                                      f"video{off}"))
         out = []
         for row, j in enumerate(built.items):
-            s = slots[int(j)]
+            gi, s = slots[int(j)]
             opts, a = list(built.options[row]), int(built.answer[row])
-            related = [entity_pools[int(j)].get(o) for i, o in enumerate(opts) if i != a]
-            related = [e for e in related if e]
-            direct = opts[a]
             problem = options_problem(opts[a], [o for i, o in enumerate(opts) if i != a])
             if problem is not None:
                 rejected.append(Rejection("options", "answer_equals_distractor",
                                           s.graph.video_id, s.entity,
                                           f"{s.question!r}: {problem}"))
                 continue
-            out.append(_record(s, opts, a, direct, related, know))
+            sources = ["correct" if i == a else where[int(j)][o][1] for i, o in enumerate(opts)]
+            related = [where[int(j)][o][0] for i, o in enumerate(opts) if i != a]
+            out.append(_record(s, opts, a, related, sources, knows[gi],
+                               "language model" if questions is not None else "template"))
         if out:
             data[qk] = out
-    calls = getattr(model_stats, "calls", 0) if model_stats is not None else 0
-    hits = getattr(model_stats, "hits", 0) if model_stats is not None else 0
+    calls, hits = _stats(model_stats)
     rejected.extend(getattr(know, "rejections", []))
-    return SOKBenchSet(data, rejected, calls, hits, len(situations), unfilled)
+    if questions is not None:
+        rejected.extend(questions.rejections)
+    return SOKBenchSet(data, rejected, calls, hits, len(situations), unfilled,
+                       _stages(situations, know, questions, cross))
 
 
-def _record(s: _Slot, options: list, answer: int, direct: str, related: list,
-            know: Callable) -> dict:
+def _object_node(e: str, k: SituatedKnowledge, g: SituationGraph) -> dict:
+    """An object's entry of ``related_subgraph``, in the released keys."""
+    node: dict = {}
+    for aspect, key in (("physical", "physical"), ("usage", "usage"),
+                        ("interact", "interact with other object")):
+        if k.general.get((e, aspect)):
+            node[key] = k.general[(e, aspect)]
+    if g.attributes.get(e):
+        node["attribute"] = g.attributes[e]
+    for perspective, key in (("what_if_no_obj", "what if no obj"),
+                             ("contribution", "contribution")):
+        if k.situated.get((e, perspective)):
+            node[key] = {"subject": [e], "consequence": [k.situated[(e, perspective)]]}
+    return node
+
+
+def _action_node(e: str, k: SituatedKnowledge) -> dict:
+    node: dict = {}
+    general = k.general.get((e, "action"))
+    if isinstance(general, dict):
+        node.update({("general purpose" if f == "purpose" else f): v
+                     for f, v in general.items()})
+    for perspective, key in (("purpose", "purpose"), ("what_if_no_act", "what if no act"),
+                             ("possibility", "possibility")):
+        if k.situated.get((e, perspective)):
+            node[key] = {"consequence": [k.situated[(e, perspective)]]}
+    return node
+
+
+def _record(s: Slot, options: list, answer: int, related: list, sources: list,
+            k: SituatedKnowledge, question_source: str) -> dict:
     g = s.graph
-    subgraph: dict = {"object": {}, "action": {}}
+    subgraph: dict = {"object": {}, "action": {}, "obj_interaction": {}}
     for e in [s.entity] + related:
-        if s.qtype.concerns == "object":
-            facts = {r: know(e, r) for r in OBJECT_RELATIONS}
-            node = {k: v for k, v in (("physical", facts["physical"]), ("usage", facts["usage"]))
-                    if v}
-            if facts["what_if_no_obj"]:
-                node["what if no obj"] = {"subject": [e], "consequence": [facts["what_if_no_obj"]]}
-            if facts["contribution"]:
-                node["contribution"] = {"subject": [e], "consequence": [facts["contribution"]]}
-            subgraph["object"][e] = node
+        if s.category == "interaction":
+            names = pair_names(e)
+            text = k.situated.get((e, "interaction"))
+            if text:
+                subgraph["obj_interaction"][e] = {"subject": [names[0]], "target": [names[-1]],
+                                                  "consequence": [text]}
+        elif s.qtype.concerns == "object":
+            subgraph["object"][e] = _object_node(e, k, g)
         else:
-            facts = {r: know(e, r) for r in ACTION_RELATIONS}
-            node = {}
-            if facts["purpose"]:
-                node["purpose"] = {"consequence": [facts["purpose"]]}
-            if facts["what_if_no_act"]:
-                node["what if no act"] = {"consequence": [facts["what_if_no_act"]]}
-            subgraph["action"][e] = node
+            subgraph["action"][e] = _action_node(e, k)
     start, end = g.time_slot
-    steps = {"1": f"Identify what the question is about: {s.entity}.",
+    steps = {"1": f"Identify what the question is about: {' and '.join(pair_names(s.entity))}.",
              "2": f"Recall the step '{s.action.text}' (from {s.action.start:g} sec to "
-                  f"{s.action.end:g} sec).",
-             "3": f"Knowledge ({s.category.replace('_', ' ')}): {s.answer}",
-             "4": f"Select the answer: {direct}"}
+                  f"{s.action.end:g} sec)."}
+    for h, r, t in s.edges:
+        steps[str(len(steps) + 1)] = f"Use the edge: {h} | {r} | {t}"
+    steps[str(len(steps) + 1)] = f"Select the answer: {options[answer]}"
     return {
         "question": s.question,
-        "answer": {"direct": direct, "choices": options, "right_choice": answer},
+        "answer": {"direct": options[answer], "choices": options, "right_choice": answer},
         "related_objs_acts": related + [s.entity, s.action.text],
         "related_subgraph": subgraph,
         "video": g.video_id,
         "video_path": "",
         "rationale": json.dumps(steps, ensure_ascii=False),
         "time_slot": [start, end],
+        "question_source": question_source,
+        "option_sources": sources,
     }
 
 
@@ -754,3 +615,12 @@ def write_sokbench(data: Mapping[str, list], path: Union[str, Path],
     from fastvqa._outputs import write_new
 
     return write_new(path, json.dumps(dict(data), ensure_ascii=False, indent=1) + "\n", what)
+
+
+__all__ = ["ACTION_RELATIONS", "COMMONSENSE", "LanguageModelKnowledge", "MASK", "N_OPTIONS",
+           "OBJECT_RELATIONS", "QUESTION_TYPES", "QuestionType", "QuestionWriter",
+           "SOKBenchSet", "SituatedKnowledge", "SituationGraph", "TimedAction", "WORD_LIMITS",
+           "add_visual_facts", "generate_sokbench", "language_model_knowledge",
+           "language_model_questions", "mask_entities", "parse_situation_reply",
+           "situation_graph", "situation_messages", "situations_from_events",
+           "table_knowledge", "write_sokbench"]
