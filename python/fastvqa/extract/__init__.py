@@ -8,8 +8,11 @@
 - :func:`run` (``fastvqa extract``) decodes a folder of videos and runs the
   model on them into a :class:`FeatureStore`: one safetensors file per video,
   resumable after a kill, shardable (``shard="i/n"``), failures recorded.
-- :class:`StoreDataset` reads a store (joined with a benchmark's records) as
-  padded batches for the :mod:`fastvqa.nn` heads.
+- :func:`run_text` (``fastvqa extract BENCHMARK --text-recipe NAME``)
+  encodes a benchmark's questions into a query store, by a
+  :class:`TextRecipe` (:data:`TEXT_RECIPES`), paired with a video recipe.
+- :class:`StoreDataset` reads a store joined with a benchmark's records (and
+  a query store) as padded training batches.
 
 Each name is imported on first use; torch only when a model runs.
 """
@@ -28,12 +31,20 @@ _LAZY = {
     "Recipe": "recipes",
     "StoreDataset": "dataset",  # imports torch
     "StoreError": "store",
+    "TEXT_RECIPES": "recipes",
+    "TextRecipe": "recipes",
+    "TextSummary": "text",
     "VideoFeatures": "store",
     "discover": "engine",
     "get_recipe": "recipes",
+    "get_text_recipe": "recipes",
+    "record_id": "text",
     "register_recipe": "recipes",
+    "register_text_recipe": "recipes",
     "run": "engine",
-    "spans_to_steps": "dataset",
+    "run_text": "text",
+    "spans_to_cw": "targets",
+    "spans_to_steps": "targets",
 }
 
 __all__ = sorted(_LAZY)

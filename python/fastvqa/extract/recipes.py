@@ -18,7 +18,7 @@ import dataclasses
 import hashlib
 import json
 from dataclasses import dataclass
-from typing import Optional, Union
+from typing import Any, Optional, Union
 
 from fastvqa import _checks
 from fastvqa.errors import InputError
@@ -39,8 +39,43 @@ KINETICS_MEAN = (0.43216, 0.394666, 0.37645)  # torchvision's video models
 KINETICS_STD = (0.22803, 0.22145, 0.216989)
 
 
+class _Hashed:
+    """What every recipe kind shares: its fields as JSON, back, and the hash
+    of every field but ``source`` (a citation, which decides no number)."""
+
+    def to_dict(self) -> dict:
+        """The fields as JSON values (tuples as lists)."""
+        return json.loads(json.dumps(dataclasses.asdict(self)))
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "_Hashed":
+        """The recipe :meth:`to_dict` wrote (lists back to tuples)."""
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise InputError(f"recipe: unknown fields {unknown}")
+
+        def back(v):
+            return tuple(v) if isinstance(v, list) else v
+
+        return cls(**{k: back(v) for k, v in data.items()})
+
+    @property
+    def hash(self) -> str:
+        """sha256 (hex) of the canonical JSON of every field but ``source``
+        (sorted keys, no spaces): equal recipes, equal hashes, on every
+        machine; editing a recipe's citation does not orphan its stores."""
+        fields = {k: v for k, v in self.to_dict().items() if k != "source"}
+        text = json.dumps(fields, sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+    def replace(self, **changes) -> "_Hashed":
+        """A copy with some fields changed (a new hash)."""
+        return dataclasses.replace(self, **changes)
+
+
 @dataclass(frozen=True)
-class Recipe:
+class Recipe(_Hashed):
     """How a store's features are made. Every field but ``source`` (a citation,
     which decides no number) takes part in :attr:`hash`.
 
@@ -114,55 +149,33 @@ class Recipe:
         if isinstance(self.batch, bool) or not isinstance(self.batch, int) or self.batch < 1:
             raise InputError(f"{where}: batch must be an integer >= 1, got {self.batch!r}")
 
-    def to_dict(self) -> dict:
-        """The fields as JSON values (tuples as lists)."""
-        return json.loads(json.dumps(dataclasses.asdict(self)))
-
-    @classmethod
-    def from_dict(cls, data: dict) -> "Recipe":
-        """The recipe :meth:`to_dict` wrote (lists back to tuples)."""
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise InputError(f"recipe: unknown fields {unknown}")
-
-        def back(v):
-            return tuple(v) if isinstance(v, list) else v
-
-        return cls(**{k: back(v) for k, v in data.items()})
-
-    @property
-    def hash(self) -> str:
-        """sha256 (hex) of the canonical JSON of every field but ``source``
-        (sorted keys, no spaces): equal recipes, equal hashes, on every
-        machine; editing a recipe's citation does not orphan its stores."""
-        fields = {k: v for k, v in self.to_dict().items() if k != "source"}
-        text = json.dumps(fields, sort_keys=True, separators=(",", ":"))
-        return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-    def replace(self, **changes) -> "Recipe":
-        """A copy with some fields changed (a new hash)."""
-        return dataclasses.replace(self, **changes)
-
 
 RECIPES: dict = {}
 
 
+def _register(registry: dict, recipe: Any) -> Any:
+    if recipe.name in registry:
+        raise ValueError(f"a recipe named {recipe.name!r} exists already")
+    registry[recipe.name] = recipe
+    return recipe
+
+
+def _get(registry: dict, kind: type, recipe: Any, what: str) -> Any:
+    if isinstance(recipe, kind):
+        return recipe
+    if not isinstance(recipe, str) or recipe not in registry:
+        raise InputError(f"unknown {what} {recipe!r}; known: {', '.join(sorted(registry))}")
+    return registry[recipe]
+
+
 def register_recipe(recipe: Recipe) -> Recipe:
     """Add ``recipe`` to :data:`RECIPES` under its name (a name is taken once)."""
-    if recipe.name in RECIPES:
-        raise ValueError(f"a recipe named {recipe.name!r} exists already")
-    RECIPES[recipe.name] = recipe
-    return recipe
+    return _register(RECIPES, recipe)
 
 
 def get_recipe(recipe: Union[str, Recipe]) -> Recipe:
     """A :class:`Recipe` as given, or the built-in one of that name."""
-    if isinstance(recipe, Recipe):
-        return recipe
-    if not isinstance(recipe, str) or recipe not in RECIPES:
-        raise InputError(f"unknown recipe {recipe!r}; known: {', '.join(sorted(RECIPES))}")
-    return RECIPES[recipe]
+    return _get(RECIPES, Recipe, recipe, "recipe")
 
 
 register_recipe(Recipe(
@@ -207,3 +220,117 @@ register_recipe(Recipe(
     source="The common 2-D CNN baseline of grounding code (e.g. NExT-GQA's and TVQA's "
            "ResNet features): 1 fps, Resize(256), CenterCrop(224), ImageNet statistics, "
            "ResNet-50 pooled features"))
+
+
+# ------------------------------------------------------------------ text recipes
+
+#: what a text recipe encodes of each record (:class:`TextRecipe`)
+TEXTS = ("question", "question+option")
+#: what a text recipe stores per text
+OUTPUTS = ("tokens", "pooled")
+
+
+@dataclass(frozen=True)
+class TextRecipe(_Hashed):
+    """How a query store's features are made from a benchmark's records
+    (``fastvqa extract BENCHMARK --text-recipe NAME``). Every field but
+    ``source`` takes part in :attr:`hash`, the pairing included.
+
+    Attributes:
+        name: the recipe's name.
+        text: ``"question"``: one text per record, its question;
+            ``"question+option"``: one text per answer option,
+            ``"<question> <option>"`` (a record without options fails).
+        output: ``"tokens"``: every token's vector (CLIP: the text
+            transformer's last layer after its final layer norm, start and
+            end tokens included: Moment-DETR's query features); ``"pooled"``:
+            one vector per text (CLIP: the end token's, projected into the
+            joint space and L2-normalised: what
+            :meth:`fastvqa.llm.HFClipEncoder.encode_texts` returns).
+        model: the default encoder spec (``--model`` replaces it):
+            ``open_clip:ARCH@CHECKPOINT``, ``open_clip:ARCH`` (random
+            weights), ``hf:FOLDER`` or ``module:function``
+            (:func:`fastvqa.extract.text_models.resolve_text_model`).
+        max_tokens: the tokenizer's length limit, start and end tokens
+            included (capped at the model's context length: 77 for CLIP);
+            a callable's token rows are cut to it.
+        dtype: stored dtype, ``"float32"`` or ``"float16"``.
+        batch: records per model call (their texts go together). Records are
+            grouped by this many in id order before sharding, so a record is
+            always encoded beside the same others (padding and matrix shapes
+            can change float rounding).
+        pair: the :attr:`Recipe.hash` of the video recipe the features are
+            made to be used with, or ``None`` (pairs with any). ``--pair-with
+            VIDEO_STORE`` sets it to that store's recipe;
+            :class:`~fastvqa.extract.StoreDataset` refuses a video store of
+            another recipe.
+        source: where the setup comes from, for the docs.
+    """
+
+    name: str
+    text: str = "question"
+    output: str = "tokens"
+    model: str = ""
+    max_tokens: int = 77
+    dtype: str = "float32"
+    batch: int = 64
+    pair: Optional[str] = None
+    source: str = ""
+
+    def __post_init__(self):
+        where = f"text recipe {self.name!r}"
+        for field, choices in (("text", TEXTS), ("output", OUTPUTS), ("dtype", DTYPES)):
+            _checks.choice(getattr(self, field), where, field, choices)
+        for field in ("max_tokens", "batch"):
+            value = getattr(self, field)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise InputError(f"{where}: {field} must be an integer >= 1, got {value!r}")
+        if self.pair is not None and not (isinstance(self.pair, str) and len(self.pair) == 64
+                                          and all(c in "0123456789abcdef" for c in self.pair)):
+            raise InputError(f"{where}: pair must be a video recipe's hash (64 hex digits) or "
+                             f"None, got {self.pair!r}")
+
+
+TEXT_RECIPES: dict = {}
+
+
+def register_text_recipe(recipe: TextRecipe) -> TextRecipe:
+    """Add ``recipe`` to :data:`TEXT_RECIPES` under its name (a name is taken once)."""
+    return _register(TEXT_RECIPES, recipe)
+
+
+def get_text_recipe(recipe: Union[str, TextRecipe]) -> TextRecipe:
+    """A :class:`TextRecipe` as given, or the built-in one of that name."""
+    return _get(TEXT_RECIPES, TextRecipe, recipe, "text recipe")
+
+
+def video_recipe_name(recipe_hash: Optional[str]) -> Optional[str]:
+    """The name of the built-in video recipe with this hash, else ``None``."""
+    return next((r.name for r in RECIPES.values() if r.hash == recipe_hash), None)
+
+
+_MOMENT_DETR = ("Moment-DETR (Lei et al., NeurIPS 2021) run_on_video: the query through CLIP "
+                "ViT-B/32's text tower")
+
+register_text_recipe(TextRecipe(
+    name="question-clip",
+    text="question", output="tokens", model="open_clip:ViT-B-32", max_tokens=77,
+    pair=RECIPES["qvhighlights-clip"].hash,
+    source=_MOMENT_DETR + ", every token's last hidden state after ln_final (512-d, start "
+           "and end tokens included, unprojected, unnormalised; the model normalises them); "
+           "training then keeps the first 32 (max_q_l)"))
+
+register_text_recipe(TextRecipe(
+    name="question-clip-pooled",
+    text="question", output="pooled", model="open_clip:ViT-B-32", max_tokens=77,
+    pair=RECIPES["qvhighlights-clip"].hash,
+    source=_MOMENT_DETR + ", its pooled output: the end token's state projected into CLIP's "
+           "joint space, L2-normalised (one row per query)"))
+
+register_text_recipe(TextRecipe(
+    name="options-clip-pooled",
+    text="question+option", output="pooled", model="open_clip:ViT-L-14", max_tokens=77,
+    pair=RECIPES["devi-clip"].hash,
+    source="DeVE-QA / DeVi (docs/papers/deveqa.md): answer texts as CLIP ViT-L/14 text "
+           "embeddings, L2-normalised, one per option (here with the question before it), "
+           "beside the 1 fps CLIP ViT-L/14 frame features"))

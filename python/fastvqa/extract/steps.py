@@ -127,12 +127,8 @@ class Writer:
             bar.update(len(parts[-1]))
         bar.close()
         feats = np.concatenate(parts).astype(recipe.dtype)
-        if self.width is None:
-            self.width = feats.shape[1]
-        elif feats.shape[1] != self.width:
-            raise InputError(f"model {self.model_name!r} gives {feats.shape[1]} values per "
-                             f"item for video {d.video.id!r}, but {self.width} for the videos "
-                             "before; its output size must not change")
+        self.width = checked_width(self.width, feats, self.model_name, "item",
+                                   f"video {d.video.id!r}", "videos")
         start, end = _feature_times(recipe, self.sampler, d, count)
         self.store.write(d.video.id, feats, start, end, {**record, "frames": d.frames})
         return "ok", count, d.frames
@@ -183,6 +179,19 @@ class _Forward:
             raise InputError(f"model {self.model.name!r} gave {shape} for a batch of "
                              f"{len(pixels)}; expected one output per item")
         return out.reshape(len(pixels), -1).to(torch.float32).cpu().numpy()
+
+
+def checked_width(width: Optional[int], feats: np.ndarray, model: str, unit: str, entry: str,
+                  others: str) -> int:
+    """The store's feature width: ``feats``'s (``[n, D]``) when ``width`` is
+    None (the first entry), else ``width`` after checking ``feats`` has it: a
+    model whose output size changes stops the run (an InputError naming
+    ``entry``, e.g. ``"video 'a'"``, and the ``others`` written before)."""
+    if width is not None and feats.shape[1] != width:
+        raise InputError(f"model {model!r} gives {feats.shape[1]} values per {unit} for "
+                         f"{entry}, but {width} for the {others} before; its output size must "
+                         "not change")
+    return int(feats.shape[1])
 
 
 def _stored_width(store: FeatureStore) -> Optional[int]:

@@ -22,6 +22,11 @@ of the same recipe, model and videos write the same bytes. A features record
 also holds ``data_sha256``: sha256 of the ``features``, ``start`` and ``end``
 bytes, in that order (C order, as stored).
 
+A *query store* (header ``"kind": "text"``, :mod:`fastvqa.extract.text`) is
+the same folder with one entry per benchmark record instead of per video:
+its ids are record ids, its ``start``/``end`` token positions, and its
+header names the video recipe it pairs with (``pair``).
+
 Nothing read is trusted. Every file's record is checked on read (its shape,
 and that its recipe hash, model and video id are this store's): a file of
 another store, copied or merged in, is *foreign* (:class:`ForeignFileError`),
@@ -66,7 +71,8 @@ NAME_MAX = 255
 _TEMP_EXTRA = 19
 _HASHED = re.compile(r"~[0-9a-f]{16}$")
 #: the recipe fields a message shows to tell two recipes apart
-_KEY_FIELDS = ("sampler", "size", "crop", "model", "layer", "dtype", "batch")
+_KEY_FIELDS = ("sampler", "size", "crop", "text", "output", "model", "layer", "max_tokens",
+               "dtype", "batch", "pair")
 
 
 class StoreError(InputError):
@@ -160,6 +166,8 @@ def describe_recipe(recipe: Any, recipe_hash: Any = None) -> str:
 
 
 def _short(value: Any) -> str:
+    if isinstance(value, str) and re.fullmatch(r"[0-9a-f]{64}", value):
+        return value[:12]  # a paired recipe's hash
     return json.dumps(value) if isinstance(value, list) else str(value)
 
 
@@ -180,6 +188,7 @@ class FeatureStore:
 
     def __init__(self, path: Any):
         self.path = Path(path)
+        self._verified: dict = {}   # file -> (inode, size, mtime) whose checksum held
         head = self.path / "store.json"
         if not head.is_file():
             raise StoreError(f"{self.path} is not a fastvqa feature store (no store.json)")
@@ -196,6 +205,12 @@ class FeatureStore:
                 or not isinstance(self.header.get("model"), (str, type(None))):
             raise StoreError(f"{head}: damaged: its recipe must be an object with a name, "
                              "beside a recipe_hash and a model (edited by hand?)")
+
+    @property
+    def kind(self) -> str:
+        """``"video"`` (per-video features) or ``"text"`` (a query store:
+        per-record text features, :mod:`fastvqa.extract.text`)."""
+        return "text" if self.header.get("kind") == "text" else "video"
 
     @classmethod
     def create(cls, path: Any, header: dict) -> "FeatureStore":
@@ -368,6 +383,10 @@ class FeatureStore:
             raise DamagedFileError(path, f"{path}: damaged: not a readable safetensors file "
                                          f"({str(err).splitlines()[0] if str(err) else err})"
                                    ) from None
+        return self._meta_record(path, meta, video)
+
+    def _meta_record(self, path: Path, meta: dict, video: Optional[str]) -> dict:
+        """The checked record of a file whose safetensors metadata is ``meta``."""
         if _META_KEY not in meta:
             raise ForeignFileError(path, f"{path}: not a fastvqa store file (no "
                                          f"{_META_KEY!r} record in its metadata)")
@@ -442,26 +461,45 @@ class FeatureStore:
         """One video's arrays and record (:class:`VideoFeatures`), checked:
         the record as :meth:`record`, the arrays against its shape, dtype and
         ``data_sha256`` (:class:`DamagedFileError` on a mismatch)."""
+        from safetensors import safe_open
+
         path = self.features_path(video)
-        if not path.is_file():
-            raise StoreError(f"{self.path}: no features for video {video!r}")
-        record = self._header_record(path, video)
         try:
-            arrays = _safetensors().load_file(str(path))
-            got = (arrays["features"], arrays["start"], arrays["end"])
-        except Exception as err:  # safetensors' own error types, a missing array
-            raise DamagedFileError(path, f"{path}: damaged: its arrays cannot be read "
-                                         f"({str(err).splitlines()[0] if str(err) else err!r})"
+            st = path.stat()
+        except OSError:
+            st = None
+        if st is None or not path.is_file():
+            raise StoreError(f"{self.path}: no features for video {video!r}")
+        try:  # one open for the record and the arrays
+            handle = safe_open(str(path), framework="numpy")
+        except Exception as err:  # safetensors raises its own error types
+            raise DamagedFileError(path, f"{path}: damaged: not a readable safetensors file "
+                                         f"({str(err).splitlines()[0] if str(err) else err})"
                                    ) from None
+        with handle as f:
+            record = self._meta_record(path, f.metadata() or {}, video)
+            try:
+                arrays = {k: f.get_tensor(k) for k in ("features", "start", "end")}
+            except Exception as err:  # safetensors' own error types, a missing array
+                raise DamagedFileError(path, f"{path}: damaged: its arrays cannot be read "
+                                             f"({str(err).splitlines()[0] if str(err) else err!r})"
+                                       ) from None
+        got = (arrays["features"], arrays["start"], arrays["end"])
         n = record["shape"][0]
         if list(got[0].shape) != record["shape"] or str(got[0].dtype) != record["dtype"] \
                 or got[1].shape != (n,) or got[2].shape != (n,):
             raise DamagedFileError(path, f"{path}: damaged: its arrays do not have the "
                                          f"shape {record['shape']} its record gives")
+        # The checksum is computed once per file as it is on disk (inode, size,
+        # modification time): an epoch-long training run reads each file many
+        # times, and rewriting a file changes its identity.
+        ident = (st.st_ino, st.st_size, st.st_mtime_ns)
         want = record.get("data_sha256")  # absent in files written before checksums
-        if want is not None and data_sha256(*got) != want:
-            raise DamagedFileError(path, f"{path}: damaged: its data do not match their "
-                                         "checksum (data_sha256); a changed byte")
+        if want is not None and self._verified.get(path) != ident:
+            if data_sha256(*got) != want:
+                raise DamagedFileError(path, f"{path}: damaged: its data do not match their "
+                                             "checksum (data_sha256); a changed byte")
+            self._verified[path] = ident
         return VideoFeatures(*got, record)
 
     def verify(self) -> dict:
@@ -488,7 +526,9 @@ class FeatureStore:
         return sorted(records, key=lambda r: r["video"])
 
     def info(self) -> dict:
-        """A summary: recipe, model, weights, counts, features, failures, bytes on disk."""
+        """A summary: kind, pairing (of a query store), recipe, model, weights,
+        counts (``videos``: entries, records in a query store), features,
+        failures, bytes on disk."""
         videos = self.videos()
         items = 0
         shape = None
@@ -499,7 +539,8 @@ class FeatureStore:
         size = sum(p.stat().st_size for p in self.path.rglob("*") if p.is_file())
         failures = self.failures()
         recipe = self.header["recipe"]
-        return {"store": str(self.path), "recipe": recipe.get("name"),
+        return {"store": str(self.path), "kind": self.kind, "pair": self.header.get("pair"),
+                "recipe": recipe.get("name"),
                 "recipe_hash": self.header.get("recipe_hash"), "model": self.header.get("model"),
                 "weights": self.header.get("weights"),
                 "videos": len(videos), "failed": len(failures), "features": items,

@@ -20,8 +20,6 @@ summary go to stderr. ``--style sokbench`` also takes a vision-language model
 from __future__ import annotations
 
 import argparse
-import importlib
-import importlib.util
 import json
 import os
 import sys
@@ -114,36 +112,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def load_callable(spec: str, option: str = "--llm") -> Any:
     """The function named ``module:function`` or ``path/file.py:function``
-    (the current folder is searched for modules too); CommandError, naming
+    (:func:`fastvqa._callables.load_callable`); CommandError, naming
     ``option``, otherwise."""
-    module_name, sep, attr = spec.rpartition(":")
-    if not sep or not module_name or not attr:
-        raise CommandError(f"{option} {spec!r}: expected http(s)://... or module:function")
-    try:
-        if module_name.endswith(".py"):
-            path = Path(module_name)
-            if not path.is_file():
-                raise CommandError(f"{option} {spec!r}: no such file {path}")
-            loaded = importlib.util.spec_from_file_location(path.stem, path)
-            module = importlib.util.module_from_spec(loaded)
-            loaded.loader.exec_module(module)
-        else:
-            if os.getcwd() not in sys.path:
-                sys.path.append(os.getcwd())
-            module = importlib.import_module(module_name)
-    except CommandError:
-        raise
-    except ImportError as err:
-        raise CommandError(f"{option} {spec!r}: cannot import {module_name} ({err})") from None
-    except Exception as err:  # the user's module failed while importing
-        raise CommandError(f"{option} {spec!r}: importing {module_name} failed: "
-                           f"{type(err).__name__}: {err}") from None
-    fn = getattr(module, attr, None)
-    if fn is None:
-        raise CommandError(f"{option} {spec!r}: {module_name} has no {attr!r}")
-    if not callable(fn):
-        raise CommandError(f"{option} {spec!r}: {attr} is not callable")
-    return fn
+    from fastvqa._callables import load_callable as load
+
+    return load(spec, f"{option} {spec!r}", error=CommandError,
+                expected="http(s)://... or module:function")
 
 
 def language_model(spec: str, model: Any, deadline: Any = None, *, option: str = "--llm",
