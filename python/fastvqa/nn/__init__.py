@@ -10,6 +10,17 @@
 - :class:`MomentDETRHead`: learned queries for set prediction of moments
   (Moment-DETR), its :func:`set_prediction_loss` and NMS decoding.
 
+Query-conditioned grounding models (video steps and query tokens encoded
+together by a :class:`JointEncoder`), one interface for the training loop
+(``forward(features, mask, query, query_mask)``, ``loss(output, batch)``,
+``decode(output, duration, mask)``, ``config``), built by name with
+:func:`build_model` from :data:`MODELS`:
+
+- :class:`MomentDETR`: learned moment queries, set prediction and a
+  saliency head trained with :func:`saliency_loss`;
+- :class:`SpanGrounder` and :class:`IOGrounder`: WildQA's start/end and
+  inside/outside evidence baselines.
+
 Training pieces of span models (see ``docs/training.md``):
 
 - conversions :func:`spans_to_center_width`, :func:`center_width_to_spans`,
@@ -19,14 +30,16 @@ Training pieces of span models (see ``docs/training.md``):
 - Hungarian matching :func:`hungarian_match` / :class:`HungarianMatcher`
   (needs scipy).
 
-Every module takes ``lengths`` (``[B]`` valid steps, computed *before*
+Every head takes ``lengths`` (``[B]`` valid steps, computed *before*
 padding): steps at or after ``lengths[b]`` never contribute to a loss, an
 attention weight or a decoded span, and rows with ``lengths[b] == 0`` give
 no span and a zero (never NaN) loss contribution (:class:`MomentDETRHead`:
 such a row should get no targets; its queries then learn "background").
 ``forward`` and ``loss`` compile under ``torch.compile(fullgraph=True)``,
 except :meth:`MomentDETRHead.loss`, whose matching runs scipy eagerly (its
-``forward``, the span conversions and the losses compile).
+``forward``, the span conversions and the losses compile). The grounding
+models take ``mask`` (``[B, T]`` bool, True on each row's first steps) and
+check that it is one, which reads it on the host: they run eagerly.
 """
 
 from __future__ import annotations
@@ -46,11 +59,27 @@ _LAZY = {
     "Match": "matcher",
     "SpanTargets": "matcher",
     "hungarian_match": "matcher",
+    "IOGrounder": "evidence",
+    "IOLossTerms": "evidence",
+    "IOOutput": "evidence",
+    "SpanGrounder": "evidence",
+    "SpanLossTerms": "evidence",
+    "SpanOutput": "evidence",
+    "GroundingOutput": "grounding",
+    "LossTerms": "grounding",
+    "MODELS": "grounding",
+    "MomentDETR": "grounding",
+    "build_model": "grounding",
+    "GroundingModel": "joint_encoder",
+    "JointEncoder": "joint_encoder",
     "DecodedMoments": "moment_detr",
     "MomentDETRHead": "moment_detr",
     "MomentDETROutput": "moment_detr",
     "SetPredictionLosses": "moment_detr",
     "set_prediction_loss": "moment_detr",
+    "set_prediction_counts": "moment_detr",
+    "saliency_loss": "saliency",
+    "saliency_videos": "saliency",
     "SpanHead": "span_head",
     "center_width_to_spans": "spans",
     "clamp_spans": "spans",

@@ -178,7 +178,9 @@ class MomentDETRHead(nn.Module):
 def set_prediction_loss(outputs: MomentDETROutput, targets: Sequence[Tensor],
                         matcher: Optional[HungarianMatcher] = None, *,
                         span_weight: float = 10.0, giou_weight: float = 1.0,
-                        class_weight: float = 4.0, eos_coef: float = 0.1) -> SetPredictionLosses:
+                        class_weight: float = 4.0, eos_coef: float = 0.1,
+                        span_count: Optional[float] = None,
+                        class_weight_sum: Optional[float] = None) -> SetPredictionLosses:
     """Moment-DETR's set-prediction loss.
 
     Queries are matched to targets by ``matcher`` (default
@@ -205,6 +207,12 @@ def set_prediction_loss(outputs: MomentDETROutput, targets: Sequence[Tensor],
         matcher: the matcher (anything called as ``matcher(pred_logits,
             pred_spans, [(labels, spans), ...])`` returning one
             :class:`fastvqa.nn.Match` per video).
+        span_count, class_weight_sum: what the span sums and the weighted
+            cross-entropy sum are divided by, instead of this batch's matched
+            pairs and ``sum(w)`` (:func:`set_prediction_counts`): data-parallel
+            training passes the counts over every rank's batch divided by the
+            number of ranks (DETR's all-reduced ``num_boxes``), so that the
+            averaged gradients are one process's.
 
     Example:
         >>> import torch
@@ -239,7 +247,7 @@ def set_prediction_loss(outputs: MomentDETROutput, targets: Sequence[Tensor],
     query = torch.cat([m.pred_idx for m in matches]).to(spans.device)
     matched_target = torch.cat([t[m.tgt_idx.to(t.device)] for t, m in zip(targets, matches)])
     matched_pred = spans[video, query]
-    count = max(len(query), 1)
+    count = max(len(query), 1) if span_count is None else max(float(span_count), 1.0)
     span_l1 = span_l1_loss(matched_pred, matched_target, reduction="sum") / count
     giou = generalized_temporal_iou_loss(center_width_to_spans(matched_pred),
                                          center_width_to_spans(matched_target),
@@ -251,11 +259,30 @@ def set_prediction_loss(outputs: MomentDETROutput, targets: Sequence[Tensor],
     class_weights[BACKGROUND] = eos_coef
     if logits.numel() == 0:
         classification = logits.sum() * 0.0
-    else:
+    elif class_weight_sum is None:
         classification = nn.functional.cross_entropy(logits.transpose(1, 2), classes,
                                                      weight=class_weights)
+    else:
+        classification = nn.functional.cross_entropy(
+            logits.transpose(1, 2), classes, weight=class_weights, reduction="sum"
+        ) / max(float(class_weight_sum), 1e-12)
     total = span_weight * span_l1 + giou_weight * giou + class_weight * classification
     return SetPredictionLosses(total, span_l1, giou, classification, matches)
+
+
+def set_prediction_counts(target_counts: Sequence[int], num_queries: int,
+                          eos_coef: float = 0.1) -> tuple[float, float]:
+    """``(matched pairs, sum of class weights)``: the divisors
+    :func:`set_prediction_loss` uses by default for a batch whose videos have
+    ``target_counts`` targets (each video matches ``min(T_b, Q)`` of them;
+    matched queries weigh 1, the others ``eos_coef``).
+
+    >>> set_prediction_counts([1, 3, 0], num_queries=2, eos_coef=0.1)
+    (3.0, 3.3)
+    """
+    matched = float(sum(min(int(t), num_queries) for t in target_counts))
+    total = float(len(target_counts) * num_queries)
+    return matched, round(matched + (total - matched) * eos_coef, 12)
 
 
 @torch.no_grad()
