@@ -9,7 +9,8 @@
 #      (FASTVQA_ENABLE_CUDA=ON FASTVQA_CUDA_ARCHS=native) and checks the build
 #      really has CUDA kernels and sees the device;
 #   4. `python -m fastvqa.cli info`;
-#   5. `pytest tests -m cuda`, failing if any CUDA test is skipped (or none ran);
+#   5. `pytest tests -m cuda`, failing if any CUDA test is skipped (or none ran),
+#      and `fastvqa train` for 2 epochs on the GPU (bf16, then fp16);
 #   6. the op microbenchmarks (span_argmax, temporal_iou, span_scores, nms_1d,
 #      span_similarity) with --device cuda and --device cpu, the DALI NVDEC
 #      video benchmark (bench_video_gpu.py), and the FAISS GPU retrieval
@@ -264,11 +265,31 @@ if skipped:
 EOF
 }
 
+# fastvqa train on the GPU: a small demo benchmark, 2 epochs with bf16 autocast,
+# then fp16 with its gradient scaler (the GPU path of fastvqa.train.fit).
+train_cuda() {
+  local w="$OUT/train_cuda"
+  rm -rf "$w" && mkdir -p "$w"
+  "$PY" -m fastvqa demo --videos 8 --duration 10 --store --out "$w/demo" --no-progress >/dev/null &&
+  "$PY" -m fastvqa extract qvhighlights --text-recipe question-clip --gt "$w/demo/moments.jsonl" \
+      --model fastvqa:tiny-text --pair-with "$w/demo/features" --out "$w/questions" --no-progress &&
+  for amp in bf16 fp16; do
+    cat > "$w/$amp.json" <<JSON
+{"benchmark": "qvhighlights", "out": "$w/run_$amp", "device": "cuda",
+ "data": {"train": "$w/demo/moments.jsonl", "video_store": "$w/demo/features",
+          "query_store": "$w/questions"},
+ "model": {"name": "moment_detr", "hidden": 64, "heads": 4, "ffn": 128},
+ "optim": {"epochs": 2, "batch_size": 8, "lr": 1e-3, "amp": "$amp"}}
+JSON
+    "$PY" -m fastvqa train "$w/$amp.json" --no-progress || return 1
+  done
+}
+
 # ---------------------------------------------------------------------- steps
 
 # `timeout` runs a new bash for these two, so it needs them exported.
 export PY OUT
-export -f build pytest_cuda
+export -f build pytest_cuda train_cuda
 
 log "output folder: $OUT; python: $PY; repo: $REPO"
 run_step nvidia-smi fatal canary
@@ -283,6 +304,7 @@ run_step verify-build fatal verify_build
 run_step cli-info soft cli_info
 run_step pytest-cuda soft timeout 300 bash -c pytest_cuda
 run_step no-skipped-cuda-tests soft no_skips
+run_step train-cuda soft timeout 300 bash -c train_cuda
 for dev in cuda cpu; do
   for bench in span_argmax temporal_iou span_scores nms_1d span_similarity; do
     # shellcheck disable=SC2086  # BENCH_ARGS is a word list on purpose

@@ -23,9 +23,12 @@ PACKAGE_ROOT = Path(fastvqa.__file__).resolve().parents[1]
 
 #: The subpackages ``fastvqa`` exposes as attributes.
 SUBPACKAGES = ["audit", "data", "devi", "evaluation", "llm", "metrics", "nn", "ops", "parse",
-               "ragged", "retrieval", "stats", "video"]
-#: Those whose names need torch to resolve (``fastvqa.nn``; ``VideoDataset``).
-NEEDS_TORCH = {"fastvqa.nn": None, "fastvqa.video": {"VideoDataset"}}
+               "ragged", "retrieval", "stats", "train", "video"]
+#: Those whose names need torch to resolve (``fastvqa.nn``; ``VideoDataset``; the
+#: training loop and its batch order).
+NEEDS_TORCH = {"fastvqa.nn": None, "fastvqa.video": {"VideoDataset"},
+               "fastvqa.train": {"GlobalBatchSampler", "fit", "evaluate", "load_model",
+                                 "FitResult"}}
 
 
 def _run(code: str, *args: str, extra_env: dict | None = None) -> subprocess.CompletedProcess:

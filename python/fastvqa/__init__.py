@@ -15,7 +15,7 @@ from fastvqa._ext import _C
 from fastvqa._lazy import lazy_exports
 
 _SUBPACKAGES = ("audit", "data", "devi", "errors", "evaluation", "generate", "llm", "metrics",
-                "nn", "ops", "parse", "ragged", "retrieval", "stats", "video")
+                "nn", "ops", "parse", "ragged", "retrieval", "stats", "train", "video")
 
 __version__: str = _C.build_info()["version"]
 

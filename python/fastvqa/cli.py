@@ -515,6 +515,13 @@ def _build_generate(p: argparse.ArgumentParser) -> None:
     generate_cli.add_arguments(p)  # each builder sets func
 
 
+def _build_train(p: argparse.ArgumentParser) -> None:
+    from fastvqa.train import cli as train_cli
+
+    p.description = train_cli.DESCRIPTION
+    train_cli.add_arguments(p)
+
+
 def _build_run(p: argparse.ArgumentParser) -> None:
     from fastvqa.run import cli as run_cli
 
@@ -545,6 +552,8 @@ _COMMANDS = (
                  "DeVE-QA/SOK-Bench questions from captions)", _build_generate),
     ("run", "run a vision-language model or DeVi over a benchmark, to its official scores",
      _build_run),
+    ("train", "train a grounding model from feature stores, scored each epoch with the "
+              "benchmark's exact metrics", _build_train),
 )
 
 

@@ -31,7 +31,9 @@ distractor mining, and the NExT-GQA / WildQA / multiple-choice metrics. Prints
 the tables and writes videos/, annotations.json, results.json and
 report.html into the output folder, the multiple-choice questions as a
 DeVE-QA file (deveqa.json: fastvqa run vlm deveqa --gt DIR/deveqa.json
---videos DIR/videos asks a model them), every video as a CATER scene graph
+--videos DIR/videos asks a model them), every question with its gold spans
+as moment-retrieval queries in QVHighlights' layout (moments.jsonl: fastvqa
+train grounds them, docs/training.md), every video as a CATER scene graph
 (scenes/*.json: fastvqa generate dvd --scenes DIR/scenes reads them) and a
 few DVD-style dialogues for each (dialogues.json, the DVD layout). Needs PyAV,
 scikit-learn and matplotlib: pip install 'fastvqa[demo]'."""
@@ -384,6 +386,7 @@ def _run_in(out: Path, args: argparse.Namespace, shown: Path) -> int:
                                add_options=options.add_options, progress=bar.update)
         questions = bench.annotations["questions"]
         export.write_deveqa(bench.annotations, out / "deveqa.json")
+        export.write_moments(bench.annotations, out / "moments.jsonl")
     if getattr(args, "store", False):
         features = _features_through_store(out, bench, args, stages, config)
     else:

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """The demo benchmark in a released benchmark's layout, so that the tools
 made for real benchmarks run on it unchanged (``fastvqa run vlm deveqa
---gt DEMO/deveqa.json --videos DEMO/videos``, ``fastvqa eval deveqa``).
+--gt DEMO/deveqa.json --videos DEMO/videos``, ``fastvqa eval deveqa``,
+``fastvqa train`` on ``moments.jsonl`` as a QVHighlights file).
 
 :func:`deveqa_records`: the multiple-choice questions as DeVE-QA records in
 the DeVi repository's schema (``qid``, ``video_id``, ``question``,
@@ -41,6 +42,33 @@ def deveqa_records(annotations: dict) -> list:
                     "gt_span": [float(x) for x in q["spans"][0]],
                     "duration": float(annotations["duration"])})
     return out
+
+
+def moment_records(annotations: dict) -> list:
+    """Every demo question as a moment-retrieval query in QVHighlights'
+    layout (``qid``, ``query``, ``vid``, ``duration``, ``relevant_windows``:
+    all its gold spans, seconds), in annotation order; what ``fastvqa train``
+    grounds (:func:`fastvqa.data.load_qvhighlights` reads it). There are no
+    saliency scores: the demo has no annotators.
+
+    >>> ann = {"duration": 20.0, "questions": [
+    ...     {"id": "v_q2", "video": "v", "text": "When does the red cube rest?",
+    ...      "answer": None, "spans": [[0.0, 2.5], [6.0, 8.0]]}]}
+    >>> moment_records(ann)[0]["relevant_windows"]
+    [[0.0, 2.5], [6.0, 8.0]]
+    """
+    return [{"qid": q["id"], "query": q["text"], "vid": q["video"],
+             "duration": float(annotations["duration"]),
+             "relevant_windows": [[float(x) for x in span] for span in q["spans"]]}
+            for q in annotations["questions"] if q.get("spans")]
+
+
+def write_moments(annotations: dict, path: Any) -> Path:
+    """:func:`moment_records` written as JSON Lines to ``path`` (a new file)."""
+    from fastvqa._outputs import write_new
+
+    text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in moment_records(annotations))
+    return write_new(path, text, what="moments.jsonl")
 
 
 def write_deveqa(annotations: dict, path: Any) -> Path:
