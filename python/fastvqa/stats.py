@@ -521,7 +521,7 @@ def dvd_stats(records: Sequence, *, std: str = "population") -> DatasetStats:
     analysis code would fail on it). Percentages of an empty set are NaN.
 
     >>> import json, tempfile
-    >>> from fastvqa.data import load_dvd
+    >>> from fastvqa.data import load_benchmark
     >>> deps = dict.fromkeys(("temporal", "object", "attribute", "spatial"), "none")
     >>> turn = {"question": "what color is the cone ?", "answer": "red", "split": "all_actions",
     ...         "image": "CLEVR_new_000002", "template_filename": "zero_hop_1.json",
@@ -529,7 +529,7 @@ def dvd_stats(records: Sequence, *, std: str = "population") -> DatasetStats:
     ...         "turn_dependencies": deps, "final_all_program": [{"type": "scene"}] * 4}
     >>> with tempfile.TemporaryDirectory() as d:
     ...     _ = Path(d, "dialogues.json").write_text(json.dumps([[turn, turn]]))
-    ...     s = dvd_stats(load_dvd(d))
+    ...     s = dvd_stats(load_benchmark("dvd", d))
     >>> s.table("Question types").rows[2]
     ('attribute_query', 2, 100.0, 6.0, '8.1', 4.0, '3.5')
     >>> s.table("Interval types").rows[3]
