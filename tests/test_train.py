@@ -27,6 +27,8 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("av")
 pytest.importorskip("safetensors")
 pytest.importorskip("scipy")
+pytest.importorskip("sklearn")      # the demo's distractor mining
+pytest.importorskip("matplotlib")   # the demo's report
 
 from fastvqa.cli import main  # noqa: E402
 from fastvqa.errors import InputError  # noqa: E402
