@@ -207,6 +207,10 @@ def fit(config: TrainConfig, *, progress: Optional[bool] = None,
     d = _distributed("cuda" if "cuda" in config.device else "cpu")
     device = _device(config, d)
     out, resuming = _out_folder(config, d.rank)
+    if d.world > 1:   # every rank decides before rank 0 writes anything into the folder
+        import torch.distributed as dist
+
+        dist.barrier()
     train_set = make_dataset(config, config.data.train, config.data.train_split)
     val_set = make_dataset(config, config.data.val or config.data.train, config.data.val_split)
     model = build_model(config, train_set).to(device)
