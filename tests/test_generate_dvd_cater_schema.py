@@ -137,32 +137,41 @@ def _write(folder, d, name="CATER_new_000001"):
     return path
 
 
-def _check_expected(sc):
-    assert sc.num_frames == 301 and sc.fps == 24.0
-    assert [(o.size, o.color, o.material, o.shape, o.instance) for o in sc.objects] == \
-        EXPECTED_OBJECTS
-    assert sc.movements == EXPECTED_MOVEMENTS
-    for o in sc.objects:
-        assert o.positions.shape == (301, 3)
-    pos = {(0, 0): [-2.0, 1.0, 0.3], (0, 15): [-1.0, 1.0, 0.3], (0, 300): [1.5, -1.0, 0.3],
-           (1, 65): [0.0, 1.0, 0.5], (1, 300): [-1.0, -2.5, 0.5], (2, 0): [2.5, -2.5, 0.75],
-           (3, 17): [-2.0, -0.5, 0.53], (4, 38): [-1.0, 2.5, 0.25], (5, 150): [2.5, 0.5, 0.5]}
-    for (i, f), xyz in pos.items():
-        np.testing.assert_allclose(sc.objects[i].positions[f], xyz, atol=1e-12)
-    assert dict(sc.directions) == {"behind": (-0.6563, 0.7545, 0.0),
-                                   "front": (0.6563, -0.7545, -0.0),
-                                   "left": (-0.7545, -0.6563, 0.0),
-                                   "right": (0.7545, 0.6563, -0.0)}
+POSITIONS = {(0, 0): [-2.0, 1.0, 0.3], (0, 15): [-1.0, 1.0, 0.3], (0, 300): [1.5, -1.0, 0.3],
+             (1, 65): [0.0, 1.0, 0.5], (1, 300): [-1.0, -2.5, 0.5], (2, 0): [2.5, -2.5, 0.75],
+             (3, 17): [-2.0, -0.5, 0.53], (4, 38): [-1.0, 2.5, 0.25], (5, 150): [2.5, 0.5, 0.5]}
+EXPECTED = {
+    "frames": (301, 24.0),
+    "objects": EXPECTED_OBJECTS,
+    "movements": EXPECTED_MOVEMENTS,
+    "shapes": [(301, 3)] * 6,
+    "positions": POSITIONS,
+    "directions": {"behind": (-0.6563, 0.7545, 0.0), "front": (0.6563, -0.7545, -0.0),
+                   "left": (-0.7545, -0.6563, 0.0), "right": (0.7545, 0.6563, -0.0)},
     # DVD's rule (update_scene.py): covered from the end of the _contain
     # flight to the start of the cone's next _pick_place, else to the end
-    assert I.containment_periods(sc) == (I.Containment(1, 0, 65, 120, True),
-                                         I.Containment(2, 1, 188, 301, False))
+    "containment": (I.Containment(1, 0, 65, 120, True), I.Containment(2, 1, 188, 301, False)),
+}
+
+
+def _read_back(sc) -> dict:
+    """What a scene holds, in :data:`EXPECTED`'s layout (positions to 1e-12)."""
+    return {
+        "frames": (sc.num_frames, sc.fps),
+        "objects": [(o.size, o.color, o.material, o.shape, o.instance) for o in sc.objects],
+        "movements": sc.movements,
+        "shapes": [o.positions.shape for o in sc.objects],
+        "positions": {(i, f): np.round(sc.objects[i].positions[f], 12).tolist()
+                      for (i, f) in POSITIONS},
+        "directions": dict(sc.directions),
+        "containment": I.containment_periods(sc),
+    }
 
 
 def test_cater_scene_file_loads_as_written(tmp_path):
     sc = load_cater_scene(_write(tmp_path, cater_scene()))
     assert sc.name == "CATER_new_000001"
-    _check_expected(sc)
+    assert _read_back(sc) == EXPECTED
 
 
 def test_dvd_preprocessed_scene_reads_the_same():
@@ -178,7 +187,7 @@ def test_dvd_preprocessed_scene_reads_the_same():
     d["all_periods"] = [(None, None)]
     d["relationships"] = {0: {"left": [[3]] * 6}}
     d["_action_list"] = {0: {"during": [[]] * 6, "excluding": [[]] * 6}}
-    _check_expected(scene_from_dict(d, "CATER_new_000001"))
+    assert _read_back(scene_from_dict(d, "CATER_new_000001")) == EXPECTED
 
 
 def test_unknown_fields_are_ignored(tmp_path):
@@ -189,7 +198,7 @@ def test_unknown_fields_are_ignored(tmp_path):
     d["objects"][2]["mask"] = None
     d["directions"]["up"] = "not a vector"
     d["movements"]["Cone_1"][1] = ["_slide", "ignored", 200, 225]   # only _contain reads `other`
-    _check_expected(load_cater_scene(_write(tmp_path, d)))
+    assert _read_back(load_cater_scene(_write(tmp_path, d))) == EXPECTED
 
 
 @pytest.mark.parametrize("mutate, field", [
