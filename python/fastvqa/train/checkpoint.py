@@ -45,13 +45,12 @@ def write_json(path: Path, data: Any) -> None:
     _replace(path, lambda p: p.write_text(text))
 
 
-def append_log(folder: Path, line: dict) -> None:
-    """One JSON line onto the run's ``log.jsonl``; the file is rewritten
-    atomically, so a killed run never leaves half a line."""
-    path = folder / LOG
-    old = path.read_text() if path.exists() else ""
-    text = old + json.dumps(line, sort_keys=True, allow_nan=False) + "\n"
-    _replace(path, lambda p: p.write_text(text))
+def write_log(folder: Path, history: list) -> None:
+    """The run's ``log.jsonl``, one JSON line per finished epoch, written
+    from the history ``last.pt`` holds (after it), atomically: a run killed
+    between the two files, and resumed, neither loses nor repeats a line."""
+    text = "".join(json.dumps(line, sort_keys=True, allow_nan=False) + "\n" for line in history)
+    _replace(folder / LOG, lambda p: p.write_text(text))
 
 
 def save_state(folder: Path, state: dict) -> None:
@@ -108,5 +107,5 @@ def read_best(path: Any) -> tuple[dict, dict]:
     return tensors, meta
 
 
-__all__ = ["BEST", "LAST", "LOG", "RUN", "append_log", "load_state", "read_best", "save_best",
-           "save_state", "write_json"]
+__all__ = ["BEST", "LAST", "LOG", "RUN", "load_state", "read_best", "save_best",
+           "save_state", "write_json", "write_log"]

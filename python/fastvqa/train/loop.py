@@ -301,7 +301,6 @@ def fit(config: TrainConfig, *, progress: Optional[bool] = None,
                         "config_hash": config.hash()})
         history.append(line)
         if d.rank == 0:
-            ckpt.append_log(out, line)
             ckpt.save_state(out, {
                 "model": model.state_dict(), "optimizer": optimizer.state_dict(),
                 "schedule": schedule.state_dict(), "scaler": scaler.state_dict(),
@@ -309,6 +308,7 @@ def fit(config: TrainConfig, *, progress: Optional[bool] = None,
                 "rng": torch.get_rng_state(),
                 "cuda_rng": torch.cuda.get_rng_state(device) if device.type == "cuda"
                 else None})
+            ckpt.write_log(out, history)
             _report(line, metric)
         if d.world > 1:
             import torch.distributed as dist
