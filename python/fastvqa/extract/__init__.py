@@ -36,6 +36,7 @@ _LAZY = {
     "TextSummary": "text",
     "VideoFeatures": "store",
     "discover": "engine",
+    "video_paths": "engine",
     "get_recipe": "recipes",
     "get_text_recipe": "recipes",
     "record_id": "text",

@@ -100,6 +100,28 @@ def discover(videos: Union[str, Path, Sequence]) -> list:
     return sorted(items, key=lambda v: v.id)
 
 
+
+def video_paths(videos: Union[str, Path, Sequence]) -> dict:
+    """Video id -> file of :func:`discover`'s videos, where a video in a
+    subfolder also answers to its bare name when no other file has that name
+    (how ``fastvqa run`` and ``fastvqa generate events`` find a benchmark's
+    videos by id).
+
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     _ = (Path(d, "a").mkdir(), Path(d, "a", "v1.mp4").touch())
+    ...     sorted(video_paths(d))
+    ['a/v1', 'v1']
+    """
+    found = {v.id: v.path for v in discover(videos)}
+    names: dict = {}
+    for vid, path in found.items():
+        names.setdefault(Path(vid).name, []).append(path)
+    for name, paths in names.items():
+        if len(paths) == 1:
+            found.setdefault(name, paths[0])
+    return found
+
 def run(videos: Union[str, Path, Sequence], recipe: Union[str, Recipe], *, out: Any,
         model: Any = None, model_name: Optional[str] = None,
         shard: Union[str, tuple, None] = None, workers: Optional[int] = None,

@@ -150,7 +150,7 @@ def run(args: argparse.Namespace) -> int:
     from fastvqa import _cli_grammar as grammar
     from fastvqa._shards import shard_of
     from fastvqa.data.benchmarks import load_benchmark
-    from fastvqa.extract.engine import discover
+    from fastvqa.extract.engine import video_paths
     from fastvqa.run import harness, outputs
 
     benchmark = grammar.benchmark(args, "run")
@@ -162,13 +162,7 @@ def run(args: argparse.Namespace) -> int:
         records = records[:args.limit]
     if not records:
         raise CommandError(f"{args.gt}: no {benchmark} records to ask")
-    videos = {v.id: v.path for v in discover(args.videos)}
-    # a video in a subfolder also answers to its bare name, where that is unique
-    names = {}
-    for vid, path in videos.items():
-        names.setdefault(Path(vid).name, []).append(path)
-    videos.update({name: paths[0] for name, paths in names.items()
-                   if len(paths) == 1 and name not in videos})
+    videos = video_paths(args.videos)
     if args.shard is not None:
         ids = shard_of(sorted({r.video_id for r in records}), args.shard)
         keep = set(ids)

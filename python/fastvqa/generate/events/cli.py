@@ -162,14 +162,9 @@ def sokbench_vision(args: argparse.Namespace, cache: Any) -> Any:
     if getattr(args, "videos", None) is None:
         raise CommandError("--vlm needs --videos DIR: the videos, named by the captions' video "
                            "ids")
-    from fastvqa.extract.engine import discover
+    from fastvqa.extract.engine import video_paths
 
-    videos = {v.id: v.path for v in discover(args.videos)}
-    by_name: dict = {}
-    for vid, path in videos.items():  # a video in a subfolder also answers to its bare name
-        by_name.setdefault(Path(vid).name, []).append(path)
-    videos.update({name: paths[0] for name, paths in by_name.items()
-                   if len(paths) == 1 and name not in videos})
+    videos = video_paths(args.videos)
     vlm = language_model(spec, getattr(args, "vlm_model", None), option="--vlm",
                          model_option="--vlm-model")
     return cached_model(vlm, cache), videos

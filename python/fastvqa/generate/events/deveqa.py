@@ -795,16 +795,9 @@ def video_files(videos: Any) -> dict:
     if not isinstance(videos, (str, os.PathLike)) or not Path(videos).is_dir():
         raise InputError(f"videos {videos!r:.80}: not a folder; give the videos' folder or a "
                          "mapping video id -> file")
-    from fastvqa.extract.engine import discover
+    from fastvqa.extract.engine import video_paths
 
-    found = {v.id: Path(v.path) for v in discover(videos)}
-    by_name: dict = {}
-    for vid, path in found.items():
-        by_name.setdefault(Path(vid).name, []).append(path)
-    for name, paths in by_name.items():
-        if len(paths) == 1:
-            found.setdefault(name, paths[0])
-    return found
+    return {vid: Path(path) for vid, path in video_paths(videos).items()}
 
 
 def rank_by_frames(frame_embeddings: Any, text_embeddings: Any) -> np.ndarray:
