@@ -15,7 +15,7 @@ from torch.utils.data import Dataset
 from fastvqa.errors import InputError
 from fastvqa.extract.store import FeatureStore
 from fastvqa.extract.targets import clip_saliency, saliency_steps, spans_to_cw, spans_to_steps
-from fastvqa.extract.text import record_id, record_texts, texts_sha256
+from fastvqa.extract.text import expected_text_sha256, record_id
 from fastvqa.nn.masking import lengths_to_mask
 
 
@@ -87,6 +87,9 @@ class StoreDataset(Dataset):
             records = list(records)
             keep = self._joined(records, set(videos))
             self.items = [(r.video_id, r, clip_saliency(r)) for r in keep]
+            if self.query_store is not None:   # what each query entry must be encoded from
+                kind = self.query_store.header["recipe"].get("text", "question")
+                self._texts = {record_id(r): expected_text_sha256(r, kind) for r in keep}
         if not self.items:
             raise InputError(f"{self.store.path}: the store holds no videos")
 
@@ -171,12 +174,8 @@ class StoreDataset(Dataset):
     def _query(self, record: Any) -> torch.Tensor:
         rid = record_id(record)
         got = self.query_store.load(rid)
-        try:
-            same = got.record.get("text_sha256") == texts_sha256(
-                record_texts(record, self.query_store.header["recipe"].get("text", "question")))
-        except InputError:
-            same = False
-        if not same:
+        want = self._texts[rid]
+        if want is None or got.record.get("text_sha256") != want:
             raise InputError(f"{self.query_store.features_path(rid)}: encoded from other text "
                              f"than record {rid!r} has now (another version of the benchmark's "
                              "file?); extract the queries again")

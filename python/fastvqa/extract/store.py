@@ -55,6 +55,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import stat
 from pathlib import Path
 from typing import Any, Iterable, NamedTuple, Optional
 
@@ -373,16 +374,21 @@ class FeatureStore:
         self._check_belongs(path, rec, video)
         return rec
 
-    def _header_record(self, path: Path, video: Optional[str] = None) -> dict:
+    @staticmethod
+    def _open_file(path: Path) -> Any:
+        """``safe_open`` of a store file; DamagedFileError when it is not one."""
         from safetensors import safe_open
 
         try:
-            with safe_open(str(path), framework="numpy") as f:
-                meta = f.metadata() or {}
+            return safe_open(str(path), framework="numpy")
         except Exception as err:  # safetensors raises its own error types
             raise DamagedFileError(path, f"{path}: damaged: not a readable safetensors file "
                                          f"({str(err).splitlines()[0] if str(err) else err})"
                                    ) from None
+
+    def _header_record(self, path: Path, video: Optional[str] = None) -> dict:
+        with self._open_file(path) as f:
+            meta = f.metadata() or {}
         return self._meta_record(path, meta, video)
 
     def _meta_record(self, path: Path, meta: dict, video: Optional[str]) -> dict:
@@ -461,22 +467,14 @@ class FeatureStore:
         """One video's arrays and record (:class:`VideoFeatures`), checked:
         the record as :meth:`record`, the arrays against its shape, dtype and
         ``data_sha256`` (:class:`DamagedFileError` on a mismatch)."""
-        from safetensors import safe_open
-
         path = self.features_path(video)
         try:
             st = path.stat()
         except OSError:
             st = None
-        if st is None or not path.is_file():
+        if st is None or not stat.S_ISREG(st.st_mode):
             raise StoreError(f"{self.path}: no features for video {video!r}")
-        try:  # one open for the record and the arrays
-            handle = safe_open(str(path), framework="numpy")
-        except Exception as err:  # safetensors raises its own error types
-            raise DamagedFileError(path, f"{path}: damaged: not a readable safetensors file "
-                                         f"({str(err).splitlines()[0] if str(err) else err})"
-                                   ) from None
-        with handle as f:
+        with self._open_file(path) as f:  # one open for the record and the arrays
             record = self._meta_record(path, f.metadata() or {}, video)
             try:
                 arrays = {k: f.get_tensor(k) for k in ("features", "start", "end")}

@@ -161,7 +161,7 @@ def run_text(records: Sequence[Any], recipe: Union[str, TextRecipe], *, out: Any
               "its features carry no learned meaning; give open_clip:ARCH@CHECKPOINT or "
               "hf:FOLDER for real ones (docs/extract.md)", file=sys.stderr, flush=True)
     header = {"kind": "text", "recipe": recipe.to_dict(), "recipe_hash": recipe.hash,
-              "model": resolved.name, "model_sha256": weights_sha256(resolved.module),
+              "model": resolved.name, "model_sha256": resolved.module_sha256 or weights_sha256(resolved.module),
               "weights": resolved.weights, "fastvqa": __version__, "pair": pair}
     store = FeatureStore.create(out, header)
 
@@ -244,11 +244,19 @@ def _plan(store: FeatureStore, groups: list, recipe: TextRecipe, retry_failed: b
     return todo, counts
 
 
-def _same_text(entry: dict, record: Any, recipe: TextRecipe) -> bool:
+def expected_text_sha256(record: Any, text: str) -> Optional[str]:
+    """The ``text_sha256`` an entry encoded from ``record``'s current texts
+    (``text``: a recipe's text kind) holds; None when the record has no such
+    texts (every entry then differs from it)."""
     try:
-        return entry.get("text_sha256") == texts_sha256(record_texts(record, recipe.text))
+        return texts_sha256(record_texts(record, text))
     except InputError:
-        return False
+        return None
+
+
+def _same_text(entry: dict, record: Any, recipe: TextRecipe) -> bool:
+    want = expected_text_sha256(record, recipe.text)
+    return want is not None and entry.get("text_sha256") == want
 
 
 class _Writer:

@@ -47,6 +47,7 @@ class TextModel(NamedTuple):
     name: str
     module: Any
     weights: str
+    module_sha256: Optional[str] = None   # the module's weights_sha256 where already known
 
 
 def resolve_text_model(model: Any, name: Optional[str] = None, device: Any = "cpu") -> TextModel:
@@ -138,9 +139,11 @@ def _clip(enc: Any) -> TextModel:
     from fastvqa.extract.models import weights_sha256
     from fastvqa.llm.encoders import HFClipEncoder
 
+    sha = None
     if isinstance(enc, HFClipEncoder):
         forward = _hf_forward(enc)
-        weights = f"folder {weights_sha256(enc.model)}"
+        sha = weights_sha256(enc.model)
+        weights = f"folder {sha}"
     else:
         forward = _open_clip_forward(enc)
         weights = "random" if enc.random_weights else f"checkpoint {sha256_file(enc.checkpoint)}"
@@ -154,7 +157,7 @@ def _clip(enc: Any) -> TextModel:
             return [(pooled[i:i + 1], int(lengths[i])) for i in range(len(texts))]
         return [(hidden[i, :lengths[i]], 1) for i in range(len(texts))]
 
-    return TextModel(encode, enc.name, enc.model, weights)
+    return TextModel(encode, enc.name, enc.model, weights, sha)
 
 
 #: ``fastvqa:tiny-text``'s sizes: hashed word ids, width.
@@ -237,16 +240,19 @@ def _open_clip_forward(enc: Any) -> Callable:
                                                        "ln_final", None)
     context = int(getattr(model, "context_length", 77))
     pad = int(getattr(model, "pad_id", 0) or 0)
-    captured = {}
-    if norm is not None:
-        norm.register_forward_hook(lambda module, inputs, output: captured.update(x=output))
-
     def forward(texts: list, max_tokens: int) -> tuple:
         ids = enc.tokenizer(texts, context_length=min(max_tokens, context)).to(enc.device)
         if ids.shape[1] < context:
             ids = F.pad(ids, (0, context - ids.shape[1]), value=pad)
-        captured.clear()
-        pooled = model.encode_text(ids)
+        captured: dict = {}
+        # hooked for this call only: the caller's encoder is left as it was
+        hook = None if norm is None else norm.register_forward_hook(
+            lambda module, inputs, output: captured.update(x=output))
+        try:
+            pooled = model.encode_text(ids)
+        finally:
+            if hook is not None:
+                hook.remove()
         if "x" not in captured:
             raise InputError(f"{enc.name}: no ln_final output to take token features from "
                              "(not a CLIP text transformer); use a pooled recipe")
