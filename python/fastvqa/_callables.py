@@ -9,7 +9,7 @@ import importlib.util
 import os
 import sys
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
 from fastvqa.errors import InputError
 

@@ -17,7 +17,6 @@ import copy
 import json
 from typing import Any, Mapping, Optional, Sequence
 
-from fastvqa.errors import InputError
 from fastvqa.generate.dvd import executor as _ex
 from fastvqa.generate.dvd import intervals as _iv
 from fastvqa.generate.dvd.history import FINAL_NAMES

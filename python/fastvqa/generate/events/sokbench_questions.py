@@ -357,12 +357,23 @@ class QuestionWriter:
         self.max_words = max_words
         self.rejections: list = []
         self.name = f"language model {self.model.name}"
+        # (graph, edges) -> system text: every slot of a video shares it. Keyed
+        # by identity, the objects held in the value so the ids stay theirs.
+        self._systems: dict = {}
+
+    def _system_text(self, g: Any, knowledge_edges: Sequence[tuple]) -> str:
+        key = (id(g), id(knowledge_edges))
+        hit = self._systems.get(key)
+        if hit is None:
+            text = P.QA_SYSTEM.system.format(length=g.duration, steps=steps_text(g),
+                                             graph="\n".join(graph_lines(g, knowledge_edges)))
+            self._systems[key] = hit = (g, knowledge_edges, text)
+        return hit[2]
 
     def messages(self, slot: Slot, knowledge_edges: Sequence[tuple]) -> list:
         """The chat messages asking for ``slot``'s question."""
         g, qt = slot.graph, slot.qtype
-        system = P.QA_SYSTEM.system.format(length=g.duration, steps=steps_text(g),
-                                           graph="\n".join(graph_lines(g, knowledge_edges)))
+        system = self._system_text(g, knowledge_edges)
         example = P.QA_EXAMPLES[qt.key]
         about = " and ".join(pair_names(slot.entity)) if qt.concerns == "object" \
             else slot.action.text

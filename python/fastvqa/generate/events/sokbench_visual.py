@@ -152,10 +152,16 @@ class VisualFacts(NamedTuple):
     keyframes: int
 
 
-def _messages(system: str, text: str, frame: np.ndarray, t: float, image: dict) -> list:
+def _shown(frame: np.ndarray, t: float, image: dict) -> list:
+    """One keyframe's content parts (its label and encoded image), encoded
+    once for every request that shows it."""
     from fastvqa.llm.images import frames_content
 
-    user = {"role": "user", "content": frames_content(text, frame[None], [t], **image)}
+    return frames_content("", frame[None], [t], **image)[:-1]
+
+
+def _messages(system: str, text: str, shown: list) -> list:
+    user = {"role": "user", "content": shown + [{"type": "text", "text": text}]}
     return ([{"role": "system", "content": system}] if system else []) + [user]
 
 
@@ -180,7 +186,7 @@ def visual_facts(graph: Any, path: Union[str, Path], vlm: Any, *, keyframes: int
     rejected = rejections if rejections is not None else []
     vid = graph.video_id
     seen: dict = {}
-    first: dict = {}  # object -> (frame, time) of the first keyframe showing it
+    first: dict = {}  # object -> the content parts of the first keyframe showing it
     relations: dict = {}
     sent = 0
     with VideoDecoder(path, backend=backend) as decoder:
@@ -194,11 +200,12 @@ def visual_facts(graph: Any, path: Union[str, Path], vlm: Any, *, keyframes: int
             end = min(max(act.end, act.start + 1e-3), length)  # a 0-s step: its first frame
             got = decoder.read(Uniform(keyframes).within(act.start, end))
             _, keep = np.unique(got.indices, return_index=True)
+            text = P.VISUAL_OBJECTS.user.format(step=act.text,
+                                                named=", ".join(act.objects) or "none")
             for j in sorted(keep):
-                frame, t = np.asarray(got.data[j]), float(got.pts_seconds[j]) - t0
-                text = P.VISUAL_OBJECTS.user.format(step=act.text,
-                                                    named=", ".join(act.objects) or "none")
-                reply = vlm.complete(_messages(P.VISUAL_OBJECTS.system, text, frame, t, image))
+                t = float(got.pts_seconds[j]) - t0
+                shown = _shown(np.asarray(got.data[j]), t, image)
+                reply = vlm.complete(_messages(P.VISUAL_OBJECTS.system, text, shown))
                 sent += 1
                 objs, rels, problems = parse_objects_reply(reply, act.objects)
                 for reason, detail in problems:
@@ -207,12 +214,12 @@ def visual_facts(graph: Any, path: Union[str, Path], vlm: Any, *, keyframes: int
                                               reply[:300]))
                 seen[act.index] = tuple(dict.fromkeys(seen.get(act.index, ()) + objs))
                 for o in objs:
-                    first.setdefault(o, (frame, t))
+                    first.setdefault(o, shown)
                 relations.update(dict.fromkeys(rels))
     attributes = {}
-    for obj, (frame, t) in first.items():
+    for obj, shown in first.items():
         reply = vlm.complete(_messages(P.ATTRIBUTE.system, P.ATTRIBUTE.user.format(object=obj),
-                                       frame, t, image))
+                                       shown))
         text, problem = parse_attribute_reply(reply)
         if problem is not None:
             rejected.append(Rejection("visual", problem[0], vid, f"{obj}: attribute",
